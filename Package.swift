@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+// Earshot: a Linux agent that lets a laptop act as "the phone" for Bluetooth
+// accessories and watch which beacons are near.
+import PackageDescription
+
+let package = Package(
+  name: "Earshot",
+  products: [
+    .executable(name: "earshot", targets: ["earshot"])
+  ],
+  targets: [
+    // C libraries from Debian, found with pkg-config. Each folder holds a
+    // module map and a one-line shim header.
+    .systemLibrary(
+      name: "CBlueZ", path: "Sources/CBlueZ", pkgConfig: "bluez",
+      providers: [.apt(["libbluetooth-dev"])]),
+    .systemLibrary(
+      name: "CINIH", path: "Sources/CINIH", pkgConfig: "inih",
+      providers: [.apt(["libinih-dev"])]),
+    .systemLibrary(
+      name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
+      providers: [.apt(["libasound2-dev"])]),
+    .systemLibrary(
+      name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
+      providers: [.apt(["libsndfile1-dev"])]),
+
+    // Pure Swift: bytes in, values and decisions out. No files, sockets or clocks.
+    .target(name: "EarshotCore"),
+
+    // The thin Linux shell: sockets, ALSA, files, processes.
+    .target(
+      name: "EarshotLinux",
+      dependencies: ["EarshotCore", "CBlueZ", "CINIH", "CALSA", "CSndFile"]),
+
+    // The command-line front door.
+    .executableTarget(name: "earshot", dependencies: ["EarshotCore", "EarshotLinux"]),
+
+    .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
+    .testTarget(
+      name: "EarshotLinuxTests", dependencies: ["EarshotCore", "EarshotLinux"]),
+  ]
+)

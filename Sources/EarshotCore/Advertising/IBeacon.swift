@@ -1,0 +1,126 @@
+/// A 128-bit beacon proximity UUID, kept as two integers (no allocation).
+public struct BeaconUUID: Hashable, Comparable, Sendable, CustomStringConvertible {
+  public let high: UInt64
+  public let low: UInt64
+
+  @inlinable public init(high: UInt64, low: UInt64) {
+    self.high = high
+    self.low = low
+  }
+
+  /// Reads 16 bytes in network (big-endian) order.
+  @inlinable init(bigEndian bytes: UnsafeRawBufferPointer, at offset: Int) {
+    high = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self).bigEndian
+    low = bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self).bigEndian
+  }
+
+  /// Parses "8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182" (any case; the dashes
+  /// must be where RFC 4122 puts them, or absent altogether).
+  public init?(_ text: some StringProtocol) {
+    let chars = Array(text.utf8)
+    let hex: [UInt8]
+    if chars.count == 36 {
+      for i in [8, 13, 18, 23] where chars[i] != UInt8(ascii: "-") { return nil }
+      hex = chars.enumerated().filter { ![8, 13, 18, 23].contains($0.offset) }.map(\.element)
+    } else if chars.count == 32 {
+      hex = chars
+    } else {
+      return nil
+    }
+    guard let raw = bytes(fromHex: String(decoding: hex, as: UTF8.self)), raw.count == 16 else {
+      return nil
+    }
+    var h: UInt64 = 0
+    var l: UInt64 = 0
+    for i in 0..<8 { h = h << 8 | UInt64(raw[i]) }
+    for i in 8..<16 { l = l << 8 | UInt64(raw[i]) }
+    self.init(high: h, low: l)
+  }
+
+  /// Upper case with dashes, as Earshot prints it everywhere.
+  public var description: String {
+    let digits = Array("0123456789ABCDEF".utf8)
+    var out = [UInt8]()
+    out.reserveCapacity(36)
+    for i in 0..<16 {
+      let word = i < 8 ? high : low
+      let b = UInt8(truncatingIfNeeded: word >> UInt64(8 * (7 - i % 8)))
+      if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+      out.append(digits[Int(b >> 4)])
+      out.append(digits[Int(b & 0xF)])
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  public static func < (a: BeaconUUID, b: BeaconUUID) -> Bool {
+    (a.high, a.low) < (b.high, b.low)
+  }
+}
+
+/// A beacon's identity. Several advertisers sending the same identity are
+/// one beacon (a beacon may rotate its address).
+public struct BeaconID: Hashable, Comparable, Sendable, CustomStringConvertible {
+  public let uuid: BeaconUUID
+  public let major: UInt16
+  public let minor: UInt16
+
+  public init(uuid: BeaconUUID, major: UInt16, minor: UInt16) {
+    self.uuid = uuid
+    self.major = major
+    self.minor = minor
+  }
+
+  public var description: String { "\(uuid):\(major):\(minor)" }
+
+  public static func < (a: BeaconID, b: BeaconID) -> Bool {
+    (a.uuid, a.major, a.minor) < (b.uuid, b.major, b.minor)
+  }
+}
+
+/// A decoded iBeacon frame.
+public struct IBeacon: Hashable, Sendable {
+  public let id: BeaconID
+  /// Calibrated RSSI at 1 m, in dBm, as the beacon claims it.
+  public let measuredPower: Int8
+
+  public init(id: BeaconID, measuredPower: Int8) {
+    self.id = id
+    self.measuredPower = measuredPower
+  }
+
+  public var uuid: BeaconUUID { id.uuid }
+  public var major: UInt16 { id.major }
+  public var minor: UInt16 { id.minor }
+
+  /// Plausible calibrated powers. A value outside (say +116 dBm, seen on
+  /// real Estimote beacons) is kept for display but never used for ranging.
+  public static let plausiblePower: ClosedRange<Int8> = -100...20
+
+  public var isPowerSuspect: Bool { !Self.plausiblePower.contains(measuredPower) }
+
+  /// Strictly decodes the value of a manufacturer-specific AD structure
+  /// (company ID first). Only Apple's exact layout is accepted: company
+  /// 0x004C, type 0x02, length 0x15, and nothing after the measured power.
+  @inlinable public static func decode(manufacturerData v: UnsafeRawBufferPointer) -> IBeacon? {
+    guard v.count == 25, v[0] == 0x4C, v[1] == 0x00, v[2] == 0x02, v[3] == 0x15 else { return nil }
+    let uuid = BeaconUUID(bigEndian: v, at: 4)
+    let major = UInt16(v[20]) << 8 | UInt16(v[21])
+    let minor = UInt16(v[22]) << 8 | UInt16(v[23])
+    return IBeacon(
+      id: BeaconID(uuid: uuid, major: major, minor: minor),
+      measuredPower: Int8(bitPattern: v[24]))
+  }
+
+  /// Finds an iBeacon in advertising data. The data must walk cleanly as AD
+  /// structures; a frame inside malformed data is not trusted.
+  @inlinable public static func decode(advertisingData data: UnsafeRawBufferPointer) -> IBeacon? {
+    var walker = ADWalker(data)
+    var found: IBeacon? = nil
+    while let ad = walker.next() {
+      if found == nil, ad.type == ADType.manufacturerData {
+        found = decode(manufacturerData: ad.value)
+      }
+    }
+    return walker.isMalformed ? nil : found
+  }
+}

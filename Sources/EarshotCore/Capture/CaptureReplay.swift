@@ -1,0 +1,50 @@
+/// Drives the decoders over a whole capture: HCI events go through the
+/// advertising event decoder, sniffer PDUs through `LinkLayer`. Reports come
+/// out with the capture's timestamps, in capture order.
+public struct CaptureReplay {
+  public var decoder = AdvertisingEventDecoder()
+  /// Sniffer packets whose PDU did not fit; counted and skipped.
+  public var malformedLinkLayer = 0
+  public private(set) var records = 0
+  public private(set) var truncated = false
+
+  public init() {}
+
+  /// Calls `report` for every advertising report, `reject` (if given) for
+  /// every malformed event with its bytes and the reason, and `event` for
+  /// every HCI event (sniffed PDUs as the equivalent report event).
+  public mutating func run(
+    _ bytes: UnsafeRawBufferPointer,
+    report: (Int64, AdvertisingReport) -> Void,
+    reject: ((Int64, UnsafeRawBufferPointer, String) -> Void)? = nil,
+    event: ((Int64, UnsafeRawBufferPointer) -> Void)? = nil
+  ) throws {
+    var reader = try CaptureReader(bytes)
+    while let record = reader.next() {
+      let t = record.timestamp
+      switch record.packet {
+      case .hciEvent(let bytes):
+        event?(t, bytes)
+        let outcome = decoder.decode(event: bytes) { report(t, $0) }
+        if case .malformed(let why) = outcome { reject?(t, bytes, why.description) }
+      case .linkLayer(let pdu, let rssi):
+        var malformed = false
+        if let r = LinkLayer.report(pdu, rssi: rssi, malformed: &malformed) {
+          decoder.stats.reports += 1
+          // Offer sniffed PDUs as the HCI event a controller would send.
+          if let event, let bytes = HCIEventEncoder.legacyReport(r) {
+            bytes.withUnsafeBytes { event(t, $0) }
+          }
+          report(t, r)
+        } else if malformed {
+          malformedLinkLayer += 1
+          reject?(t, pdu, "link-layer PDU length runs past the packet")
+        }
+      case .hciCommand, .other:
+        break
+      }
+    }
+    records = reader.records
+    truncated = reader.truncated
+  }
+}

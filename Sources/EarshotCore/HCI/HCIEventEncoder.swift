@@ -1,0 +1,80 @@
+/// Builds HCI LE advertising report events, the inverse of
+/// `AdvertisingEventDecoder`: used to write sniffer captures as btsnoop,
+/// to generate scenario captures, and in tests.
+public enum HCIEventEncoder {
+  /// A bare LE Advertising Report event (event code first) with one report.
+  /// Extended-only PDUs cannot be expressed and return `nil`.
+  public static func legacyReport(_ r: AdvertisingReport) -> [UInt8]? {
+    let type: UInt8
+    switch r.pdu {
+    case .advInd: type = 0
+    case .advDirectInd: type = 1
+    case .advScanInd: type = 2
+    case .advNonconnInd: type = 3
+    case .scanRsp: type = 4
+    case .extended: return nil
+    }
+    guard r.data.count <= 31 else { return nil }
+    var w = ByteWriter(capacity: 14 + r.data.count)
+    w.u8(0x3E)
+    w.u8(UInt8(12 + r.data.count))
+    w.u8(0x02)  // subevent: LE Advertising Report
+    w.u8(1)  // Num_Reports
+    w.u8(type)
+    w.u8(r.addressType.rawValue)
+    w.address(r.address)
+    w.u8(UInt8(r.data.count))
+    w.append(r.data)
+    w.i8(r.rssi ?? 127)
+    return w.bytes
+  }
+
+  /// A bare LE Extended Advertising Report event with one report.
+  public static func extendedReport(_ r: AdvertisingReport) -> [UInt8]? {
+    var eventType: UInt16
+    switch r.pdu {
+    case .advInd: eventType = 0x13
+    case .advDirectInd: eventType = 0x15
+    case .advScanInd: eventType = 0x12
+    case .advNonconnInd: eventType = 0x10
+    case .scanRsp: eventType = 0x1B
+    case .extended(let p): eventType = p.rawValue
+    }
+    eventType |= UInt16(r.dataStatus.rawValue) << 5
+    guard r.data.count <= 229 else { return nil }
+    var w = ByteWriter(capacity: 28 + r.data.count)
+    w.u8(0x3E)
+    w.u8(UInt8(2 + 24 + r.data.count))
+    w.u8(0x0D)
+    w.u8(1)
+    w.u16le(eventType)
+    w.u8(r.addressType.rawValue)
+    w.address(r.address)
+    w.u8(r.primaryPHY)
+    w.u8(r.secondaryPHY)
+    w.u8(r.sid ?? 0xFF)
+    w.i8(r.txPower ?? 127)
+    w.i8(r.rssi ?? 127)
+    w.u16le(0)
+    w.u8(0)
+    w.address(r.directAddress ?? BDAddress(raw: 0))
+    w.u8(UInt8(r.data.count))
+    w.append(r.data)
+    return w.bytes
+  }
+
+  /// AD data holding one iBeacon frame (flags + manufacturer data), as a
+  /// beacon advertises it.
+  public static func iBeaconAdvertisingData(_ b: IBeacon) -> [UInt8] {
+    var w = ByteWriter(capacity: 30)
+    w.append([0x02, 0x01, 0x06, 0x1A, 0xFF, 0x4C, 0x00, 0x02, 0x15])
+    w.u32be(UInt32(truncatingIfNeeded: b.uuid.high >> 32))
+    w.u32be(UInt32(truncatingIfNeeded: b.uuid.high))
+    w.u32be(UInt32(truncatingIfNeeded: b.uuid.low >> 32))
+    w.u32be(UInt32(truncatingIfNeeded: b.uuid.low))
+    w.u16be(b.major)
+    w.u16be(b.minor)
+    w.i8(b.measuredPower)
+    return w.bytes
+  }
+}

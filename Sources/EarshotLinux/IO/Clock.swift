@@ -1,0 +1,28 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Clocks read from the kernel. The core never reads a clock; the shell
+/// passes these values in.
+public enum Clock {
+  /// Monotonic time in nanoseconds (for timers and measuring).
+  public static func monotonicNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+  }
+
+  /// Wall-clock time in microseconds since the Unix epoch (for output).
+  public static func realtimeMicros() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+  }
+
+  /// CPU time this process has used, in nanoseconds.
+  public static func processCPUNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+  }
+}

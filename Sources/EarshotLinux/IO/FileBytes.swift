@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A whole file read into memory, for captures and config files.
+public struct FileBytes {
+  public let path: String
+  public let bytes: [UInt8]
+
+  public init(path: String) throws {
+    self.path = path
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw SystemError(errno: errno, "cannot open \(path)") }
+    defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0 else { throw SystemError(errno: errno, "cannot stat \(path)") }
+    var out = [UInt8](repeating: 0, count: Int(st.st_size))
+    var filled = 0
+    while true {
+      if filled == out.count {
+        out.append(contentsOf: repeatElement(0, count: max(4096, out.count)))
+      }
+      let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw SystemError(errno: errno, "cannot read \(path)")
+      }
+      if n == 0 { break }
+      filled += n
+    }
+    out.removeSubrange(filled...)
+    bytes = out
+  }
+}
+
+/// Appends to a file through a buffer; used for btsnoop recording.
+public final class FileSink {
+  public let path: String
+  private let fd: Int32
+  private var buffer: [UInt8] = []
+
+  public init(creating path: String) throws {
+    self.path = path
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { throw SystemError(errno: errno, "cannot create \(path)") }
+    buffer.reserveCapacity(1 << 16)
+  }
+
+  public func write(_ bytes: [UInt8]) throws {
+    buffer.append(contentsOf: bytes)
+    if buffer.count >= 1 << 16 { try flush() }
+  }
+
+  public func flush() throws {
+    var offset = 0
+    while offset < buffer.count {
+      let n = buffer.withUnsafeBytes {
+        Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset)
+      }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw SystemError(errno: errno, "cannot write \(path)")
+      }
+      offset += n
+    }
+    buffer.removeAll(keepingCapacity: true)
+  }
+
+  deinit {
+    try? flush()
+    close(fd)
+  }
+}

@@ -1,0 +1,7 @@
+/// Every subcommand, in the order `earshot --help` lists them. Each lives in
+/// its own file under Commands/.
+let commands: [Command] = [
+  scanCommand,
+  simulateCommand,
+  benchCommand,
+]

@@ -1,0 +1,132 @@
+import EarshotCore
+import EarshotLinux
+
+let scanCommand = Command(
+  name: "scan",
+  summary: "Scan for LE advertising reports (live or from a capture) and print iBeacons",
+  details: """
+    Live: opens the adapter with a raw HCI socket, enables LE scanning and prints
+    one JSON line per iBeacon report. With --input, replays a btsnoop, pcap or
+    pcapng capture instead (timestamps come from the capture). --write records
+    what is seen as btsnoop (datalink 1002) that btmon -r and Wireshark read;
+    --input X --write Y converts.
+    """,
+  options: [
+    .value("adapter", "hciN", "Adapter to scan with (default: the first LE-capable one)"),
+    .value("input", "FILE", "Replay a capture instead of scanning live"),
+    .value("write", "FILE", "Record the HCI events seen as btsnoop"),
+    .flag("all", "Print every report with its AD structures, and malformed events"),
+    .value("format", "json|text", "Output format (default json)"),
+    .flag("passive", "Passive scanning (no scan requests sent)"),
+    .flag("legacy", "Force legacy scan commands"),
+    .flag("extended", "Force extended scan commands"),
+    .flag("bring-up", "Power the adapter on if it is down"),
+    .value("duration", "SECONDS", "Stop a live scan after this long"),
+  ],
+  run: runScan)
+
+/// Where reports go: prints them in the chosen format, merging scan
+/// responses with their advertisements for `--all`.
+struct ReportPrinter {
+  let all: Bool
+  let text: Bool
+  var merger = ScanResponseMerger()
+  var printed = 0
+
+  init(all: Bool, text: Bool) {
+    self.all = all
+    self.text = text
+    if text { Console.line(ReportFormatter.textHeader) }
+  }
+
+  mutating func print(_ micros: Int64, _ report: AdvertisingReport) {
+    let beacon = IBeacon.decode(advertisingData: report.data)
+    if text {
+      if all || beacon != nil {
+        Console.line(ReportFormatter.text(micros: micros, report: report, beacon: beacon))
+      }
+    } else if all {
+      var line = ""
+      if report.pdu.isScanResponse {
+        merger.observe(report) { merged in
+          line = ReportFormatter.reportJSON(
+            micros: micros, report: report, beacon: beacon, merged: merged)
+        }
+      } else {
+        merger.observe(report) { _ in }
+        line = ReportFormatter.reportJSON(
+          micros: micros, report: report, beacon: beacon, merged: nil)
+      }
+      Console.line(line)
+    } else if let beacon {
+      Console.line(ReportFormatter.iBeaconJSON(micros: micros, report: report, beacon: beacon))
+    } else {
+      return
+    }
+    printed += 1
+  }
+
+  func reject(_ micros: Int64, _ bytes: UnsafeRawBufferPointer, _ reason: String) {
+    if all && !text {
+      Console.line(ReportFormatter.rejectJSON(micros: micros, bytes: bytes, reason: reason))
+    }
+  }
+}
+
+func outputIsText(_ args: Arguments) throws -> Bool {
+  switch args.value("format") ?? "json" {
+  case "json": return false
+  case "text": return true
+  case let other: throw UsageError("--format must be json or text, not '\(other)'")
+  }
+}
+
+func runScan(_ args: Arguments) throws -> Int32 {
+  guard args.positionals.isEmpty else {
+    throw UsageError("unexpected argument '\(args.positionals[0])'")
+  }
+  if args.has("legacy") && args.has("extended") {
+    throw UsageError("--legacy and --extended exclude each other")
+  }
+  var printer = ReportPrinter(all: args.has("all"), text: try outputIsText(args))
+  let sink = try args.value("write").map { path throws in
+    let sink = try FileSink(creating: path)
+    try sink.write(BtsnoopWriter.header)
+    return sink
+  }
+
+  guard let input = args.value("input") else {
+    return try runLiveScan(args, printer: &printer, sink: sink)
+  }
+  let file = try FileBytes(path: input)
+  var replay = CaptureReplay()
+  var writeError: (any Error)? = nil
+  do {
+    try file.bytes.withUnsafeBytes { bytes throws in
+      try replay.run(
+        bytes,
+        report: { printer.print($0, $1) },
+        reject: { printer.reject($0, $1, $2) },
+        event: sink.map { sink in
+          { t, event in
+            do { try sink.write(BtsnoopWriter.record(event: event, micros: t)) } catch {
+              writeError = error
+            }
+          }
+        })
+    }
+  } catch {
+    throw CommandFailure("\(input): \(error)")
+  }
+  if let writeError { throw CommandFailure("\(writeError)") }
+  try sink?.flush()
+  Console.flush()
+  let s = replay.decoder.stats
+  let malformed = s.malformedEvents + s.malformedReports + replay.malformedLinkLayer
+  if malformed > 0 || replay.truncated {
+    Console.error(
+      "earshot scan: \(input): \(malformed) malformed event(s) or report(s) skipped"
+        + (replay.truncated ? "; the capture ends in a truncated record" : "") + "\n")
+  }
+  return 0
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Earshot needs. Usage: scripts/deps.sh [build|test]
+#   build: what compiling needs (C libraries and pkg-config)
+#   test:  also what the tests run against (PulseAudio, BlueZ tools, QEMU, ...)
+set -euo pipefail
+mode=${1:-build}
+build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev)
+test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
+      qemu-system-x86 busybox-static kmod cpio)
+want=("${build[@]}")
+[ "$mode" = test ] && want+=("${test[@]}")
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "Installing: ${missing[*]}"
+SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

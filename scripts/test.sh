@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every test: the Swift unit and integration tests (with the services
+# they need started first), then the kernel test bed in QEMU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+for s in scripts/services/*.sh; do [ -e "$s" ] && "$s"; done
+# The build must be warning-free.
+swift build 2>&1 | tee /tmp/earshot-build.log
+if grep -q 'warning:' /tmp/earshot-build.log; then echo "build has warnings" >&2; exit 1; fi
+swift test
+if [ -x Tests/vm/run ]; then Tests/vm/run; fi
+echo "all tests passed in $(( $(date +%s) - start )) s"
