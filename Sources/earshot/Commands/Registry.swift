@@ -4,4 +4,7 @@ let commands: [Command] = [
   scanCommand,
   simulateCommand,
   benchCommand,
+  alertCommand,
+  soundsCommand,
+  volumeCommand,
 ]

@@ -1,0 +1,226 @@
+import CALSA
+import EarshotCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A mixer control (`Master` on card `default` unless told otherwise), on
+/// the 0…1 scale alsamixer shows (see `VolumeScale`). Works with hardware
+/// cards (dB ranges) and with the PulseAudio/PipeWire ALSA plugins (raw
+/// range only).
+///
+/// Changes made by anyone (amixer, pactl, a desktop applet) arrive on
+/// `pollDescriptors()`; `handleReady(_:)` returns the new state when the
+/// volume or mute changed.
+public final class Mixer {
+  public struct Failure: Error, CustomStringConvertible {
+    public let description: String
+  }
+
+  public let card: String
+  public let control: String
+  public let scale: VolumeScale
+  /// False when the control has no mute switch.
+  public let canMute: Bool
+
+  private let handle: OpaquePointer
+  private let element: OpaquePointer
+  private var reported: VolumeState?
+
+  /// `card` is an ALSA ctl name (`default`, `hw:0`, `pulse`) or a card
+  /// number. The control is a simple-mixer name such as `Master`, `PCM`,
+  /// `Speaker`, optionally with an index: `Headphone,1`.
+  public init(card: String = "default", control: String = "Master") throws {
+    let ctl = card.allSatisfy(\.isNumber) && !card.isEmpty ? "hw:\(card)" : card
+    self.card = ctl
+    self.control = control
+    var h: OpaquePointer?
+    var e = snd_mixer_open(&h, 0)
+    guard e == 0, let h else { throw Failure(description: "cannot open a mixer: \(Self.text(e))") }
+    e = snd_mixer_attach(h, ctl)
+    if e == 0 { e = snd_mixer_selem_register(h, nil, nil) }
+    if e == 0 { e = snd_mixer_load(h) }
+    guard e == 0 else {
+      snd_mixer_close(h)
+      throw Failure(
+        description:
+          "cannot open the mixer of card '\(ctl)': \(Self.text(e)) ('aplay -l' lists cards; for 'default', is the sound server running?)"
+      )
+    }
+    var name = control
+    var index: UInt32 = 0
+    if let comma = control.lastIndex(of: ","), let i = UInt32(control[control.index(after: comma)...]) {
+      name = String(control[..<comma])
+      index = i
+    }
+    var sid: OpaquePointer?
+    snd_mixer_selem_id_malloc(&sid)
+    defer { snd_mixer_selem_id_free(sid) }
+    snd_mixer_selem_id_set_name(sid, name)
+    snd_mixer_selem_id_set_index(sid, index)
+    guard let elem = snd_mixer_find_selem(h, sid), snd_mixer_selem_has_playback_volume(elem) != 0
+    else {
+      let names = Self.playbackControls(h)
+      snd_mixer_close(h)
+      throw Failure(
+        description:
+          "card '\(ctl)' has no playback volume control '\(control)'; it has: "
+          + (names.isEmpty ? "none" : names.joined(separator: ", ")))
+    }
+    handle = h
+    element = elem
+    var lo = 0
+    var hi = 0
+    snd_mixer_selem_get_playback_volume_range(elem, &lo, &hi)
+    var dbLo = 0
+    var dbHi = 0
+    let hasDB = snd_mixer_selem_get_playback_dB_range(elem, &dbLo, &dbHi) == 0
+    scale = VolumeScale(raw: lo...max(lo, hi), decibels: hasDB && dbLo < dbHi ? dbLo...dbHi : nil)
+    canMute = snd_mixer_selem_has_playback_switch(elem) != 0
+  }
+
+  deinit { snd_mixer_close(handle) }
+
+  /// The volume (the loudest channel) and whether every channel is muted.
+  public func state() -> VolumeState {
+    var loudest = 0.0
+    var anyOn = false
+    for ch in channels() {
+      if scale.kind == .raw {
+        var v = 0
+        if snd_mixer_selem_get_playback_volume(element, ch, &v) == 0 {
+          loudest = max(loudest, scale.normalized(raw: v))
+        }
+      } else {
+        var db = 0
+        if snd_mixer_selem_get_playback_dB(element, ch, &db) == 0 {
+          loudest = max(loudest, scale.normalized(decibels: db))
+        }
+      }
+      if canMute {
+        var on: Int32 = 1
+        if snd_mixer_selem_get_playback_switch(element, ch, &on) == 0, on != 0 { anyOn = true }
+      }
+    }
+    return VolumeState(volume: loudest, muted: canMute && !anyOn)
+  }
+
+  /// Sets every channel to `volume` (0…1) and unmutes, as desktop volume
+  /// applets do. Returns the state read back.
+  @discardableResult
+  public func setVolume(_ volume: Double, rounding: VolumeScale.Rounding = .nearest) throws
+    -> VolumeState
+  {
+    let v = min(max(volume, 0), 1)
+    var e: Int32
+    switch scale.kind {
+    case .raw:
+      e = snd_mixer_selem_set_playback_volume_all(element, scale.raw(for: v, rounding: rounding))
+    case .linearDecibels, .cubic:
+      e = snd_mixer_selem_set_playback_volume_all(element, rawStep(for: v, rounding: rounding))
+    }
+    if e == 0, canMute { e = snd_mixer_selem_set_playback_switch_all(element, 1) }
+    guard e == 0 else { throw failure("set the volume of", e) }
+    return remember(state())
+  }
+
+  public func setMuted(_ muted: Bool) throws -> VolumeState {
+    guard canMute else {
+      throw Failure(description: "control '\(control)' on card '\(card)' has no mute switch")
+    }
+    let e = snd_mixer_selem_set_playback_switch_all(element, muted ? 0 : 1)
+    guard e == 0 else { throw failure(muted ? "mute" : "unmute", e) }
+    return remember(state())
+  }
+
+  /// The descriptors to poll for changes (POLLIN).
+  public func pollDescriptors() -> [pollfd] {
+    let n = snd_mixer_poll_descriptors_count(handle)
+    guard n > 0 else { return [] }
+    var fds = [pollfd](repeating: pollfd(), count: Int(n))
+    let got = fds.withUnsafeMutableBufferPointer {
+      snd_mixer_poll_descriptors(handle, $0.baseAddress, UInt32(n))
+    }
+    return Array(fds.prefix(Int(max(got, 0))))
+  }
+
+  /// Processes pending mixer events; returns the new state if the volume
+  /// or mute differs from the last one reported (by this method or by a
+  /// set through this object), nil otherwise.
+  public func handleReady(_ fds: [pollfd]) throws -> VolumeState? {
+    var fds = fds
+    var revents: UInt16 = 0
+    _ = fds.withUnsafeMutableBufferPointer {
+      snd_mixer_poll_descriptors_revents(handle, $0.baseAddress, UInt32($0.count), &revents)
+    }
+    if revents & UInt16(POLLERR | POLLHUP) != 0 {
+      throw Failure(description: "the mixer of card '\(card)' went away (sound server stopped?)")
+    }
+    let e = snd_mixer_handle_events(handle)
+    guard e >= 0 else { throw failure("read events from", e) }
+    let now = state()
+    if now == reported { return nil }
+    reported = now
+    return now
+  }
+
+  /// Marks `s` as already reported, so the watcher does not echo our own
+  /// change back; returns it.
+  @discardableResult
+  public func remember(_ s: VolumeState) -> VolumeState {
+    reported = s
+    return s
+  }
+
+  /// The raw step whose dB value maps nearest to `volume` (or the next
+  /// step up or down), so reading back gives what alsamixer would show.
+  private func rawStep(for volume: Double, rounding: VolumeScale.Rounding) -> Int {
+    let target = scale.decibels(for: volume, rounding: rounding)
+    var down = 0
+    var up = 0
+    snd_mixer_selem_ask_playback_dB_vol(element, target, -1, &down)
+    snd_mixer_selem_ask_playback_dB_vol(element, target, 1, &up)
+    switch rounding {
+    case .down: return down
+    case .up: return up
+    case .nearest:
+      var dbDown = 0
+      var dbUp = 0
+      snd_mixer_selem_ask_playback_vol_dB(element, down, &dbDown)
+      snd_mixer_selem_ask_playback_vol_dB(element, up, &dbUp)
+      let errDown = abs(scale.normalized(decibels: dbDown) - volume)
+      let errUp = abs(scale.normalized(decibels: dbUp) - volume)
+      return errUp < errDown ? up : down
+    }
+  }
+
+  private func channels() -> [snd_mixer_selem_channel_id_t] {
+    if snd_mixer_selem_is_playback_mono(element) != 0 { return [SND_MIXER_SCHN_MONO] }
+    var out: [snd_mixer_selem_channel_id_t] = []
+    for raw in 0...SND_MIXER_SCHN_LAST.rawValue {
+      let ch = snd_mixer_selem_channel_id_t(rawValue: raw)
+      if snd_mixer_selem_has_playback_channel(element, ch) != 0 { out.append(ch) }
+    }
+    return out
+  }
+
+  private func failure(_ action: String, _ e: Int32) -> Failure {
+    Failure(description: "cannot \(action) '\(control)' on card '\(card)': \(Self.text(e))")
+  }
+
+  static func text(_ e: Int32) -> String { String(cString: snd_strerror(e)) }
+
+  static func playbackControls(_ h: OpaquePointer) -> [String] {
+    var names: [String] = []
+    var elem = snd_mixer_first_elem(h)
+    while let e = elem {
+      if snd_mixer_selem_has_playback_volume(e) != 0, let n = snd_mixer_selem_get_name(e) {
+        let index = snd_mixer_selem_get_index(e)
+        names.append(String(cString: n) + (index == 0 ? "" : ",\(index)"))
+      }
+      elem = snd_mixer_elem_next(e)
+    }
+    return names
+  }
+}

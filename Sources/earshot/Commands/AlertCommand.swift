@@ -1,0 +1,104 @@
+import EarshotCore
+import EarshotLinux
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+let alertCommand = Command(
+  name: "alert",
+  summary: "Play an alert sound until Ctrl-C or for a duration",
+  details: """
+    Plays a built-in pattern (ring, chirp, beep; see 'earshot sounds') or a
+    sound file, looping, on an ALSA device. Ctrl-C (SIGINT) or SIGTERM stops
+    it at once (the queued audio is dropped, not drained).
+    Prints one JSON line when it starts ({"event":"playing",...}, with the
+    device used and the time to the first write) and one when it stops.
+    """,
+  options: [
+    .value("sound", "NAME|FILE", "Pattern name, file in the sounds directory, or a path (default: ring)"),
+    .value("frequency", "HZ", "Base frequency of a pattern (ring 800, chirp 1000, beep 1000)"),
+    .value("ramp", "S", "Rise from -30 dB to full over S seconds, then hold (default: none)"),
+    .value("duration", "S", "Stop after S seconds (default: until Ctrl-C)"),
+    .value("device", "PCM", "ALSA PCM device (default: default)"),
+    .value("fallback", "PCMS", "Devices to try in order if it fails, space-separated, e.g. 'plughw:0,0'"),
+  ],
+  run: runAlert)
+
+func runAlert(_ args: Arguments) throws -> Int32 {
+  guard args.positionals.isEmpty else {
+    throw UsageError("unexpected '\(args.positionals[0])'; name the sound with --sound")
+  }
+  let frequency = try args.double("frequency")
+  if let f = frequency, !SoundPattern.frequencyRange.contains(f) {
+    throw UsageError("--frequency must be within 50…8000 Hz")
+  }
+  let ramp = try args.double("ramp")
+  if let r = ramp, r < 0 || r > 600 { throw UsageError("--ramp must be within 0…600 seconds") }
+  let duration = try args.double("duration")
+  if let d = duration, d <= 0 || d > 86_400 { throw UsageError("--duration must be within 0…86400 seconds") }
+  let name = args.value("sound") ?? "ring"
+  let sound: AlertSound
+  do {
+    sound = try SoundLibrary.standard().resolve(name, frequency: frequency)
+  } catch {
+    throw CommandFailure("\(error)")
+  }
+  if frequency != nil, case .samples = sound {
+    throw UsageError("--frequency applies to the built-in patterns, not to a sound file")
+  }
+  let fallbacks = (args.value("fallback") ?? "").split(separator: " ").map(String.init)
+  let player = AlertPlayer(
+    settings: .init(device: args.value("device") ?? "default", fallbacks: fallbacks))
+  let signals = try StopSignals()
+  Console.lineBuffered = true
+  let began = Clock.monotonicNanos()
+  do {
+    try player.start(sound: sound, ramp: ramp.map { GainRamp(seconds: $0) })
+  } catch {
+    throw CommandFailure("\(error)")
+  }
+  for skipped in player.skipped { Console.error("earshot alert: \(skipped); trying the next device\n") }
+  var line = JSONLine()
+  line.add("event", "playing")
+  line.add("device", player.device ?? "")
+  line.add("sound", sound.name)
+  line.add("start_ms", Double(player.startLatencyNanos) / 1e6, decimals: 1)
+  line.add("period_frames", player.periodFrames)
+  line.add("buffer_frames", player.bufferFrames)
+  Console.line(line.line)
+
+  let deadline = duration.map { began + UInt64($0 * 1e9) }
+  let pcmFds = player.pollDescriptors()
+  var reason = "signal"
+  loop: while true {
+    var timeout: Int32 = -1
+    if let deadline {
+      let now = Clock.monotonicNanos()
+      if now >= deadline {
+        reason = "duration"
+        break loop
+      }
+      timeout = Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
+    }
+    var fds = pcmFds + [signals.pollEntry]
+    _ = try pollReady(&fds, timeoutMillis: timeout)
+    if fds.last!.revents != 0, signals.take() != nil { break loop }
+    if fds.dropLast().contains(where: { $0.revents != 0 }) {
+      do {
+        try player.handleReady(Array(fds.dropLast()))
+      } catch {
+        throw CommandFailure("\(error)")
+      }
+    }
+  }
+  let played = Double(Clock.monotonicNanos() - began) / 1e9
+  player.stop()
+  var end = JSONLine()
+  end.add("event", "stopped")
+  end.add("reason", reason)
+  end.add("seconds", played, decimals: 3)
+  end.add("recoveries", player.recoveries)
+  Console.line(end.line)
+  return 0
+}

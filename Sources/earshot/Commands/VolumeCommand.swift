@@ -1,0 +1,83 @@
+import EarshotCore
+import EarshotLinux
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+let volumeCommand = Command(
+  name: "volume",
+  summary: "Show or set the output volume and mute (JSON)",
+  arguments: "[set VALUE | mute | unmute | watch]",
+  details: """
+    With no argument, prints the volume on the scale alsamixer shows and the
+    mute state: {"volume":0.37,"muted":false}.
+      set VALUE   0.37 or 37% sets it; +5% or -5% steps it (clamped to 0…1).
+                  Setting a volume also unmutes.
+      mute, unmute
+      watch       prints the current state, then one line per change made by
+                  anyone (amixer, pactl, a desktop applet) until Ctrl-C.
+    Each action prints the resulting state.
+    """,
+  options: [
+    .value("card", "CARD", "Mixer card: default, pulse, hw:0 or a card number (default: default)"),
+    .value("control", "NAME", "Mixer control, e.g. Master, PCM, Speaker (default: Master)"),
+  ],
+  run: runVolume)
+
+func runVolume(_ args: Arguments) throws -> Int32 {
+  let action = args.positionals.first ?? "get"
+  let extra = Array(args.positionals.dropFirst())
+  switch (action, extra.count) {
+  case ("get", 0), ("set", 1), ("mute", 0), ("unmute", 0), ("watch", 0): break
+  case ("set", _): throw UsageError("set takes one value: 0.37, 37%, +5% or -5%")
+  case ("get", _), ("mute", _), ("unmute", _), ("watch", _):
+    throw UsageError("\(action) takes no value")
+  default: throw UsageError("unknown action '\(action)': use set, mute, unmute or watch")
+  }
+  var change: VolumeChange? = nil
+  if action == "set" {
+    guard let c = VolumeChange.parse(extra[0]) else {
+      throw UsageError("'\(extra[0])' is not a volume: use 0…1, 0%…100%, or a step like +5% or -5%")
+    }
+    change = c
+  }
+  let mixer: Mixer
+  do {
+    mixer = try Mixer(card: args.value("card") ?? "default", control: args.value("control") ?? "Master")
+  } catch let e as Mixer.Failure {
+    throw CommandFailure(e.description)
+  }
+  do {
+    switch action {
+    case "set":
+      let current = mixer.state().volume
+      let s = try mixer.setVolume(change!.applied(to: current), rounding: change!.rounding(from: current))
+      Console.line(s.jsonLine)
+    case "mute": Console.line(try mixer.setMuted(true).jsonLine)
+    case "unmute": Console.line(try mixer.setMuted(false).jsonLine)
+    case "watch": try watchVolume(mixer)
+    default: Console.line(mixer.state().jsonLine)
+    }
+  } catch let e as Mixer.Failure {
+    throw CommandFailure(e.description)
+  }
+  return 0
+}
+
+private func watchVolume(_ mixer: Mixer) throws {
+  let signals = try StopSignals()
+  Console.lineBuffered = true
+  Console.line(mixer.remember(mixer.state()).jsonLine)
+  let mixerFds = mixer.pollDescriptors()
+  while true {
+    var fds = mixerFds + [signals.pollEntry]
+    _ = try pollReady(&fds, timeoutMillis: -1)
+    if fds.last!.revents != 0, signals.take() != nil { return }
+    if fds.dropLast().contains(where: { $0.revents != 0 }),
+      let s = try mixer.handleReady(Array(fds.dropLast()))
+    {
+      Console.line(s.jsonLine)
+    }
+  }
+}
