@@ -235,7 +235,8 @@ public struct AdvertisingEventDecoder {
         continue
       }
       if status == .truncated { stats.truncated += 1 }
-      if var buffer = fragments.removeValue(forKey: key) {
+      // Most reports are whole: skip the hash lookup when nothing is pending.
+      if !fragments.isEmpty, var buffer = fragments.removeValue(forKey: key) {
         // Last fragment: deliver the joined data.
         buffer.append(contentsOf: data)
         stats.reports += 1
