@@ -9,6 +9,8 @@ let package = Package(
     .executable(name: "earshot", targets: ["earshot"])
   ],
   targets: [
+    // Linux kernel interfaces (epoll, timerfd, signalfd) that Glibc lacks.
+    .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
     // C libraries from Debian, found with pkg-config. Each folder holds a
     // module map and a one-line shim header.
     .systemLibrary(
@@ -30,7 +32,7 @@ let package = Package(
     // The thin Linux shell: sockets, ALSA, files, processes.
     .target(
       name: "EarshotLinux",
-      dependencies: ["EarshotCore", "CBlueZ", "CINIH", "CALSA", "CSndFile"]),
+      dependencies: ["EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile"]),
 
     // The command-line front door.
     .executableTarget(name: "earshot", dependencies: ["EarshotCore", "EarshotLinux"]),
