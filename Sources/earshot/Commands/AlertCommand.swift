@@ -50,7 +50,9 @@ func runAlert(_ args: Arguments) throws -> Int32 {
   let fallbacks = (args.value("fallback") ?? "").split(separator: " ").map(String.init)
   let player = AlertPlayer(
     settings: .init(device: args.value("device") ?? "default", fallbacks: fallbacks))
-  let signals = try StopSignals()
+  let loop = try EventLoop()
+  var reason = "signal"
+  try loop.handleSignals([SIGINT, SIGTERM]) { _ in loop.stop() }
   Console.lineBuffered = true
   let began = Clock.monotonicNanos()
   do {
@@ -58,7 +60,7 @@ func runAlert(_ args: Arguments) throws -> Int32 {
   } catch {
     throw CommandFailure("\(error)")
   }
-  for skipped in player.skipped { Console.error("earshot alert: \(skipped); trying the next device\n") }
+  for skipped in player.skipped { Console.error("earshot alert: \(skipped); tried the next device\n") }
   var line = JSONLine()
   line.add("event", "playing")
   line.add("device", player.device ?? "")
@@ -68,30 +70,23 @@ func runAlert(_ args: Arguments) throws -> Int32 {
   line.add("buffer_frames", player.bufferFrames)
   Console.line(line.line)
 
-  let deadline = duration.map { began + UInt64($0 * 1e9) }
-  let pcmFds = player.pollDescriptors()
-  var reason = "signal"
-  loop: while true {
-    var timeout: Int32 = -1
-    if let deadline {
-      let now = Clock.monotonicNanos()
-      if now >= deadline {
-        reason = "duration"
-        break loop
-      }
-      timeout = Int32(min((deadline - now + 999_999) / 1_000_000, 60_000))
-    }
-    var fds = pcmFds + [signals.pollEntry]
-    _ = try pollReady(&fds, timeoutMillis: timeout)
-    if fds.last!.revents != 0, signals.take() != nil { break loop }
-    if fds.dropLast().contains(where: { $0.revents != 0 }) {
-      do {
-        try player.handleReady(Array(fds.dropLast()))
-      } catch {
-        throw CommandFailure("\(error)")
-      }
+  if let duration {
+    loop.at(began + UInt64(duration * 1e9)) {
+      reason = "duration"
+      loop.stop()
     }
   }
+  var failure: Error? = nil
+  try loop.watch(pollDescriptors: player.pollDescriptors()) { fds in
+    do {
+      try player.handleReady(fds)
+    } catch {
+      failure = error
+      loop.stop()
+    }
+  }
+  try loop.run()
+  if let failure { throw CommandFailure("\(failure)") }
   let played = Double(Clock.monotonicNanos() - began) / 1e9
   player.stop()
   var end = JSONLine()

@@ -66,18 +66,19 @@ func runVolume(_ args: Arguments) throws -> Int32 {
 }
 
 private func watchVolume(_ mixer: Mixer) throws {
-  let signals = try StopSignals()
+  let loop = try EventLoop()
+  try loop.handleSignals([SIGINT, SIGTERM]) { _ in loop.stop() }
   Console.lineBuffered = true
   Console.line(mixer.remember(mixer.state()).jsonLine)
-  let mixerFds = mixer.pollDescriptors()
-  while true {
-    var fds = mixerFds + [signals.pollEntry]
-    _ = try pollReady(&fds, timeoutMillis: -1)
-    if fds.last!.revents != 0, signals.take() != nil { return }
-    if fds.dropLast().contains(where: { $0.revents != 0 }),
-      let s = try mixer.handleReady(Array(fds.dropLast()))
-    {
-      Console.line(s.jsonLine)
+  var failure: Error? = nil
+  try loop.watch(pollDescriptors: mixer.pollDescriptors()) { fds in
+    do {
+      if let s = try mixer.handleReady(fds) { Console.line(s.jsonLine) }
+    } catch {
+      failure = error
+      loop.stop()
     }
   }
+  try loop.run()
+  if let failure { throw failure }
 }
