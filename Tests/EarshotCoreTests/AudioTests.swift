@@ -266,3 +266,21 @@ final class SignalMeasureTests: XCTestCase {
     XCTAssertEqual(SignalMeasure.dbfs(s[0..<500]), -.infinity)
   }
 }
+
+final class ResampleTests: XCTestCase {
+  func testKeepsTheFrequencyAndTheDuration() {
+    var synth = PatternSynth(pattern: .beep(frequency: 1320), sampleRate: 44_100)
+    var s = [Int16](repeating: 0, count: 13_230)  // 0.3 s: the beep's tone
+    s.withUnsafeMutableBufferPointer { synth.fill($0, frames: 13_230, channels: 1) }
+    let out = Resample.linear(s, channels: 1, from: 44_100, to: 48_000)
+    XCTAssertEqual(out.count, 14_400)
+    XCTAssertEqual(
+      SignalMeasure.dominantFrequency(out[480..<4800], sampleRate: 48_000, range: 1200...1450), 1320)
+  }
+
+  func testStereoChannelsStaySeparateAndSameRateIsACopy() {
+    let s: [Int16] = [0, 100, 1000, 1100]
+    XCTAssertEqual(Resample.linear(s, channels: 2, from: 8000, to: 16_000), [0, 100, 500, 600, 1000, 1100, 1000, 1100])
+    XCTAssertEqual(Resample.linear(s, channels: 2, from: 8000, to: 8000), s)
+  }
+}

@@ -14,7 +14,9 @@ public enum SoundFile {
     public var description: String { "cannot play sound file \(path): \(reason)" }
   }
 
-  public static func load(_ path: String) throws -> SampleLoop {
+  /// Reads the file; when `sampleRate` is given and differs from the
+  /// file's, converts it (see `Resample`).
+  public static func load(_ path: String, sampleRate: Int? = nil) throws -> SampleLoop {
     var info = SF_INFO()
     guard let file = sf_open(path, Int32(SFM_READ), &info) else {
       throw Failure(path: path, reason: String(cString: sf_strerror(nil)))
@@ -40,7 +42,12 @@ public enum SoundFile {
       throw Failure(path: path, reason: "no audio could be decoded: \(String(cString: sf_strerror(file)))")
     }
     samples.removeSubrange((Int(got) * channels)...)
-    guard let loop = SampleLoop(samples: samples, channels: channels, sampleRate: rate) else {
+    var outRate = rate
+    if let target = sampleRate, target != rate {
+      samples = Resample.linear(samples, channels: channels, from: rate, to: target)
+      outRate = target
+    }
+    guard let loop = SampleLoop(samples: samples, channels: channels, sampleRate: outRate) else {
       throw Failure(path: path, reason: "it holds no audio")
     }
     return loop

@@ -67,10 +67,13 @@ public struct SoundLibrary {
 
   /// A pattern name (at `frequency` if given), a file in the sounds
   /// directory (with or without extension), or a path to a sound file.
-  public func resolve(_ name: String, frequency: Double? = nil) throws -> AlertSound {
+  /// Files are converted to `sampleRate` (the player's rate) as they load.
+  public func resolve(_ name: String, frequency: Double? = nil, sampleRate: Int = 48_000) throws
+    -> AlertSound
+  {
     if let p = SoundPattern.named(name, frequency: frequency) { return .pattern(p) }
     if name.contains("/") {
-      return .samples(try SoundFile.load(name), name: name)
+      return .samples(try SoundFile.load(name, sampleRate: sampleRate), name: name)
     }
     if let directory {
       let files = files()
@@ -78,10 +81,10 @@ public struct SoundLibrary {
         files.first(where: { $0 == name })
         ?? files.first(where: { $0.split(separator: ".").dropLast().joined(separator: ".") == name })
       if let match {
-        return .samples(try SoundFile.load(directory + "/" + match), name: match)
+        return .samples(try SoundFile.load(directory + "/" + match, sampleRate: sampleRate), name: match)
       }
     }
-    if Self.isFile(name) { return .samples(try SoundFile.load(name), name: name) }
+    if Self.isFile(name) { return .samples(try SoundFile.load(name, sampleRate: sampleRate), name: name) }
     var known = "built-in patterns: " + SoundPattern.names.joined(separator: ", ")
     if let directory {
       known += "; files in \(directory): " + (files().isEmpty ? "none" : files().joined(separator: ", "))

@@ -21,6 +21,7 @@ let alertCommand = Command(
     .value("ramp", "S", "Rise from -30 dB to full over S seconds, then hold (default: none)"),
     .value("duration", "S", "Stop after S seconds (default: until Ctrl-C)"),
     .value("device", "PCM", "ALSA PCM device (default: default)"),
+    .value("buffer", "MS", "ALSA buffer length; a period is a quarter of it (default: 40)"),
     .value("fallback", "PCMS", "Devices to try in order if it fails, space-separated, e.g. 'plughw:0,0'"),
   ],
   run: runAlert)
@@ -47,9 +48,13 @@ func runAlert(_ args: Arguments) throws -> Int32 {
   if frequency != nil, case .samples = sound {
     throw UsageError("--frequency applies to the built-in patterns, not to a sound file")
   }
+  let buffer = try args.double("buffer") ?? 40
+  guard (8...2000).contains(buffer) else { throw UsageError("--buffer must be within 8…2000 ms") }
   let fallbacks = (args.value("fallback") ?? "").split(separator: " ").map(String.init)
   let player = AlertPlayer(
-    settings: .init(device: args.value("device") ?? "default", fallbacks: fallbacks))
+    settings: .init(
+      device: args.value("device") ?? "default", fallbacks: fallbacks,
+      bufferMicros: Int(buffer * 1000)))
   let loop = try EventLoop()
   var reason = "signal"
   try loop.handleSignals([SIGINT, SIGTERM]) { _ in loop.stop() }
