@@ -11,20 +11,16 @@ import XCTest
 /// Real ALSA through PulseAudio's null sink: play, record the monitor,
 /// measure the recording.
 final class AlertPlayerTests: XCTestCase {
-  nonisolated(unsafe) static var recorder: MonitorRecorder?
+  var recorder: MonitorRecorder!
 
   override func setUpWithError() throws {
     try PulseServer.require()
     try PulseServer.resetSink()
-    if Self.recorder == nil {
-      Self.recorder = try MonitorRecorder()
-      try Self.recorder!.waitUntilFlowing()
-    }
+    recorder = try MonitorRecorder.shared()
   }
 
   override class func tearDown() {
-    recorder?.stop()
-    recorder = nil
+    MonitorRecorder.stopShared()
   }
 
   struct Played {
@@ -43,7 +39,6 @@ final class AlertPlayerTests: XCTestCase {
     _ sound: AlertSound, seconds: Double, ramp: GainRamp? = nil,
     settings: AlertPlayer.Settings = .init(), stall: Double = 0
   ) throws -> Played {
-    let recorder = Self.recorder!
     usleep(200_000)  // a quiet gap before, so the onset is this sound's
     let player = AlertPlayer(settings: settings)
     let requestedAt = Clock.monotonicNanos()

@@ -55,6 +55,23 @@ enum PulseServer {
 /// earliest such bound anchors the recording to the clock.
 final class MonitorRecorder: @unchecked Sendable {
   static let rate = 48_000
+
+  /// One recording shared by a test class (parec takes a second or more to
+  /// deliver its first audio, too long to pay per test).
+  nonisolated(unsafe) private static var current: MonitorRecorder?
+
+  static func shared() throws -> MonitorRecorder {
+    if let current { return current }
+    let r = try MonitorRecorder()
+    try r.waitUntilFlowing()
+    current = r
+    return r
+  }
+
+  static func stopShared() {
+    current?.stop()
+    current = nil
+  }
   private let process = Process()
   private let lock = NSLock()
   private var bytes = [UInt8]()
