@@ -34,7 +34,8 @@ final class PatternSynthTests: XCTestCase {
     XCTAssertEqual(dominant(s[5040..<6960]), 800, accuracy: 10)
     XCTAssertGreaterThan(SignalMeasure.rms(s[0..<57_600]), 0.4)
     XCTAssertEqual(SignalMeasure.rms(s[57_700..<96_000]), 0)
-    XCTAssertEqual(PatternSynth(pattern: .ring(frequency: 800), sampleRate: rate).loopFrames, 96_000)
+    XCTAssertEqual(
+      PatternSynth(pattern: .ring(frequency: 800), sampleRate: rate).loopFrames, 96_000)
   }
 
   func testRingFrequencyIsConfigurable() {
@@ -68,7 +69,9 @@ final class PatternSynthTests: XCTestCase {
   }
 
   func testLoopsExactly() {
-    for pattern in [SoundPattern.ring(frequency: 800), .chirp(frequency: 900), .beep(frequency: 700)] {
+    for pattern in [
+      SoundPattern.ring(frequency: 800), .chirp(frequency: 900), .beep(frequency: 700),
+    ] {
       let loop = PatternSynth(pattern: pattern, sampleRate: rate).loopFrames
       let s = render(pattern, frames: 2 * loop)
       XCTAssertEqual(Array(s[0..<loop]), Array(s[loop...]), pattern.name)
@@ -96,7 +99,8 @@ final class PatternSynthTests: XCTestCase {
     XCTAssertEqual(SoundPattern.named("ring"), .ring(frequency: 800))
     XCTAssertEqual(SoundPattern.named("chirp", frequency: 1200), .chirp(frequency: 1200))
     XCTAssertNil(SoundPattern.named("siren"))
-    XCTAssertEqual(SoundPattern.names.compactMap { SoundPattern.named($0)?.name }, SoundPattern.names)
+    XCTAssertEqual(
+      SoundPattern.names.compactMap { SoundPattern.named($0)?.name }, SoundPattern.names)
   }
 }
 
@@ -250,7 +254,8 @@ final class VolumeChangeTests: XCTestCase {
   }
 
   func testStatePrintsAsOneJSONLine() {
-    XCTAssertEqual(VolumeState(volume: 0.37, muted: false).jsonLine, #"{"volume":0.37,"muted":false}"#)
+    XCTAssertEqual(
+      VolumeState(volume: 0.37, muted: false).jsonLine, #"{"volume":0.37,"muted":false}"#)
     XCTAssertEqual(VolumeState(volume: 1, muted: true).jsonLine, #"{"volume":1.00,"muted":true}"#)
   }
 }
@@ -275,12 +280,15 @@ final class ResampleTests: XCTestCase {
     let out = Resample.linear(s, channels: 1, from: 44_100, to: 48_000)
     XCTAssertEqual(out.count, 14_400)
     XCTAssertEqual(
-      SignalMeasure.dominantFrequency(out[480..<4800], sampleRate: 48_000, range: 1200...1450), 1320)
+      SignalMeasure.dominantFrequency(out[480..<4800], sampleRate: 48_000, range: 1200...1450), 1320
+    )
   }
 
   func testStereoChannelsStaySeparateAndSameRateIsACopy() {
     let s: [Int16] = [0, 100, 1000, 1100]
-    XCTAssertEqual(Resample.linear(s, channels: 2, from: 8000, to: 16_000), [0, 100, 500, 600, 1000, 1100, 1000, 1100])
+    XCTAssertEqual(
+      Resample.linear(s, channels: 2, from: 8000, to: 16_000),
+      [0, 100, 500, 600, 1000, 1100, 1000, 1100])
     XCTAssertEqual(Resample.linear(s, channels: 2, from: 8000, to: 8000), s)
   }
 }

@@ -26,18 +26,23 @@ final class AlertCommandTests: XCTestCase {
   func testPlaysForTheDurationAtTheFrequencyAsked() throws {
     usleep(200_000)
     let requested = Clock.monotonicNanos()
-    let r = try Earshot.run(["alert", "--sound", "beep", "--frequency", "1500", "--duration", "0.6"])
+    let r = try Earshot.run([
+      "alert", "--sound", "beep", "--frequency", "1500", "--duration", "0.6",
+    ])
     let exited = Clock.monotonicNanos()
     XCTAssertEqual(r.status, 0, r.stderr)
     let lines = r.stdout.split(separator: "\n").map(String.init)
     XCTAssertEqual(lines.count, 2, r.stdout)
-    XCTAssertTrue(lines[0].hasPrefix("{\"event\":\"playing\",\"device\":\"default\",\"sound\":\"beep\""), lines[0])
+    XCTAssertTrue(
+      lines[0].hasPrefix("{\"event\":\"playing\",\"device\":\"default\",\"sound\":\"beep\""),
+      lines[0])
     XCTAssertTrue(lines[1].hasPrefix("{\"event\":\"stopped\",\"reason\":\"duration\""), lines[1])
     recorder.waitUntilRecorded(past: exited, seconds: 0.3)
     let rec = Recording(samples: recorder.samples())
     let onset = try XCTUnwrap(rec.onset(after: recorder.index(at: requested)))
     XCTAssertEqual(rec.dominant(from: onset, 20, 280), 1500, accuracy: 10)
-    let last = try XCTUnwrap(rec.lastSound(from: onset, before: recorder.index(at: exited) + rec.frames(300)))
+    let last = try XCTUnwrap(
+      rec.lastSound(from: onset, before: recorder.index(at: exited) + rec.frames(300)))
     let playedMs = Double(last - onset) * 1000 / Double(rec.rate)
     // 0.6 s of beep (0.3 on, 0.2 off, 0.1 on): the sound ends at 0.6 s.
     XCTAssertEqual(playedMs, 600, accuracy: 40)
@@ -65,10 +70,13 @@ final class AlertCommandTests: XCTestCase {
     recorder.waitUntilRecorded(past: interruptedAt, seconds: 0.6)
     let rec = Recording(samples: recorder.samples())
     let stop = recorder.index(at: interruptedAt)
-    XCTAssertGreaterThan(SignalMeasure.dbfs(rec.slice(from: stop, -200, -10)), -12, "playing until the signal")
-    XCTAssertLessThan(SignalMeasure.dbfs(rec.slice(from: stop, 50, 600)), -60, "silent after the signal")
+    XCTAssertGreaterThan(
+      SignalMeasure.dbfs(rec.slice(from: stop, -200, -10)), -12, "playing until the signal")
+    XCTAssertLessThan(
+      SignalMeasure.dbfs(rec.slice(from: stop, 50, 600)), -60, "silent after the signal")
     let tone = rec.dominant(from: stop, -45, -10)
-    XCTAssertTrue(abs(tone - 600) <= 15 || abs(tone - 750) <= 15, "the ring's tones, got \(tone) Hz")
+    XCTAssertTrue(
+      abs(tone - 600) <= 15 || abs(tone - 750) <= 15, "the ring's tones, got \(tone) Hz")
   }
 
   func testSoundsListsPatternsAndTheRepositoryFiles() throws {
@@ -78,7 +86,8 @@ final class AlertCommandTests: XCTestCase {
       XCTAssertTrue(r.stdout.contains(name), "\(name) missing from:\n\(r.stdout)")
     }
     XCTAssertTrue(r.stdout.contains("bell.flac     file: 1.50 s, 44100 Hz, mono"), r.stdout)
-    XCTAssertTrue(r.stdout.hasSuffix("sounds directory: \(AlertPlayerTests.soundsDirectory)\n"), r.stdout)
+    XCTAssertTrue(
+      r.stdout.hasSuffix("sounds directory: \(AlertPlayerTests.soundsDirectory)\n"), r.stdout)
   }
 
   func testSoundsDirectoryCanBeOverridden() throws {
@@ -104,9 +113,14 @@ final class AlertCommandTests: XCTestCase {
     let cases: [([String], Int32, String)] = [
       (["alert", "--frequency", "20"], 2, "--frequency must be within 50…8000 Hz"),
       (["alert", "--duration", "-1"], 2, "--duration must be within"),
-      (["alert", "--sound", "pips", "--frequency", "900"], 2, "--frequency applies to the built-in patterns"),
+      (
+        ["alert", "--sound", "pips", "--frequency", "900"], 2,
+        "--frequency applies to the built-in patterns"
+      ),
       (["alert", "--sound", "/nonexistent/x.wav"], 1, "cannot play sound file /nonexistent/x.wav"),
-      (["alert", "--device", "hw:7,0", "--duration", "0.2"], 1, "cannot open audio device 'hw:7,0'"),
+      (
+        ["alert", "--device", "hw:7,0", "--duration", "0.2"], 1, "cannot open audio device 'hw:7,0'"
+      ),
     ]
     for (args, status, message) in cases {
       let r = try Earshot.run(args)
@@ -117,7 +131,8 @@ final class AlertCommandTests: XCTestCase {
 
   func testFallbackDeviceIsUsedAndTheFailureReported() throws {
     let r = try Earshot.run([
-      "alert", "--device", "hw:7,0", "--fallback", "earshot_no_such_pcm default", "--duration", "0.2",
+      "alert", "--device", "hw:7,0", "--fallback", "earshot_no_such_pcm default", "--duration",
+      "0.2",
     ])
     XCTAssertEqual(r.status, 0, r.stderr)
     XCTAssertTrue(r.stdout.contains("\"device\":\"default\""), r.stdout)

@@ -54,7 +54,9 @@ final class AlertPlayerTests: XCTestCase {
       }
       var ready = fds
       let left = Int32((end - Clock.monotonicNanos()) / 1_000_000)
-      let n = ready.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), max(left, 0)) }
+      let n = ready.withUnsafeMutableBufferPointer {
+        poll($0.baseAddress, nfds_t($0.count), max(left, 0))
+      }
       if n > 0 { try player.handleReady(ready) }
     }
     let stoppedAt = Clock.monotonicNanos()
@@ -67,7 +69,8 @@ final class AlertPlayerTests: XCTestCase {
     // Search from a little before the request: the recording's clock is
     // known to a few milliseconds, and the 200 ms before were quiet.
     let onset = try XCTUnwrap(
-      recording.onset(after: requested - recording.frames(100)), "no sound recorded after the request")
+      recording.onset(after: requested - recording.frames(100)),
+      "no sound recorded after the request")
     return Played(
       recording: recording, requested: requested, onset: onset,
       stopped: recorder.index(at: stoppedAt), player: player)
@@ -76,7 +79,8 @@ final class AlertPlayerTests: XCTestCase {
   func assertSilentAfterStop(_ p: Played, file: StaticString = #filePath, line: UInt = #line) {
     // Within one period (10 ms), with 20 ms for the recording's clock.
     let after = p.recording.slice(from: p.stopped, 30, 600)
-    XCTAssertGreaterThan(after.count, 25_000, "recording too short after stop", file: file, line: line)
+    XCTAssertGreaterThan(
+      after.count, 25_000, "recording too short after stop", file: file, line: line)
     XCTAssertLessThan(SignalMeasure.dbfs(after), -60, "sound after stop", file: file, line: line)
     let tail = p.recording.lastSound(
       from: p.stopped - p.recording.frames(100), before: p.stopped + p.recording.frames(600))

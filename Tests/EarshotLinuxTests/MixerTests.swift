@@ -101,7 +101,8 @@ final class MixerTests: XCTestCase {
   func testUnknownCardSaysWhichAndWhy() throws {
     XCTAssertThrowsError(try Mixer(card: "7")) { error in
       let text = "\(error)"
-      XCTAssertTrue(text.hasPrefix("cannot open the mixer of card 'hw:7': No such file or directory"), text)
+      XCTAssertTrue(
+        text.hasPrefix("cannot open the mixer of card 'hw:7': No such file or directory"), text)
     }
   }
 
@@ -110,18 +111,25 @@ final class MixerTests: XCTestCase {
   func testVolumeCommandPrintsSetsStepsAndMutes() throws {
     try PulseServer.pactl("set-sink-volume", PulseServer.sink, "40%")
     XCTAssertEqual(try Earshot.run(["volume"]).stdout, "{\"volume\":0.40,\"muted\":false}\n")
-    XCTAssertEqual(try Earshot.run(["volume", "set", "0.37"]).stdout, "{\"volume\":0.37,\"muted\":false}\n")
-    XCTAssertEqual(try Earshot.run(["volume", "set", "+5%"]).stdout, "{\"volume\":0.42,\"muted\":false}\n")
-    XCTAssertEqual(try Earshot.run(["volume", "set", "-10%"]).stdout, "{\"volume\":0.32,\"muted\":false}\n")
-    XCTAssertEqual(try Earshot.run(["volume", "mute"]).stdout, "{\"volume\":0.32,\"muted\":true}\n")
+    XCTAssertEqual(
+      try Earshot.run(["volume", "set", "0.37"]).stdout, "{\"volume\":0.37,\"muted\":false}\n")
+    XCTAssertEqual(
+      try Earshot.run(["volume", "set", "+5%"]).stdout, "{\"volume\":0.42,\"muted\":false}\n")
+    XCTAssertEqual(
+      try Earshot.run(["volume", "set", "-10%"]).stdout, "{\"volume\":0.32,\"muted\":false}\n")
+    XCTAssertEqual(
+      try Earshot.run(["volume", "mute"]).stdout, "{\"volume\":0.32,\"muted\":true}\n")
     XCTAssertTrue(try PulseServer.pactl("get-sink-mute", PulseServer.sink).contains("yes"))
-    XCTAssertEqual(try Earshot.run(["volume", "unmute"]).stdout, "{\"volume\":0.32,\"muted\":false}\n")
+    XCTAssertEqual(
+      try Earshot.run(["volume", "unmute"]).stdout, "{\"volume\":0.32,\"muted\":false}\n")
     XCTAssertTrue(try PulseServer.amixer("sget", "Master").contains("[32%] [on]"))
   }
 
   func testVolumeCommandRejectsBadInputAndChangesNothing() throws {
     try PulseServer.pactl("set-sink-volume", PulseServer.sink, "50%")
-    for args in [["volume", "set", "1.5"], ["volume", "set"], ["volume", "louder"], ["volume", "mute", "now"]] {
+    for args in [
+      ["volume", "set", "1.5"], ["volume", "set"], ["volume", "louder"], ["volume", "mute", "now"],
+    ] {
       let r = try Earshot.run(args)
       XCTAssertEqual(r.status, 2, args.joined(separator: " "))
       XCTAssertTrue(r.stderr.contains("earshot volume:"), r.stderr)

@@ -19,7 +19,8 @@ enum PulseServer {
     for tool in ["pactl", "parec", "amixer"] where Earshot.tool(tool) == nil {
       try requireResource("\(tool) (scripts/deps.sh test installs it)", file: file, line: line)
     }
-    guard let sinks = try? Earshot.run(["list", "short", "sinks"], executable: Earshot.tool("pactl")!),
+    guard
+      let sinks = try? Earshot.run(["list", "short", "sinks"], executable: Earshot.tool("pactl")!),
       sinks.status == 0, sinks.stdout.contains("\t\(sink)\t")
     else {
       try requireResource(

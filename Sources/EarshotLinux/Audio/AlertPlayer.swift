@@ -171,7 +171,8 @@ public final class AlertPlayer {
     while pendingFrames > 0 {
       let n = buffer.withUnsafeBufferPointer {
         snd_pcm_writei(
-          pcm, $0.baseAddress! + pendingOffset * settings.channels, snd_pcm_uframes_t(pendingFrames))
+          pcm, $0.baseAddress! + pendingOffset * settings.channels, snd_pcm_uframes_t(pendingFrames)
+        )
       }
       if n == -Int(EAGAIN) { return false }
       if n < 0 {

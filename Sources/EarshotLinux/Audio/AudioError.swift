@@ -24,7 +24,8 @@ public struct AudioDeviceError: Error, CustomStringConvertible, Equatable {
   public var hint: String? {
     switch -code {
     case EBUSY:
-      return "another program is using it; close that program or use a shared device such as 'default'"
+      return
+        "another program is using it; close that program or use a shared device such as 'default'"
     case ENOENT, ENODEV, ENXIO:
       return "no such device here; 'aplay -L' lists the devices (is the sound server running?)"
     case EACCES, EPERM:

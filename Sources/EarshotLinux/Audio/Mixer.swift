@@ -50,7 +50,9 @@ public final class Mixer {
     }
     var name = control
     var index: UInt32 = 0
-    if let comma = control.lastIndex(of: ","), let i = UInt32(control[control.index(after: comma)...]) {
+    if let comma = control.lastIndex(of: ","),
+      let i = UInt32(control[control.index(after: comma)...])
+    {
       name = String(control[..<comma])
       index = i
     }

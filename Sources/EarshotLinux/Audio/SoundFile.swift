@@ -39,7 +39,8 @@ public enum SoundFile {
       sf_readf_short(file, $0.baseAddress, info.frames)
     }
     guard got > 0 else {
-      throw Failure(path: path, reason: "no audio could be decoded: \(String(cString: sf_strerror(file)))")
+      throw Failure(
+        path: path, reason: "no audio could be decoded: \(String(cString: sf_strerror(file)))")
     }
     samples.removeSubrange((Int(got) * channels)...)
     var outRate = rate

@@ -79,15 +79,20 @@ public struct SoundLibrary {
       let files = files()
       let match =
         files.first(where: { $0 == name })
-        ?? files.first(where: { $0.split(separator: ".").dropLast().joined(separator: ".") == name })
+        ?? files.first(where: { $0.split(separator: ".").dropLast().joined(separator: ".") == name }
+        )
       if let match {
-        return .samples(try SoundFile.load(directory + "/" + match, sampleRate: sampleRate), name: match)
+        return .samples(
+          try SoundFile.load(directory + "/" + match, sampleRate: sampleRate), name: match)
       }
     }
-    if Self.isFile(name) { return .samples(try SoundFile.load(name, sampleRate: sampleRate), name: name) }
+    if Self.isFile(name) {
+      return .samples(try SoundFile.load(name, sampleRate: sampleRate), name: name)
+    }
     var known = "built-in patterns: " + SoundPattern.names.joined(separator: ", ")
     if let directory {
-      known += "; files in \(directory): " + (files().isEmpty ? "none" : files().joined(separator: ", "))
+      known +=
+        "; files in \(directory): " + (files().isEmpty ? "none" : files().joined(separator: ", "))
     } else {
       known += "; no sounds directory found (set EARSHOT_SOUNDS)"
     }

@@ -16,13 +16,15 @@ let alertCommand = Command(
     device used and the time to the first write) and one when it stops.
     """,
   options: [
-    .value("sound", "NAME|FILE", "Pattern name, file in the sounds directory, or a path (default: ring)"),
+    .value(
+      "sound", "NAME|FILE", "Pattern name, file in the sounds directory, or a path (default: ring)"),
     .value("frequency", "HZ", "Base frequency of a pattern (ring 800, chirp 1000, beep 1000)"),
     .value("ramp", "S", "Rise from -30 dB to full over S seconds, then hold (default: none)"),
     .value("duration", "S", "Stop after S seconds (default: until Ctrl-C)"),
     .value("device", "PCM", "ALSA PCM device (default: default)"),
     .value("buffer", "MS", "ALSA buffer length; a period is a quarter of it (default: 40)"),
-    .value("fallback", "PCMS", "Devices to try in order if it fails, space-separated, e.g. 'plughw:0,0'"),
+    .value(
+      "fallback", "PCMS", "Devices to try in order if it fails, space-separated, e.g. 'plughw:0,0'"),
   ],
   run: runAlert)
 
@@ -37,7 +39,9 @@ func runAlert(_ args: Arguments) throws -> Int32 {
   let ramp = try args.double("ramp")
   if let r = ramp, r < 0 || r > 600 { throw UsageError("--ramp must be within 0…600 seconds") }
   let duration = try args.double("duration")
-  if let d = duration, d <= 0 || d > 86_400 { throw UsageError("--duration must be within 0…86400 seconds") }
+  if let d = duration, d <= 0 || d > 86_400 {
+    throw UsageError("--duration must be within 0…86400 seconds")
+  }
   let name = args.value("sound") ?? "ring"
   let sound: AlertSound
   do {
@@ -65,7 +69,9 @@ func runAlert(_ args: Arguments) throws -> Int32 {
   } catch {
     throw CommandFailure("\(error)")
   }
-  for skipped in player.skipped { Console.error("earshot alert: \(skipped); tried the next device\n") }
+  for skipped in player.skipped {
+    Console.error("earshot alert: \(skipped); tried the next device\n")
+  }
   var line = JSONLine()
   line.add("event", "playing")
   line.add("device", player.device ?? "")

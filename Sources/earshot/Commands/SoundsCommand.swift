@@ -25,7 +25,8 @@ func runSounds(_ args: Arguments) throws -> Int32 {
         let loop = try SoundFile.load(dir + "/" + file)
         let seconds = Double(loop.frameCount) / Double(loop.sampleRate)
         let layout = loop.channels == 1 ? "mono" : "stereo"
-        detail = "file: \(JSONLine.format(seconds, decimals: 2)) s, \(loop.sampleRate) Hz, \(layout)"
+        detail =
+          "file: \(JSONLine.format(seconds, decimals: 2)) s, \(loop.sampleRate) Hz, \(layout)"
       } catch {
         detail = "file: unreadable (\(error))"
       }
@@ -40,7 +41,8 @@ func runSounds(_ args: Arguments) throws -> Int32 {
     Console.line("\nsounds directory: \(dir)")
   } else {
     Console.line(
-      "\nno sounds directory found (looked in: \(SoundLibrary.candidates().joined(separator: ", ")))")
+      "\nno sounds directory found (looked in: \(SoundLibrary.candidates().joined(separator: ", ")))"
+    )
   }
   return 0
 }

@@ -44,7 +44,8 @@ func runVolume(_ args: Arguments) throws -> Int32 {
   }
   let mixer: Mixer
   do {
-    mixer = try Mixer(card: args.value("card") ?? "default", control: args.value("control") ?? "Master")
+    mixer = try Mixer(
+      card: args.value("card") ?? "default", control: args.value("control") ?? "Master")
   } catch let e as Mixer.Failure {
     throw CommandFailure(e.description)
   }
@@ -52,7 +53,8 @@ func runVolume(_ args: Arguments) throws -> Int32 {
     switch action {
     case "set":
       let current = mixer.state().volume
-      let s = try mixer.setVolume(change!.applied(to: current), rounding: change!.rounding(from: current))
+      let s = try mixer.setVolume(
+        change!.applied(to: current), rounding: change!.rounding(from: current))
       Console.line(s.jsonLine)
     case "mute": Console.line(try mixer.setMuted(true).jsonLine)
     case "unmute": Console.line(try mixer.setMuted(false).jsonLine)
