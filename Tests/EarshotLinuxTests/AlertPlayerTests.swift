@@ -53,10 +53,9 @@ final class AlertPlayerTests: XCTestCase {
         stalled = true
       }
       var ready = fds
-      let left = Int32((end - Clock.monotonicNanos()) / 1_000_000)
-      let n = ready.withUnsafeMutableBufferPointer {
-        poll($0.baseAddress, nfds_t($0.count), max(left, 0))
-      }
+      let now = Clock.monotonicNanos()
+      let left = now < end ? Int32((end - now) / 1_000_000) : 0
+      let n = ready.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), left) }
       if n > 0 { try player.handleReady(ready) }
     }
     let stoppedAt = Clock.monotonicNanos()
