@@ -153,6 +153,7 @@ final class AlertPlayerTests: XCTestCase {
     let late = p.recording.slice(from: p.stopped, -480, -20)
     XCTAssertGreaterThan(SignalMeasure.rms(late), 0.05, "still playing after the stall")
     print("audio: recoveries after a 300 ms stall: \(p.player.recoveries)")
+    XCTAssertGreaterThanOrEqual(p.player.recoveries, 1, "a 300 ms stall underruns a 40 ms buffer")
     assertSilentAfterStop(p)
   }
 

@@ -27,7 +27,9 @@ public enum AlertSound: Sendable {
 /// `start` opens the device (the configured one, else each fallback in
 /// order) and writes the first period before it returns; `stop` drops
 /// what is queued (`snd_pcm_drop`, not drain), so the device falls silent
-/// within a period, and closes it so other programs can use it.
+/// within a period, and closes it so other programs can use it. The
+/// descriptors are valid from `start` to `stop`: unwatch them before
+/// calling `stop` (or a new `start`), since closing frees their numbers.
 public final class AlertPlayer {
   public struct Settings: Sendable {
     public var device: String

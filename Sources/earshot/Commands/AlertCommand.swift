@@ -88,7 +88,8 @@ func runAlert(_ args: Arguments) throws -> Int32 {
     }
   }
   var failure: Error? = nil
-  try loop.watch(pollDescriptors: player.pollDescriptors()) { fds in
+  let pcmFds = player.pollDescriptors()
+  try loop.watch(pollDescriptors: pcmFds) { fds in
     do {
       try player.handleReady(fds)
     } catch {
@@ -99,6 +100,7 @@ func runAlert(_ args: Arguments) throws -> Int32 {
   try loop.run()
   if let failure { throw CommandFailure("\(failure)") }
   let played = Double(Clock.monotonicNanos() - began) / 1e9
+  loop.unwatch(pollDescriptors: pcmFds)
   player.stop()
   var end = JSONLine()
   end.add("event", "stopped")
