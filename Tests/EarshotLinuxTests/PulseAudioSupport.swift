@@ -8,14 +8,17 @@ import XCTest
 /// reaches it through the pulse plugin once this process can find the
 /// server, so `require()` must run before the first ALSA call.
 enum PulseServer {
-  static let socket = "/tmp/xdg/pulse/native"
+  /// scripts/services/pulseaudio.sh's runtime directory (it honours the
+  /// same variable, so parallel checkouts can run servers side by side).
+  static let runtime = ProcessInfo.processInfo.environment["EARSHOT_PULSE_RUNTIME"] ?? "/tmp/xdg"
+  static let socket = runtime + "/pulse/native"
   static let sink = "alert"
 
   static func require(file: StaticString = #filePath, line: UInt = #line) throws {
     // Pin this process (and the tools it runs) to the test server, even on
     // a desktop whose own server would otherwise answer.
     setenv("PULSE_SERVER", "unix:" + socket, 1)
-    setenv("XDG_RUNTIME_DIR", "/tmp/xdg", 1)
+    setenv("XDG_RUNTIME_DIR", runtime, 1)
     for tool in ["pactl", "parec", "amixer"] where Earshot.tool(tool) == nil {
       try requireResource("\(tool) (scripts/deps.sh test installs it)", file: file, line: line)
     }
@@ -47,6 +50,14 @@ enum PulseServer {
   static func resetSink() throws {
     try pactl("set-sink-volume", sink, "100%")
     try pactl("set-sink-mute", sink, "0")
+  }
+
+  /// The same, after a test, without failing when the server is gone (the
+  /// test itself has said so).
+  static func resetSinkQuietly() {
+    let pactl = Earshot.tool("pactl") ?? "/usr/bin/pactl"
+    _ = try? Earshot.run(["set-sink-volume", sink, "100%"], executable: pactl)
+    _ = try? Earshot.run(["set-sink-mute", sink, "0"], executable: pactl)
   }
 }
 

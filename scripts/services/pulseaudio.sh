@@ -7,6 +7,8 @@
 #
 # Clients find it with XDG_RUNTIME_DIR=/tmp/xdg (or
 # PULSE_SERVER=unix:/tmp/xdg/pulse/native); the tests set that themselves.
+# EARSHOT_PULSE_RUNTIME=DIR runs a separate server in DIR (the tests honour
+# it too), for checkouts tested side by side on one machine.
 set -euo pipefail
 export XDG_RUNTIME_DIR=${EARSHOT_PULSE_RUNTIME:-/tmp/xdg}
 mkdir -p "$XDG_RUNTIME_DIR"
