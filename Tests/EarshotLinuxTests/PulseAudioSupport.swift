@@ -191,6 +191,34 @@ struct Recording {
       slice(from: from, startMs, endMs), sampleRate: rate, range: 200...4000, step: 5)
   }
 
+  /// The two strongest frequencies (at least 100 Hz apart), strongest first.
+  func twoStrongest(from: Int, _ startMs: Double, _ endMs: Double) -> (Double, Double) {
+    let s = slice(from: from, startMs, endMs)
+    let first = SignalMeasure.dominantFrequency(s, sampleRate: rate, range: 200...4000, step: 5)
+    var best = 0.0
+    var bestPower = -1.0
+    for f in stride(from: 200.0, through: 4000, by: 5) where abs(f - first) >= 100 {
+      let p = SignalMeasure.power(s, frequency: f, sampleRate: rate)
+      if p > bestPower {
+        bestPower = p
+        best = f
+      }
+    }
+    return (first, best)
+  }
+
+  /// The loudest 20 ms in the span, in dBFS: a level that a brief
+  /// dropout (an underrun on a loaded machine) does not pull down.
+  func peakLevel(from: Int, _ startMs: Double, _ endMs: Double) -> Double {
+    var loudest = -Double.infinity
+    var t = startMs
+    while t + 20 <= endMs {
+      loudest = max(loudest, SignalMeasure.dbfs(slice(from: from, t, t + 20)))
+      t += 10
+    }
+    return loudest
+  }
+
   /// First sample at or after `from` louder than -40 dBFS.
   func onset(after from: Int) -> Int? {
     SignalMeasure.onset(samples[min(max(0, from), samples.count)...], threshold: 0.01)
