@@ -299,11 +299,11 @@ extension Config {
     .init(
       "major", "Narrow the region to this major (0-65535).",
       set: { r, v in r.major = UInt16(try ConfigValue.integer(v, in: 0...65535)) },
-      show: { $0.major.map { String($0) } ?? "any" }),
+      show: { $0.major.map { String($0) } ?? "" }),
     .init(
       "minor", "Narrow further to this minor (needs major).",
       set: { r, v in r.minor = UInt16(try ConfigValue.integer(v, in: 0...65535)) },
-      show: { $0.minor.map { String($0) } ?? "any" }),
+      show: { $0.minor.map { String($0) } ?? "" }),
     .init(
       "exit_after", "Seconds with no report before exit, or auto; default [monitor] exit_after.",
       set: { r, v in r.exitAfter = try ExitAfter.parse(v) },

@@ -95,7 +95,7 @@ extension Config {
     // Whole-region rules.
     for (raw, index) in regionIndex.sorted(by: { $0.value < $1.value }) {
       var r = config.regions[index]
-      if r.uuid == nil {
+      if r.uuid == nil, seenKeys[raw + "\u{0}uuid"] == nil {
         fail(r.line, raw, "uuid", "a region needs a uuid")
       }
       if r.minor != nil, r.major == nil {
@@ -153,7 +153,7 @@ extension Config {
       out += "[region \"\(r.name)\"]\n"
       for k in Config.regionKeys {
         let v = k.show(r)
-        if v.isEmpty && (k.name == "on_enter" || k.name == "on_exit") { continue }
+        if v.isEmpty { continue }  // unset: major/minor match any, no hook
         out += "\(k.name) = \(v)\n"
       }
       out += "\n"
