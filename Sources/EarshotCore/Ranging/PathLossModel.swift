@@ -44,6 +44,28 @@ public struct PathLossModel: Sendable, Equatable {
     }
     return sxx > 0 ? sxy / sxx : nil
   }
+
+  /// Least-squares power at 1 m and exponent together (a straight line in
+  /// x = 10 log10 d), for calibrating from measurements at several
+  /// distances when none was taken at exactly 1 m.
+  public static func fit(_ points: [(distance: Double, rssi: Double)]) -> (
+    measuredPower: Double, exponent: Double
+  )? {
+    let p = points.filter { $0.distance > 0 }
+    guard p.count >= 2 else { return nil }
+    let xs = p.map { 10 * log10($0.distance) }
+    let mx = xs.reduce(0, +) / Double(p.count)
+    let my = p.map(\.rssi).reduce(0, +) / Double(p.count)
+    var sxy = 0.0
+    var sxx = 0.0
+    for (x, q) in zip(xs, p) {
+      sxy += (x - mx) * (q.rssi - my)
+      sxx += (x - mx) * (x - mx)
+    }
+    guard sxx > 0 else { return nil }
+    let slope = sxy / sxx
+    return (my - slope * mx, -slope)
+  }
 }
 
 /// CoreLocation's proximity classes.
