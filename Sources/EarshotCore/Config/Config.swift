@@ -164,7 +164,7 @@ public struct StateConfig: Sendable, Equatable {
 // MARK: - The key tables: one per section, the single place keys are defined.
 
 extension Config {
-  static func words(_ v: String) -> String { v.isEmpty ? "\"\"" : v }
+  static func words(_ v: String) -> String { v }
 
   public static let sections: [SectionTable] = [
     .make(
@@ -230,9 +230,10 @@ extension Config {
           "device", "ALSA PCM to play alerts on.",
           set: { s, v in s.device = try ConfigValue.nonEmpty(v) }, show: { $0.device }),
         .init(
-          "fallback", "Comma-separated PCMs tried in order when device is busy or missing.",
-          set: { s, v in s.fallback = ConfigValue.list(v) },
-          show: { words($0.fallback.joined(separator: ", ")) }),
+          "fallback",
+          "PCMs tried in order when device is busy or missing, separated by spaces (ALSA names hold commas).",
+          set: { s, v in s.fallback = v.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init) },
+          show: { words($0.fallback.joined(separator: " ")) }),
         .init(
           "mixer_card", "ALSA card whose mixer sets the volume.",
           set: { s, v in s.mixerCard = try ConfigValue.nonEmpty(v) }, show: { $0.mixerCard }),
