@@ -9,6 +9,8 @@ let package = Package(
     .executable(name: "earshot", targets: ["earshot"])
   ],
   targets: [
+    // Linux kernel interfaces (epoll, timerfd, signalfd) that Glibc lacks.
+    .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
     // C libraries from Debian, found with pkg-config. Each folder holds a
     // module map and a one-line shim header.
     .systemLibrary(
@@ -24,13 +26,19 @@ let package = Package(
       name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
       providers: [.apt(["libsndfile1-dev"])]),
 
+    .systemLibrary(
+      name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
+      providers: [.apt(["libmosquitto-dev"])]),
+
     // Pure Swift: bytes in, values and decisions out. No files, sockets or clocks.
     .target(name: "EarshotCore"),
 
     // The thin Linux shell: sockets, ALSA, files, processes.
     .target(
       name: "EarshotLinux",
-      dependencies: ["EarshotCore", "CBlueZ", "CINIH", "CALSA", "CSndFile"]),
+      dependencies: [
+        "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto",
+      ]),
 
     // The command-line front door.
     .executableTarget(name: "earshot", dependencies: ["EarshotCore", "EarshotLinux"]),

@@ -1,0 +1,190 @@
+import CLinux
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The agent's one loop: epoll over every descriptor (HCI socket, ALSA,
+/// mixer, control socket, MQTT), one timerfd for all timers, and a
+/// signalfd for signals. Single-threaded: handlers run on the loop's thread,
+/// so nothing needs a lock. It sleeps until something happens (no polling).
+public final class EventLoop {
+  public typealias Handler = (_ events: UInt32) -> Void
+  public typealias TimerID = UInt64
+
+  private let epfd: Int32
+  private let timerfd: Int32
+  private var signalfd: Int32 = -1
+  private var handlers: [Int32: Handler] = [:]
+  /// Pending timers, earliest first.
+  private var timers: [(deadline: UInt64, id: TimerID, fire: () -> Void)] = []
+  private var nextTimerID: TimerID = 1
+  private var signalHandler: ((Int32) -> Void)?
+  private var stopped = false
+
+  /// Event bits for `watch`, so callers need not import the C headers.
+  public static let readable = EPOLLIN.rawValue
+  public static let writable = EPOLLOUT.rawValue
+  public static let hangup = EPOLLHUP.rawValue | EPOLLRDHUP.rawValue
+  public static let error = EPOLLERR.rawValue
+
+  /// How many times the loop woke up (for benchmarks: no busy polling).
+  public private(set) var wakeups = 0
+
+  public init() throws {
+    epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
+    guard epfd >= 0 else { throw SystemError(errno: errno, "epoll_create1") }
+    timerfd = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
+    guard timerfd >= 0 else { throw SystemError(errno: errno, "timerfd_create") }
+    try add(timerfd, EPOLLIN.rawValue)
+  }
+
+  deinit {
+    close(timerfd)
+    if signalfd >= 0 { close(signalfd) }
+    close(epfd)
+  }
+
+  // MARK: Descriptors
+
+  /// Calls `handler` with the epoll event bits whenever `fd` is ready.
+  /// `events` is a mask of EPOLLIN, EPOLLOUT, EPOLLPRI...
+  public func watch(_ fd: Int32, events: UInt32 = EPOLLIN.rawValue, _ handler: @escaping Handler)
+    throws
+  {
+    if handlers[fd] != nil {
+      try modify(fd, events: events)
+    } else {
+      try add(fd, events)
+    }
+    handlers[fd] = handler
+  }
+
+  public func modify(_ fd: Int32, events: UInt32) throws {
+    var ev = epoll_event(events: events, data: epoll_data_t(fd: fd))
+    guard epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) == 0 else {
+      throw SystemError(errno: errno, "epoll_ctl MOD")
+    }
+  }
+
+  /// Stops watching `fd`; safe to call from inside its own handler.
+  public func unwatch(_ fd: Int32) {
+    guard handlers.removeValue(forKey: fd) != nil else { return }
+    _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
+  }
+
+  private func add(_ fd: Int32, _ events: UInt32) throws {
+    var ev = epoll_event(events: events, data: epoll_data_t(fd: fd))
+    guard epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 else {
+      throw SystemError(errno: errno, "epoll_ctl ADD")
+    }
+  }
+
+  // MARK: Timers
+
+  /// Runs `fire` once, `nanos` from now on the monotonic clock.
+  @discardableResult
+  public func after(nanos: UInt64, _ fire: @escaping () -> Void) -> TimerID {
+    at(Clock.monotonicNanos() &+ nanos, fire)
+  }
+
+  @discardableResult
+  public func after(seconds: Double, _ fire: @escaping () -> Void) -> TimerID {
+    after(nanos: UInt64(max(0, seconds) * 1e9), fire)
+  }
+
+  /// Runs `fire` once at a monotonic deadline.
+  @discardableResult
+  public func at(_ deadline: UInt64, _ fire: @escaping () -> Void) -> TimerID {
+    let id = nextTimerID
+    nextTimerID += 1
+    let index = timers.firstIndex { $0.deadline > deadline } ?? timers.endIndex
+    timers.insert((deadline, id, fire), at: index)
+    if index == 0 { armTimerfd() }
+    return id
+  }
+
+  public func cancel(_ id: TimerID) {
+    guard let index = timers.firstIndex(where: { $0.id == id }) else { return }
+    timers.remove(at: index)
+    if index == 0 { armTimerfd() }
+  }
+
+  private func armTimerfd() {
+    var spec = itimerspec()
+    if let first = timers.first {
+      // Absolute deadline; 0 would disarm, so never pass 0.
+      let d = max(first.deadline, 1)
+      spec.it_value = timespec(tv_sec: Int(d / 1_000_000_000), tv_nsec: Int(d % 1_000_000_000))
+    }
+    _ = timerfd_settime(timerfd, Int32(TFD_TIMER_ABSTIME), &spec, nil)
+  }
+
+  private func fireDueTimers() {
+    var expirations: UInt64 = 0
+    _ = read(timerfd, &expirations, 8)
+    let now = Clock.monotonicNanos()
+    while let first = timers.first, first.deadline <= now {
+      timers.removeFirst()
+      first.fire()
+    }
+    armTimerfd()
+  }
+
+  // MARK: Signals
+
+  /// Delivers `signals` to `handler` through the loop instead of as
+  /// asynchronous interrupts. The signals are blocked for the process.
+  public func handleSignals(_ signals: [Int32], _ handler: @escaping (Int32) -> Void) throws {
+    var mask = sigset_t()
+    sigemptyset(&mask)
+    for s in signals { sigaddset(&mask, s) }
+    guard sigprocmask(SIG_BLOCK, &mask, nil) == 0 else {
+      throw SystemError(errno: errno, "sigprocmask")
+    }
+    let fd = CLinux.signalfd(signalfd, &mask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
+    guard fd >= 0 else { throw SystemError(errno: errno, "signalfd") }
+    if signalfd < 0 { try add(fd, EPOLLIN.rawValue) }
+    signalfd = fd
+    signalHandler = handler
+  }
+
+  private func readSignals() {
+    var info = signalfd_siginfo()
+    while read(signalfd, &info, MemoryLayout<signalfd_siginfo>.size)
+      == MemoryLayout<signalfd_siginfo>.size
+    {
+      signalHandler?(Int32(info.ssi_signo))
+    }
+  }
+
+  // MARK: Running
+
+  /// Runs until `stop()` is called from a handler.
+  public func run() throws {
+    stopped = false
+    var events = [epoll_event](repeating: epoll_event(), count: 32)
+    while !stopped {
+      let n = epoll_wait(epfd, &events, Int32(events.count), -1)
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw SystemError(errno: errno, "epoll_wait")
+      }
+      wakeups += 1
+      for i in 0..<Int(n) {
+        let fd = events[i].data.fd
+        let bits = events[i].events
+        if fd == timerfd {
+          fireDueTimers()
+        } else if fd == signalfd {
+          readSignals()
+        } else {
+          handlers[fd]?(bits)
+        }
+        if stopped { break }
+      }
+    }
+  }
+
+  public func stop() { stopped = true }
+}
