@@ -16,7 +16,8 @@ final class MonitorScenarioTests: XCTestCase {
       s.seed = UInt64(seed)
       s.duration = 3600
       s.beacons = [
-        beacon("desk", major: 1, minor: 10, interval: 1, loss: 0.3, present: [0..<1500, 1800..<3000])
+        beacon(
+          "desk", major: 1, minor: 10, interval: 1, loss: 0.3, present: [0..<1500, 1800..<3000])
       ]
       let (m, events) = runScenario(s, c)
       assertMatchesTruth(
@@ -61,7 +62,8 @@ final class MonitorScenarioTests: XCTestCase {
     s.beacons = [b]
     s.duration = 250
     let (m, events) = runScenario(s, c, emitRange: true)
-    assertMatchesTruth(events, region: "tag", truth: [40..<700], scenario: s, enterBound: 3, exitBound: 20)
+    assertMatchesTruth(
+      events, region: "tag", truth: [40..<700], scenario: s, enterBound: 3, exitBound: 20)
     let last = events.last { $0.kind == .range }!
     XCTAssertEqual(last.beacons.count, 1, "three addresses, one beacon")
     XCTAssertEqual(last.beacons[0].address, BDAddress("D3:00:00:00:00:03"))
@@ -73,14 +75,18 @@ final class MonitorScenarioTests: XCTestCase {
     var s = Scenario()
     s.duration = 1200
     s.beacons = [
-      beacon("a", major: 2, minor: 1, interval: 1, loss: 0.3, present: [50..<400], distance: [(0, 4)]),
-      beacon("b", major: 2, minor: 2, interval: 0.2, loss: 0.1, present: [300..<700], distance: [(0, 0.3)]),
+      beacon(
+        "a", major: 2, minor: 1, interval: 1, loss: 0.3, present: [50..<400], distance: [(0, 4)]),
+      beacon(
+        "b", major: 2, minor: 2, interval: 0.2, loss: 0.1, present: [300..<700],
+        distance: [(0, 0.3)]),
       beacon("other", major: 3, minor: 1, interval: 0.2, loss: 0, present: [0..<1200]),
     ]
     let (_, events) = runScenario(s, c, emitRange: true)
     let truth = s.presence(matching: c.regions[0])
     XCTAssertEqual(truth, [50..<700])
-    assertMatchesTruth(events, region: "lab", truth: truth, scenario: s, enterBound: 10, exitBound: 40)
+    assertMatchesTruth(
+      events, region: "lab", truth: truth, scenario: s, enterBound: 10, exitBound: 40)
     // While both are there, ranging lists both, nearest first.
     let both = events.filter { $0.kind == .range && $0.t == s.micros(350) }
     XCTAssertEqual(both.count, 1)
@@ -171,7 +177,8 @@ final class MonitorScenarioTests: XCTestCase {
     b.calibratedPower = -59
     s.beacons = [b]
     let (_, events) = runScenario(s, c, emitRange: true)
-    assertMatchesTruth(events, region: "desk", truth: [40..<200], scenario: s, enterBound: 2, exitBound: 21)
+    assertMatchesTruth(
+      events, region: "desk", truth: [40..<200], scenario: s, enterBound: 2, exitBound: 21)
     let ranges = events.filter { $0.kind == .range }
     XCTAssertGreaterThan(ranges.count, 150)
     for r in ranges {
@@ -199,7 +206,9 @@ final class MonitorScenarioTests: XCTestCase {
     let c = config(region("desk", major: 1, exitAfter: .seconds(15)))
     var s = Scenario()
     s.duration = 300
-    s.beacons = [beacon("desk", major: 1, minor: 10, interval: 1, loss: 0.3, present: [10..<100, 150..<200])]
+    s.beacons = [
+      beacon("desk", major: 1, minor: 10, interval: 1, loss: 0.3, present: [10..<100, 150..<200])
+    ]
     let (_, byDeadline) = runScenario(s, c, emitRange: true)
     var m = RegionMonitor(config: c, emitRange: true)
     var polled = m.start(at: s.start, scanning: true)
@@ -207,7 +216,9 @@ final class MonitorScenarioTests: XCTestCase {
     var t = s.start
     while t <= s.micros(300) {
       while let e = reports.first, e.t <= t {
-        if case .report(let rt, let b, let a, let r) = e { polled += m.report(at: rt, beacon: b, address: a, rssi: r) }
+        if case .report(let rt, let b, let a, let r) = e {
+          polled += m.report(at: rt, beacon: b, address: a, rssi: r)
+        }
         reports.removeFirst()
       }
       polled += m.advance(to: t)
@@ -218,7 +229,9 @@ final class MonitorScenarioTests: XCTestCase {
 
   func testSnapshotRoundTripAndCorruptFile() throws {
     let snap = MonitorSnapshot(regions: [
-      .init(name: "living room", identity: "8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182:1", known: .inside, lastSeen: 42),
+      .init(
+        name: "living room", identity: "8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182:1", known: .inside,
+        lastSeen: 42),
       .init(name: "b", identity: "X", known: .outside, lastSeen: nil),
     ])
     XCTAssertEqual(try MonitorSnapshot.decode(snap.encode()), snap)
@@ -227,14 +240,16 @@ final class MonitorScenarioTests: XCTestCase {
   }
 
   func testEventJSONShape() {
-    let e = MonitorEvent(t: 1_767_225_630_100_000, kind: .enter, region: "desk", state: .inside, beacons: [])
+    let e = MonitorEvent(
+      t: 1_767_225_630_100_000, kind: .enter, region: "desk", state: .inside, beacons: [])
     XCTAssertEqual(
       MonitorEventFormatter.json(e),
       #"{"t":1767225630.10,"event":"enter","region":"desk","state":"inside"}"#)
     let b = RangedBeacon(
       id: BeaconID(uuid: testUUID, major: 1, minor: 10), address: BDAddress("C1:02:03:04:05:06")!,
       rssi: -67.4, accuracy: 1.8, proximity: .near)
-    let r = MonitorEvent(t: 1_767_225_631_000_000, kind: .range, region: "desk", state: .inside, beacons: [b])
+    let r = MonitorEvent(
+      t: 1_767_225_631_000_000, kind: .range, region: "desk", state: .inside, beacons: [b])
     XCTAssertEqual(
       MonitorEventFormatter.json(r),
       #"{"t":1767225631.00,"event":"range","region":"desk","state":"inside","beacons":[{"uuid":"8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182","major":1,"minor":10,"address":"C1:02:03:04:05:06","rssi":-67,"accuracy":1.80,"proximity":"near"}]}"#

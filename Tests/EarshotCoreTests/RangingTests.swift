@@ -95,13 +95,15 @@ final class RangingTests: XCTestCase {
     let first = cases[0]
     let d = model.distance(
       rssi: first["rssi"] as! Double, measuredPower: first["tx_power"] as! Double)
-    XCTAssertEqual(d, first["expected_distance_m"] as! Double, accuracy: first["tolerance"] as! Double)
+    XCTAssertEqual(
+      d, first["expected_distance_m"] as! Double, accuracy: first["tolerance"] as! Double)
     XCTAssertLessThan(model.distance(rssi: -50, measuredPower: -55), 1)
     XCTAssertGreaterThan(model.distance(rssi: -60, measuredPower: -55), 1)
     // Moto X Pro (-49, -58) -> 2.66 m in AltBeacon's curve fit; the
     // log-distance model with n = 2 says 2.82 m: within 10 %.
     let moto = cases[1]
-    let dm = model.distance(rssi: moto["rssi"] as! Double, measuredPower: moto["tx_power"] as! Double)
+    let dm = model.distance(
+      rssi: moto["rssi"] as! Double, measuredPower: moto["tx_power"] as! Double)
     XCTAssertEqual(dm, moto["expected_distance_m"] as! Double, accuracy: 0.27)
   }
 
@@ -121,7 +123,8 @@ final class RangingTests: XCTestCase {
       XCTAssert((1.0...4).contains(n), "\(m["device"]!): n = \(n)")
       let model = PathLossModel(exponent: n)
       for p in points where p.distance != 1 {
-        errors.append(abs(model.distance(rssi: p.rssi, measuredPower: power) - p.distance) / p.distance)
+        errors.append(
+          abs(model.distance(rssi: p.rssi, measuredPower: power) - p.distance) / p.distance)
       }
     }
     let mean = errors.reduce(0, +) / Double(errors.count)
@@ -148,7 +151,9 @@ final class RangingTests: XCTestCase {
     let at6ft = try medianRSSI("Samsung Galaxy S7-2")
     let at12ft = try medianRSSI("Samsung Galaxy S7-3")
     let n = try XCTUnwrap(
-      PathLossModel.fitExponent([(1.8288, at6ft), (3.6576, at12ft)].map { (distance: $0.0 / 1.8288, rssi: $0.1) }, measuredPower: at6ft))
+      PathLossModel.fitExponent(
+        [(1.8288, at6ft), (3.6576, at12ft)].map { (distance: $0.0 / 1.8288, rssi: $0.1) },
+        measuredPower: at6ft))
     print("anechoic: median \(at6ft) dBm at 6 ft, \(at12ft) dBm at 12 ft, n = \(n)")
     XCTAssertEqual(n, 2.0, accuracy: 0.3)
   }
@@ -187,7 +192,8 @@ final class RangingTests: XCTestCase {
       // Monotonic on average: the far half reads weaker than the near half.
       let near = points.filter { $0.distance < 1.6 }.map(\.rssi)
       let far = points.filter { $0.distance >= 1.6 }.map(\.rssi)
-      XCTAssertGreaterThan(near.reduce(0, +) / Double(near.count), far.reduce(0, +) / Double(far.count))
+      XCTAssertGreaterThan(
+        near.reduce(0, +) / Double(near.count), far.reduce(0, +) / Double(far.count))
     }
   }
 }

@@ -36,7 +36,8 @@ func runScenario(
   var out = m.start(at: s.micros(startAt), scanning: true)
   for e in events ?? s.events() where e.t >= s.micros(startAt) {
     switch e {
-    case .report(let t, let b, let a, let rssi): out += m.report(at: t, beacon: b, address: a, rssi: rssi)
+    case .report(let t, let b, let a, let rssi):
+      out += m.report(at: t, beacon: b, address: a, rssi: rssi)
     case .adapterDown(let t): out += m.adapterDown(at: t)
     case .adapterUp(let t): out += m.adapterUp(at: t)
     }
@@ -61,7 +62,9 @@ func assertMatchesTruth(
   for p in truth {
     if p.lowerBound <= startAt {
       XCTAssertTrue(
-        mine.contains { $0.kind == .state && $0.state == .inside && secs($0) <= startAt + enterBound },
+        mine.contains {
+          $0.kind == .state && $0.state == .inside && secs($0) <= startAt + enterBound
+        },
         "\(region): present at start, expected state inside", file: file, line: line)
     } else {
       expectedEnters += 1
@@ -83,6 +86,10 @@ func assertMatchesTruth(
       truth.contains { $0.contains(secs(e)) }, "\(region): false exit at \(secs(e)) s", file: file,
       line: line)
   }
-  XCTAssertEqual(mine.filter { $0.kind == .enter }.count, expectedEnters, "\(region) enters", file: file, line: line)
-  XCTAssertEqual(mine.filter { $0.kind == .exit }.count, expectedExits, "\(region) exits", file: file, line: line)
+  XCTAssertEqual(
+    mine.filter { $0.kind == .enter }.count, expectedEnters, "\(region) enters", file: file,
+    line: line)
+  XCTAssertEqual(
+    mine.filter { $0.kind == .exit }.count, expectedExits, "\(region) exits", file: file, line: line
+  )
 }

@@ -4,11 +4,16 @@ import XCTest
 
 final class ShellWordsTests: XCTestCase {
   func testSplitsLikeAShellWithoutExpansion() throws {
-    XCTAssertEqual(try ShellWords.split("/usr/local/bin/lights on"), ["/usr/local/bin/lights", "on"])
+    XCTAssertEqual(
+      try ShellWords.split("/usr/local/bin/lights on"), ["/usr/local/bin/lights", "on"])
     XCTAssertEqual(try ShellWords.split("  a   b\tc  "), ["a", "b", "c"])
-    XCTAssertEqual(try ShellWords.split(#"say 'hello world' "it's" x\ y"#), ["say", "hello world", "it's", "x y"])
+    XCTAssertEqual(
+      try ShellWords.split(#"say 'hello world' "it's" x\ y"#),
+      ["say", "hello world", "it's", "x y"])
     XCTAssertEqual(try ShellWords.split(#"a "b\"c\\d\$e\n" 'f\g'"#), ["a", #"b"c\d$e\n"#, #"f\g"#])
-    XCTAssertEqual(try ShellWords.split("echo $HOME * ~ ; rm -rf / | x"), ["echo", "$HOME", "*", "~", ";", "rm", "-rf", "/", "|", "x"])
+    XCTAssertEqual(
+      try ShellWords.split("echo $HOME * ~ ; rm -rf / | x"),
+      ["echo", "$HOME", "*", "~", ";", "rm", "-rf", "/", "|", "x"])
     XCTAssertEqual(try ShellWords.split(#"a''b "" ''"#), ["ab", "", ""])
   }
 

@@ -120,7 +120,8 @@ final class ConfigFileTests: XCTestCase {
         uuid = 8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182
         major = 1
         on_exit = /usr/local/bin/lights "off now" ; trailing comment
-        """, file: "t.conf"), paths: .user(runtimeDir: "/run/user/1000", stateHome: "/home/u/.local/state"))
+        """, file: "t.conf"),
+      paths: .user(runtimeDir: "/run/user/1000", stateHome: "/home/u/.local/state"))
     XCTAssertTrue(c.scanner.passive)
     XCTAssertEqual(c.scanner.mode, .extended)
     XCTAssertEqual(c.audio.fallback, ["plughw:0,0", "hw:1,0"])

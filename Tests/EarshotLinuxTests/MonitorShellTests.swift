@@ -8,7 +8,8 @@ final class MonitorShellTests: XCTestCase {
   var dir = ""
 
   override func setUp() {
-    dir = NSTemporaryDirectory() + "earshot-monitor-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    dir =
+      NSTemporaryDirectory() + "earshot-monitor-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
   }
 
@@ -31,7 +32,9 @@ final class MonitorShellTests: XCTestCase {
     let out = dir + "/env"
     hooks.spawn(
       ["/bin/sh", "-c", "echo \"$EARSHOT_REGION $EARSHOT_EVENT $EARSHOT_DISTANCE\" > '\(out)'"],
-      environment: [("EARSHOT_REGION", "desk"), ("EARSHOT_EVENT", "enter"), ("EARSHOT_DISTANCE", "1.80")],
+      environment: [
+        ("EARSHOT_REGION", "desk"), ("EARSHOT_EVENT", "enter"), ("EARSHOT_DISTANCE", "1.80"),
+      ],
       timeout: 5, label: "t1")
     hooks.spawn(["/bin/sleep", "30"], environment: [], timeout: 0.2, label: "slow")
     hooks.spawn(["/nonexistent/hook"], environment: [], timeout: 1, label: "missing")

@@ -181,7 +181,8 @@ extension Config {
           "mode",
           "legacy, extended or auto (extended scan commands when the controller has them).",
           set: { s, v in
-            s.mode = ScanMode(rawValue: try ConfigValue.choice(v, ScanMode.allCases.map(\.rawValue)))!
+            s.mode = ScanMode(
+              rawValue: try ConfigValue.choice(v, ScanMode.allCases.map(\.rawValue)))!
           }, show: { $0.mode.rawValue }),
       ], initial: ScannerConfig(), get: { $0.scanner }, put: { $0.scanner = $1 }),
     .make(
@@ -232,7 +233,9 @@ extension Config {
         .init(
           "fallback",
           "PCMs tried in order when device is busy or missing, separated by spaces (ALSA names hold commas).",
-          set: { s, v in s.fallback = v.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init) },
+          set: { s, v in
+            s.fallback = v.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+          },
           show: { words($0.fallback.joined(separator: " ")) }),
         .init(
           "mixer_card", "ALSA card whose mixer sets the volume.",

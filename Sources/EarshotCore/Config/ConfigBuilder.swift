@@ -82,7 +82,8 @@ extension Config {
           guard try table.set(&config, e.key, e.value) else {
             fail(
               e.line, e.section, e.key,
-              "unknown key; [\(table.name)] keys: \(table.keys.map(\.name).joined(separator: ", "))")
+              "unknown key; [\(table.name)] keys: \(table.keys.map(\.name).joined(separator: ", "))"
+            )
             continue
           }
         }

@@ -247,7 +247,8 @@ public struct RegionMonitor: Sendable {
       var worst: Double? = nil
       for (id, est) in intervals where regions[i].config.matches(id) {
         guard let track = tracks[id], track.lastSeen >= recent else { continue }
-        let t = est.timeout(floor: monitor.autoFloor, ceiling: monitor.autoCeiling)
+        let t =
+          est.timeout(floor: monitor.autoFloor, ceiling: monitor.autoCeiling)
           ?? min(monitor.autoCeiling, max(monitor.autoFloor, 30))
         worst = max(worst ?? 0, t)
       }

@@ -82,7 +82,11 @@ extension Scenario {
       s.beacons[i].id = BeaconID(uuid: uuid, major: id.major, minor: id.minor)
       if s.beacons[i].addresses.count == 1 && s.beacons[i].addresses[0].from == 0 {
         s.beacons[i].addresses = [
-          (0, BDAddress(raw: 0xC000_0000_0000 | UInt64(i) << 32 | UInt64(id.major) << 16 | UInt64(id.minor)))
+          (
+            0,
+            BDAddress(
+              raw: 0xC000_0000_0000 | UInt64(i) << 32 | UInt64(id.major) << 16 | UInt64(id.minor))
+          )
         ]
       }
     }

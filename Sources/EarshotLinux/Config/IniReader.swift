@@ -73,7 +73,9 @@ public enum IniReader {
 
     /// The ini_reader: copies line `index` (with its newline) into libinih's
     /// buffer; `nil` at the end.
-    func nextLine(into buffer: UnsafeMutablePointer<CChar>, size: Int) -> UnsafeMutablePointer<CChar>? {
+    func nextLine(into buffer: UnsafeMutablePointer<CChar>, size: Int) -> UnsafeMutablePointer<
+      CChar
+    >? {
       guard index < lines.count else { return nil }
       // A file ending in a newline has an empty last piece: not a line.
       if index == lines.count - 1 && lines[index].isEmpty { return nil }

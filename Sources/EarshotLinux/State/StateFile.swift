@@ -23,7 +23,8 @@ public struct StateFile: Sendable {
     let tmp = path + ".tmp.\(getpid())"
     let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     guard fd >= 0 else {
-      throw SystemError(errno: errno, "cannot create \(tmp) (does \(dir) exist and is it writable?)")
+      throw SystemError(
+        errno: errno, "cannot create \(tmp) (does \(dir) exist and is it writable?)")
     }
     var ok = false
     defer {
@@ -47,7 +48,9 @@ public struct StateFile: Sendable {
       throw SystemError(errno: e, "cannot fsync \(tmp)")
     }
     close(fd)
-    guard rename(tmp, path) == 0 else { throw SystemError(errno: errno, "cannot rename to \(path)") }
+    guard rename(tmp, path) == 0 else {
+      throw SystemError(errno: errno, "cannot rename to \(path)")
+    }
     ok = true
     let dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     if dfd >= 0 {

@@ -25,7 +25,8 @@ func loadConfig(_ args: Arguments) throws -> (Config, String) {
     throw CommandFailure(
       "\(e.errors.count) problem(s) in the config:\n\(e.description)")
   } catch let e as SystemError {
-    let hint = args.value("config") == nil
+    let hint =
+      args.value("config") == nil
       ? " (write one: etc/earshot.conf in the source tree is a documented example)" : ""
     throw CommandFailure("\(e)\(hint)")
   }
