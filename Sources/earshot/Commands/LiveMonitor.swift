@@ -8,7 +8,9 @@ import EarshotLinux
 /// adapter comes and goes, arm timers for `driver.nextDeadline` (wall-clock
 /// microseconds) and `driver.hooks?.nextDeadline` (monotonic nanoseconds),
 /// call `driver.advance(to:)` when the first fires and `driver.hooks?.reap()`
-/// on SIGCHLD or the second. Times are `Clock.realtimeMicros()`.
+/// on SIGCHLD or the second. Times are `Clock.realtimeMicros()`. With
+/// `EventLoop`: `watch` the HCI socket, `at` for the deadlines,
+/// `handleSignals([SIGCHLD])` for the hooks.
 func runLiveMonitor(config: Config, driver: MonitorDriver) throws -> Int32 {
   throw CommandFailure(
     "live monitoring needs the live scanner, which is not built yet; use --input FILE to replay a capture"
