@@ -10,6 +10,7 @@ public struct Config: Sendable {
   public var findPhone = FindPhoneConfig()
   public var control = ControlConfig()
   public var state = StateConfig()
+  public var mqtt = MQTTConfig()
 
   public init(paths: ConfigPaths = .system) {
     control.socket = paths.controlSocket
@@ -156,6 +157,32 @@ public struct ControlConfig: Sendable, Equatable {
   public init() {}
 }
 
+/// `[mqtt]`: off until `host` is set.
+public struct MQTTConfig: Sendable, Equatable {
+  public var host: String? = nil
+  public var port = 1883
+  public var username: String? = nil
+  /// A file holding the password (kept out of the config, which is often world-readable).
+  public var passwordFile: String? = nil
+  public var tls = false
+  public var ca: String? = nil
+  public var cert: String? = nil
+  public var key: String? = nil
+  /// `nil`: `earshot-<hostname>`.
+  public var clientID: String? = nil
+  /// `nil`: `earshot/<hostname>`.
+  public var baseTopic: String? = nil
+  public var qos = 1
+  public var retain = true
+  public var discovery = true
+  public var discoveryPrefix = "homeassistant"
+  /// Seconds between two publications of one beacon's distance.
+  public var beaconInterval = 10.0
+  public init() {}
+
+  public var enabled: Bool { host != nil }
+}
+
 public struct StateConfig: Sendable, Equatable {
   public var path = ""
   public init() {}
@@ -166,134 +193,192 @@ public struct StateConfig: Sendable, Equatable {
 extension Config {
   static func words(_ v: String) -> String { v }
 
-  public static let sections: [SectionTable] = [
-    .make(
-      "scanner", "The Bluetooth adapter and how it scans.",
-      [
-        .init(
-          "adapter", "Adapter to scan with (hci0, ...); auto = the first LE-capable one.",
-          set: { s, v in s.adapter = v == "auto" ? nil : try ConfigValue.nonEmpty(v) },
-          show: { $0.adapter ?? "auto" }),
-        .init(
-          "passive", "Passive scanning: listen only, send no scan requests.",
-          set: { s, v in s.passive = try ConfigValue.bool(v) }, show: { String($0.passive) }),
-        .init(
-          "mode",
-          "legacy, extended or auto (extended scan commands when the controller has them).",
-          set: { s, v in
-            s.mode = ScanMode(
-              rawValue: try ConfigValue.choice(v, ScanMode.allCases.map(\.rawValue)))!
-          }, show: { $0.mode.rawValue }),
-      ], initial: ScannerConfig(), get: { $0.scanner }, put: { $0.scanner = $1 }),
-    .make(
-      "ranging", "Distance estimates from RSSI (log-distance path-loss model).",
-      [
-        .init(
-          "path_loss_exponent",
-          "n in rssi = power - 10 n log10(d): 2 in free space, 2.5-4 indoors with people and walls.",
-          set: { s, v in s.pathLossExponent = try ConfigValue.double(v, in: 1...6) },
-          show: { ConfigValue.show($0.pathLossExponent) }),
-        .init(
-          "rssi_offset",
-          "dB added to every RSSI to calibrate this receiver against the beacons' 1 m reference.",
-          set: { s, v in s.rssiOffset = try ConfigValue.double(v, in: -40...40) },
-          show: { ConfigValue.show($0.rssiOffset) }),
-        .init(
-          "stale_after", "Seconds without a report after which a beacon's proximity is unknown.",
-          set: { s, v in s.staleAfter = try ConfigValue.double(v, in: 1...600) },
-          show: { ConfigValue.show($0.staleAfter) }),
-        .init(
-          "interval", "Seconds between range updates of a region with beacons inside.",
-          set: { s, v in s.interval = try ConfigValue.double(v, in: 0.1...3600) },
-          show: { ConfigValue.show($0.interval) }),
-      ], initial: RangingConfig(), get: { $0.ranging }, put: { $0.ranging = $1 }),
-    .make(
-      "monitor", "Region monitoring defaults.",
-      [
-        .init(
-          "exit_after",
-          "Default for regions: seconds without a report before exit, or auto.",
-          set: { s, v in s.exitAfter = try ExitAfter.parse(v) }, show: { $0.exitAfter.description }
-        ),
-        .init(
-          "auto_floor", "exit_after = auto never exits sooner than this many seconds.",
-          set: { s, v in s.autoFloor = try ConfigValue.double(v, in: 1...3600) },
-          show: { ConfigValue.show($0.autoFloor) }),
-        .init(
-          "auto_ceiling", "exit_after = auto never waits longer than this many seconds.",
-          set: { s, v in s.autoCeiling = try ConfigValue.double(v, in: 1...86_400) },
-          show: { ConfigValue.show($0.autoCeiling) }),
-      ], initial: MonitorConfig(), get: { $0.monitor }, put: { $0.monitor = $1 }),
-    .make(
-      "audio", "The alert player and the mixer (used by find-phone).",
-      [
-        .init(
-          "device", "ALSA PCM to play alerts on.",
-          set: { s, v in s.device = try ConfigValue.nonEmpty(v) }, show: { $0.device }),
-        .init(
-          "fallback",
-          "PCMs tried in order when device is busy or missing, separated by spaces (ALSA names hold commas).",
-          set: { s, v in
-            s.fallback = v.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
-          },
-          show: { words($0.fallback.joined(separator: " ")) }),
-        .init(
-          "mixer_card", "ALSA card whose mixer sets the volume.",
-          set: { s, v in s.mixerCard = try ConfigValue.nonEmpty(v) }, show: { $0.mixerCard }),
-        .init(
-          "mixer_control", "Mixer control for the volume.",
-          set: { s, v in s.mixerControl = try ConfigValue.nonEmpty(v) },
-          show: { $0.mixerControl }),
-        .init(
-          "sound", "Alert sound: ring, chirp, or a file name in sounds/ or a path.",
-          set: { s, v in s.sound = try ConfigValue.nonEmpty(v) }, show: { $0.sound }),
-        .init(
-          "frequency", "Base frequency in Hz of the synthesized patterns.",
-          set: { s, v in s.frequency = try ConfigValue.double(v, in: 100...8000) },
-          show: { ConfigValue.show($0.frequency) }),
-        .init(
-          "ramp", "Seconds over which the alert's gain rises to full (0 = at once).",
-          set: { s, v in s.ramp = try ConfigValue.double(v, in: 0...60) },
-          show: { ConfigValue.show($0.ramp) }),
-      ], initial: AudioConfig(), get: { $0.audio }, put: { $0.audio = $1 }),
-    .make(
-      "find-phone", "Ringing the laptop when a device asks.",
-      [
-        .init(
-          "volume", "Volume (0-1) the alert raises the output to.",
-          set: { s, v in s.volume = try ConfigValue.double(v, in: 0...1) },
-          show: { ConfigValue.show($0.volume) }),
-        .init(
-          "headphone_volume", "Cap (0-1) on that volume when the output is headphones.",
-          set: { s, v in s.headphoneVolume = try ConfigValue.double(v, in: 0...1) },
-          show: { ConfigValue.show($0.headphoneVolume) }),
-        .init(
-          "timeout", "Seconds after which ringing stops by itself.",
-          set: { s, v in s.timeout = try ConfigValue.double(v, in: 1...3600) },
-          show: { ConfigValue.show($0.timeout) }),
-        .init(
-          "sound", "Alert sound for find-phone; empty = [audio] sound.",
-          set: { s, v in s.sound = v.isEmpty ? nil : v }, show: { words($0.sound ?? "") }),
-      ], initial: FindPhoneConfig(), get: { $0.findPhone }, put: { $0.findPhone = $1 }),
-    .make(
-      "control", "The local control socket.",
-      [
-        .init(
-          "socket",
-          "Unix socket path (user agent: $XDG_RUNTIME_DIR/earshot.sock).",
-          set: { s, v in s.socket = try ConfigValue.nonEmpty(v) }, show: { $0.socket }),
-        .init(
-          "group", "Group allowed to use the socket besides root and the agent's user.",
-          set: { s, v in s.group = v.isEmpty ? nil : v }, show: { words($0.group ?? "") }),
-      ], initial: ControlConfig(), get: { $0.control }, put: { $0.control = $1 }),
-    .make(
-      "state", "Where region states survive restarts.",
-      [
-        .init(
-          "path", "State file (user agent: $XDG_STATE_HOME/earshot/state).",
-          set: { s, v in s.path = try ConfigValue.nonEmpty(v) }, show: { $0.path })
-      ], initial: StateConfig(), get: { $0.state }, put: { $0.state = $1 }),
+  public static let sections: [SectionTable] =
+    [
+      .make(
+        "scanner", "The Bluetooth adapter and how it scans.",
+        [
+          .init(
+            "adapter", "Adapter to scan with (hci0, ...); auto = the first LE-capable one.",
+            set: { s, v in s.adapter = v == "auto" ? nil : try ConfigValue.nonEmpty(v) },
+            show: { $0.adapter ?? "auto" }),
+          .init(
+            "passive", "Passive scanning: listen only, send no scan requests.",
+            set: { s, v in s.passive = try ConfigValue.bool(v) }, show: { String($0.passive) }),
+          .init(
+            "mode",
+            "legacy, extended or auto (extended scan commands when the controller has them).",
+            set: { s, v in
+              s.mode = ScanMode(
+                rawValue: try ConfigValue.choice(v, ScanMode.allCases.map(\.rawValue)))!
+            }, show: { $0.mode.rawValue }),
+        ], initial: ScannerConfig(), get: { $0.scanner }, put: { $0.scanner = $1 }),
+      .make(
+        "ranging", "Distance estimates from RSSI (log-distance path-loss model).",
+        [
+          .init(
+            "path_loss_exponent",
+            "n in rssi = power - 10 n log10(d): 2 in free space, 2.5-4 indoors with people and walls.",
+            set: { s, v in s.pathLossExponent = try ConfigValue.double(v, in: 1...6) },
+            show: { ConfigValue.show($0.pathLossExponent) }),
+          .init(
+            "rssi_offset",
+            "dB added to every RSSI to calibrate this receiver against the beacons' 1 m reference.",
+            set: { s, v in s.rssiOffset = try ConfigValue.double(v, in: -40...40) },
+            show: { ConfigValue.show($0.rssiOffset) }),
+          .init(
+            "stale_after", "Seconds without a report after which a beacon's proximity is unknown.",
+            set: { s, v in s.staleAfter = try ConfigValue.double(v, in: 1...600) },
+            show: { ConfigValue.show($0.staleAfter) }),
+          .init(
+            "interval", "Seconds between range updates of a region with beacons inside.",
+            set: { s, v in s.interval = try ConfigValue.double(v, in: 0.1...3600) },
+            show: { ConfigValue.show($0.interval) }),
+        ], initial: RangingConfig(), get: { $0.ranging }, put: { $0.ranging = $1 }),
+      .make(
+        "monitor", "Region monitoring defaults.",
+        [
+          .init(
+            "exit_after",
+            "Default for regions: seconds without a report before exit, or auto.",
+            set: { s, v in s.exitAfter = try ExitAfter.parse(v) },
+            show: { $0.exitAfter.description }
+          ),
+          .init(
+            "auto_floor", "exit_after = auto never exits sooner than this many seconds.",
+            set: { s, v in s.autoFloor = try ConfigValue.double(v, in: 1...3600) },
+            show: { ConfigValue.show($0.autoFloor) }),
+          .init(
+            "auto_ceiling", "exit_after = auto never waits longer than this many seconds.",
+            set: { s, v in s.autoCeiling = try ConfigValue.double(v, in: 1...86_400) },
+            show: { ConfigValue.show($0.autoCeiling) }),
+        ], initial: MonitorConfig(), get: { $0.monitor }, put: { $0.monitor = $1 }),
+      .make(
+        "audio", "The alert player and the mixer (used by find-phone).",
+        [
+          .init(
+            "device", "ALSA PCM to play alerts on.",
+            set: { s, v in s.device = try ConfigValue.nonEmpty(v) }, show: { $0.device }),
+          .init(
+            "fallback",
+            "PCMs tried in order when device is busy or missing, separated by spaces (ALSA names hold commas).",
+            set: { s, v in
+              s.fallback = v.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+            },
+            show: { words($0.fallback.joined(separator: " ")) }),
+          .init(
+            "mixer_card", "ALSA card whose mixer sets the volume.",
+            set: { s, v in s.mixerCard = try ConfigValue.nonEmpty(v) }, show: { $0.mixerCard }),
+          .init(
+            "mixer_control", "Mixer control for the volume.",
+            set: { s, v in s.mixerControl = try ConfigValue.nonEmpty(v) },
+            show: { $0.mixerControl }),
+          .init(
+            "sound", "Alert sound: ring, chirp, or a file name in sounds/ or a path.",
+            set: { s, v in s.sound = try ConfigValue.nonEmpty(v) }, show: { $0.sound }),
+          .init(
+            "frequency", "Base frequency in Hz of the synthesized patterns.",
+            set: { s, v in s.frequency = try ConfigValue.double(v, in: 100...8000) },
+            show: { ConfigValue.show($0.frequency) }),
+          .init(
+            "ramp", "Seconds over which the alert's gain rises to full (0 = at once).",
+            set: { s, v in s.ramp = try ConfigValue.double(v, in: 0...60) },
+            show: { ConfigValue.show($0.ramp) }),
+        ], initial: AudioConfig(), get: { $0.audio }, put: { $0.audio = $1 }),
+      .make(
+        "find-phone", "Ringing the laptop when a device asks.",
+        [
+          .init(
+            "volume", "Volume (0-1) the alert raises the output to.",
+            set: { s, v in s.volume = try ConfigValue.double(v, in: 0...1) },
+            show: { ConfigValue.show($0.volume) }),
+          .init(
+            "headphone_volume", "Cap (0-1) on that volume when the output is headphones.",
+            set: { s, v in s.headphoneVolume = try ConfigValue.double(v, in: 0...1) },
+            show: { ConfigValue.show($0.headphoneVolume) }),
+          .init(
+            "timeout", "Seconds after which ringing stops by itself.",
+            set: { s, v in s.timeout = try ConfigValue.double(v, in: 1...3600) },
+            show: { ConfigValue.show($0.timeout) }),
+          .init(
+            "sound", "Alert sound for find-phone; empty = [audio] sound.",
+            set: { s, v in s.sound = v.isEmpty ? nil : v }, show: { words($0.sound ?? "") }),
+        ], initial: FindPhoneConfig(), get: { $0.findPhone }, put: { $0.findPhone = $1 }),
+      .make(
+        "control", "The local control socket.",
+        [
+          .init(
+            "socket",
+            "Unix socket path (user agent: $XDG_RUNTIME_DIR/earshot.sock).",
+            set: { s, v in s.socket = try ConfigValue.nonEmpty(v) }, show: { $0.socket }),
+          .init(
+            "group", "Group allowed to use the socket besides root and the agent's user.",
+            set: { s, v in s.group = v.isEmpty ? nil : v }, show: { words($0.group ?? "") }),
+        ], initial: ControlConfig(), get: { $0.control }, put: { $0.control = $1 }),
+      .make(
+        "state", "Where region states survive restarts.",
+        [
+          .init(
+            "path", "State file (user agent: $XDG_STATE_HOME/earshot/state).",
+            set: { s, v in s.path = try ConfigValue.nonEmpty(v) }, show: { $0.path })
+        ], initial: StateConfig(), get: { $0.state }, put: { $0.state = $1 }),
+    ] + [mqttSection]
+
+  static let mqttKeys: [ConfigKey<MQTTConfig>] = [
+    .init(
+      "host", "Broker host name or address; empty = MQTT off.",
+      set: { s, v in s.host = v.isEmpty ? nil : v }, show: { words($0.host ?? "") }),
+    .init(
+      "port", "Broker port (1883, or 8883 with TLS).",
+      set: { s, v in s.port = try ConfigValue.integer(v, in: 1...65535) },
+      show: { String($0.port) }),
+    .init(
+      "username", "User name, if the broker wants one.",
+      set: { s, v in s.username = v.isEmpty ? nil : v }, show: { words($0.username ?? "") }),
+    .init(
+      "password_file", "File whose first line is the password.",
+      set: { s, v in s.passwordFile = v.isEmpty ? nil : v },
+      show: { words($0.passwordFile ?? "") }),
+    .init(
+      "tls", "Use TLS (set ca, and cert/key for client certificates).",
+      set: { s, v in s.tls = try ConfigValue.bool(v) }, show: { String($0.tls) }),
+    .init(
+      "ca", "CA certificate file for TLS.",
+      set: { s, v in s.ca = v.isEmpty ? nil : v }, show: { words($0.ca ?? "") }),
+    .init(
+      "cert", "Client certificate file for TLS.",
+      set: { s, v in s.cert = v.isEmpty ? nil : v }, show: { words($0.cert ?? "") }),
+    .init(
+      "key", "Client key file for TLS.",
+      set: { s, v in s.key = v.isEmpty ? nil : v }, show: { words($0.key ?? "") }),
+    .init(
+      "client_id", "MQTT client id; empty = earshot-<hostname>.",
+      set: { s, v in s.clientID = v.isEmpty ? nil : v }, show: { words($0.clientID ?? "") }),
+    .init(
+      "base_topic", "Topic prefix; empty = earshot/<hostname>.",
+      set: { s, v in s.baseTopic = v.isEmpty ? nil : v }, show: { words($0.baseTopic ?? "") }),
+    .init(
+      "qos", "QoS of published messages (0, 1 or 2).",
+      set: { s, v in s.qos = try ConfigValue.integer(v, in: 0...2) }, show: { String($0.qos) }),
+    .init(
+      "retain", "Retain state messages (region states, beacons, volume).",
+      set: { s, v in s.retain = try ConfigValue.bool(v) }, show: { String($0.retain) }),
+    .init(
+      "discovery", "Publish Home Assistant discovery configs.",
+      set: { s, v in s.discovery = try ConfigValue.bool(v) }, show: { String($0.discovery) }),
+    .init(
+      "discovery_prefix", "Home Assistant's discovery prefix.",
+      set: { s, v in s.discoveryPrefix = try ConfigValue.nonEmpty(v) },
+      show: { $0.discoveryPrefix }),
+    .init(
+      "beacon_interval", "Seconds between two distance updates of one beacon.",
+      set: { s, v in s.beaconInterval = try ConfigValue.double(v, in: 0...3600) },
+      show: { ConfigValue.show($0.beaconInterval) }),
   ]
+
+  static let mqttSection = SectionTable.make(
+    "mqtt", "Publishing to an MQTT broker, with Home Assistant discovery.", mqttKeys,
+    initial: MQTTConfig(), get: { $0.mqtt }, put: { $0.mqtt = $1 })
 
   /// Keys of `[region "NAME"]`.
   public static let regionKeys: [ConfigKey<RegionConfig>] = [
