@@ -285,7 +285,8 @@ public struct FindPhoneCoordinator: Sendable {
       unrestored = saved
       saved = nil
       step.actions.append(
-        .log("cannot restore the volume (\(why)); it stays saved and is restored at the next start"))
+        .log("cannot restore the volume (\(why)); it stays saved and is restored at the next start")
+      )
       advanceStop(now: now, &step)
     case .noticeResult(let id, let result):
       if let device = outstanding.removeValue(forKey: id) {

@@ -9,7 +9,9 @@ public struct VolumeSetting: Equatable, Hashable, Sendable, CustomStringConverti
     self.muted = muted
   }
 
-  public var description: String { "\(JSONLine.format(level, decimals: 3))\(muted ? " muted" : "")" }
+  public var description: String {
+    "\(JSONLine.format(level, decimals: 3))\(muted ? " muted" : "")"
+  }
 }
 
 /// The user's volume saved before find-phone raises it, as the shell writes

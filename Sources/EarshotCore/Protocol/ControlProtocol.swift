@@ -124,7 +124,8 @@ public enum ControlProtocol {
     do {
       value = try JSONParser.parse(line)
     } catch {
-      return .failure(Rejection(id: .null, error: ControlError(.parseError, "malformed JSON: \(error)")))
+      return .failure(
+        Rejection(id: .null, error: ControlError(.parseError, "malformed JSON: \(error)")))
     }
     guard case .object = value else {
       return .failure(
@@ -134,12 +135,14 @@ public enum ControlProtocol {
       return .failure(
         Rejection(
           id: .null,
-          error: ControlError(.missingField, "missing \"id\": give each request an integer or string id")
+          error: ControlError(
+            .missingField, "missing \"id\": give each request an integer or string id")
         ))
     }
     guard id.integer != nil || id.string != nil else {
       return .failure(
-        Rejection(id: .null, error: ControlError(.invalidRequest, "\"id\" must be an integer or a string")))
+        Rejection(
+          id: .null, error: ControlError(.invalidRequest, "\"id\" must be an integer or a string")))
     }
     do {
       return .success(ControlRequest(id: id, command: try command(value)))
@@ -152,7 +155,8 @@ public enum ControlProtocol {
 
   private static func command(_ v: JSONValue) throws -> ControlCommand {
     guard let cmdValue = v["cmd"] else {
-      throw ControlError(.missingField, "missing \"cmd\"; one of: \(ControlCommand.names.joined(separator: ", "))")
+      throw ControlError(
+        .missingField, "missing \"cmd\"; one of: \(ControlCommand.names.joined(separator: ", "))")
     }
     guard let cmd = cmdValue.string else {
       throw ControlError(.invalidRequest, "\"cmd\" must be a string")
@@ -237,7 +241,10 @@ public enum ControlProtocol {
   public static func failure(id: JSONValue, _ error: ControlError) -> String {
     JSONValue.object([
       ("id", id), ("ok", .bool(false)),
-      ("error", .object([("code", .string(error.code.rawValue)), ("message", .string(error.message))])),
+      (
+        "error",
+        .object([("code", .string(error.code.rawValue)), ("message", .string(error.message))])
+      ),
     ]).encoded
   }
 

@@ -29,8 +29,9 @@ public enum JSONParser {
     func fail(_ reason: String) -> Failure { Failure(offset: i, reason: reason) }
 
     mutating func skipSpace() {
-      while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A
-        || bytes[i] == 0x0D
+      while i < bytes.count,
+        bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A
+          || bytes[i] == 0x0D
       {
         i += 1
       }
