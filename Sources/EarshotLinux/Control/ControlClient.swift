@@ -30,9 +30,14 @@ public final class ControlClient {
       Glibc.close(fd)
       switch err {
       case ENOENT, ECONNREFUSED:
-        throw Failure(description: "no earshot agent is listening on \(path): start one with 'earshot run', or pass --socket PATH")
+        throw Failure(
+          description:
+            "no earshot agent is listening on \(path): start one with 'earshot run', or pass --socket PATH"
+        )
       case EACCES:
-        throw Failure(description: "permission denied on \(path): use the agent's user, root, or its configured group")
+        throw Failure(
+          description:
+            "permission denied on \(path): use the agent's user, root, or its configured group")
       default:
         throw Failure(description: SystemError(errno: err, "cannot connect to \(path)").description)
       }
@@ -73,9 +78,14 @@ public final class ControlClient {
     let id = try send(command)
     while true {
       guard let message = try readMessage(timeoutMillis: timeoutMillis) else {
-        throw Failure(description: closed ? "the agent closed the connection" : "no response in time")
+        throw Failure(
+          description: closed ? "the agent closed the connection" : "no response in time")
       }
-      if message["id"] == id { return message }
+      // An error the agent could not tie to a request (id null: e.g. a
+      // refused connection) answers the one this client is waiting for.
+      if message["id"] == id || (message["id"] == .null && message["ok"] == .bool(false)) {
+        return message
+      }
       events.append(message)
     }
   }
@@ -87,6 +97,12 @@ public final class ControlClient {
       if message["id"] == nil { return message }
     }
     return nil
+  }
+
+  /// Events already received and not yet taken.
+  public func takeQueuedEvents() -> [JSONValue] {
+    defer { events.removeAll() }
+    return events
   }
 
   /// The next message, parsed; nil at end of stream or timeout.
@@ -124,7 +140,9 @@ public final class ControlClient {
         closed = true
         return nil
       }
-      for item in buffer.withUnsafeBytes({ framer.push(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }) {
+      for item in buffer.withUnsafeBytes({
+        framer.push(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+      }) {
         if case .line(let l) = item { lines.append(l) }
       }
     }

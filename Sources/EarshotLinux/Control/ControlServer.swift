@@ -71,7 +71,9 @@ public final class ControlServer {
     self.loop = loop
     self.options = options
     try ControlServer.prepare(options.path)
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let fd = socket(
+      AF_UNIX,
+      Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw SystemError(errno: errno, "cannot create the control socket") }
     listenFD = fd
     // Bind with a umask so the socket is never, even briefly, wider than 0660.
@@ -110,12 +112,15 @@ public final class ControlServer {
     var st = stat()
     guard lstat(path, &st) == 0 else { return }
     guard (st.st_mode & S_IFMT) == S_IFSOCK else {
-      throw SystemError(errno: EEXIST, "\(path) exists and is not a socket; remove it or choose another --socket")
+      throw SystemError(
+        errno: EEXIST, "\(path) exists and is not a socket; remove it or choose another --socket")
     }
     let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     defer { Glibc.close(probe) }
     if UnixSocket.connect(probe, path) == 0 {
-      throw SystemError(errno: EADDRINUSE, "another earshot is already serving \(path); stop it or choose another --socket")
+      throw SystemError(
+        errno: EADDRINUSE,
+        "another earshot is already serving \(path); stop it or choose another --socket")
     }
     unlink(path)
   }
@@ -164,12 +169,23 @@ public final class ControlServer {
       return
     }
     if !allowed(peer) {
-      onLog?("control socket: refused pid \(peer.pid) uid \(peer.uid): not root, not uid \(ownUID), not in the allowed group")
-      refuse(fd, ControlError(.permissionDenied, "uid \(peer.uid) may not use this agent's socket; run as uid \(ownUID) or root, or join the configured group"))
+      onLog?(
+        "control socket: refused pid \(peer.pid) uid \(peer.uid): not root, not uid \(ownUID), not in the allowed group"
+      )
+      refuse(
+        fd,
+        ControlError(
+          .permissionDenied,
+          "uid \(peer.uid) may not use this agent's socket; run as uid \(ownUID) or root, or join the configured group"
+        ))
       return
     }
     if clients.count >= options.maxClients {
-      refuse(fd, ControlError(.tooManyClients, "the agent serves at most \(options.maxClients) clients; try again later"))
+      refuse(
+        fd,
+        ControlError(
+          .tooManyClients, "the agent serves at most \(options.maxClients) clients; try again later"
+        ))
       return
     }
     let id = nextID
@@ -196,7 +212,9 @@ public final class ControlServer {
   /// One best-effort error line, then close: the client learns why.
   private func refuse(_ fd: Int32, _ error: ControlError) {
     let line = Array((ControlProtocol.failure(id: .null, error) + "\n").utf8)
-    _ = line.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+    _ = line.withUnsafeBytes {
+      Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+    }
     Glibc.close(fd)
   }
 
@@ -208,7 +226,8 @@ public final class ControlServer {
       flush(client)
       guard clients[id] != nil else { return }
     }
-    if events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 && !client.paused {
+    if events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 && !client.paused
+    {
       readInput(client)
       guard clients[id] != nil else { return }
     }
@@ -222,7 +241,9 @@ public final class ControlServer {
     // A few reads per wake-up, then back to the loop: one busy client must
     // not starve the others.
     for _ in 0..<8 {
-      let n = buffer.withUnsafeMutableBytes { recv(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+      let n = buffer.withUnsafeMutableBytes {
+        recv(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+      }
       if n < 0 {
         if errno == EINTR { continue }
         if errno == EAGAIN || errno == EWOULDBLOCK { return }
@@ -235,7 +256,9 @@ public final class ControlServer {
         if client.queued == 0 { drop(client.id) } else { updateWatch(client) }
         return
       }
-      let items = buffer.withUnsafeBytes { client.framer.push(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+      let items = buffer.withUnsafeBytes {
+        client.framer.push(UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+      }
       for item in items {
         switch item {
         case .line(let bytes):
@@ -257,7 +280,9 @@ public final class ControlServer {
   public func send(_ id: ClientID, _ line: String) -> Bool {
     guard let client = clients[id] else { return false }
     if client.queued + line.utf8.count + 1 > options.outputLimit {
-      onLog?("control socket: client \(id) (pid \(client.peer.pid)) does not read its messages; disconnected")
+      onLog?(
+        "control socket: client \(id) (pid \(client.peer.pid)) does not read its messages; disconnected"
+      )
       drop(id)
       return false
     }
@@ -280,7 +305,9 @@ public final class ControlServer {
   private func flush(_ client: Client) {
     while client.queued > 0 {
       let n = client.out.withUnsafeBytes {
-        Glibc.send(client.fd, $0.baseAddress! + client.outOffset, client.queued, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+        Glibc.send(
+          client.fd, $0.baseAddress! + client.outOffset, client.queued,
+          Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
       }
       if n < 0 {
         if errno == EINTR { continue }

@@ -13,7 +13,10 @@ enum UnixSocket {
     let bytes = Array(path.utf8)
     let capacity = MemoryLayout.size(ofValue: addr.sun_path)
     guard !bytes.isEmpty, bytes.count < capacity else {
-      throw SystemError(errno: ENAMETOOLONG, "socket path '\(path)' is longer than \(capacity - 1) bytes; choose a shorter --socket path")
+      throw SystemError(
+        errno: ENAMETOOLONG,
+        "socket path '\(path)' is longer than \(capacity - 1) bytes; choose a shorter --socket path"
+      )
     }
     withUnsafeMutableBytes(of: &addr.sun_path) { raw in
       for (i, b) in bytes.enumerated() { raw[i] = b }

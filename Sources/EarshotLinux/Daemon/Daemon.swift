@@ -55,7 +55,8 @@ public final class Daemon {
     self.volume = volume
     loop = try EventLoop()
     server = try ControlServer(
-      loop: loop, options: ControlServer.Options(path: options.socketPath, allowedGroup: options.allowedGroup))
+      loop: loop,
+      options: ControlServer.Options(path: options.socketPath, allowedGroup: options.allowedGroup))
     find = FindPhoneDriver(
       loop: loop, settings: options.findPhone, alert: alert, volume: volume,
       savedVolume: SavedVolumeFile(directory: options.stateDirectory))
@@ -87,10 +88,15 @@ public final class Daemon {
     }
     socketLink.onDeviceGone = { [unowned self] device in self.find.submit(.deviceGone(device)) }
     find.onStatusChanged = { [unowned self] status in
-      self.publish(.find, ControlProtocol.event("find", [("find", ControlProtocol.json(status, now: Clock.monotonicNanos()))]))
+      self.publish(
+        .find,
+        ControlProtocol.event(
+          "find", [("find", ControlProtocol.json(status, now: Clock.monotonicNanos()))]))
     }
     find.onNoticeResult = { [unowned self] id, device, result in
-      var fields: [(String, JSONValue)] = [("notice", .int(id)), ("device", .string(device.description))]
+      var fields: [(String, JSONValue)] = [
+        ("notice", .int(id)), ("device", .string(device.description)),
+      ]
       switch result {
       case .accepted: fields.append(("result", .string("accepted")))
       case .failed(let why):
@@ -136,14 +142,17 @@ public final class Daemon {
         client,
         ControlProtocol.failure(
           id: .null,
-          ControlError(.lineTooLong, "a request line is limited to \(ControlProtocol.maxLineBytes) bytes; it was skipped")))
+          ControlError(
+            .lineTooLong,
+            "a request line is limited to \(ControlProtocol.maxLineBytes) bytes; it was skipped")))
     case .line(let bytes):
       switch ControlProtocol.parse(line: bytes) {
       case .failure(let r): server.send(client, ControlProtocol.failure(id: r.id, r.error))
       case .success(let request):
         let response: String
         do {
-          response = ControlProtocol.success(id: request.id, try execute(request.command, from: client))
+          response = ControlProtocol.success(
+            id: request.id, try execute(request.command, from: client))
         } catch let e as ControlError {
           response = ControlProtocol.failure(id: request.id, e)
         } catch {
@@ -154,7 +163,9 @@ public final class Daemon {
     }
   }
 
-  private func findJSON() -> JSONValue { ControlProtocol.json(find.status, now: Clock.monotonicNanos()) }
+  private func findJSON() -> JSONValue {
+    ControlProtocol.json(find.status, now: Clock.monotonicNanos())
+  }
 
   private func execute(_ command: ControlCommand, from client: ControlServer.ClientID) throws
     -> [(String, JSONValue)]
@@ -171,7 +182,9 @@ public final class Daemon {
           ])
         ),
         ("find", findJSON()),
-        ("volume", (try? volume?.currentVolume()).flatMap { $0 }.map(ControlProtocol.json) ?? .null),
+        (
+          "volume", (try? volume?.currentVolume()).flatMap { $0 }.map(ControlProtocol.json) ?? .null
+        ),
       ]
       for section in statusSections { fields.append((section.name, section.value())) }
       return fields
@@ -180,7 +193,10 @@ public final class Daemon {
     case .volumeSet, .volumeMute, .volumeUnmute:
       let mixer = try mixer()
       guard find.status.state == .idle else {
-        throw ControlError(.busy, "find-phone is \(find.status.state.rawValue) and owns the volume; say 'earshot found' first")
+        throw ControlError(
+          .busy,
+          "find-phone is \(find.status.state.rawValue) and owns the volume; say 'earshot found' first"
+        )
       }
       var v = try mixer.currentVolume()
       switch command {
@@ -207,10 +223,26 @@ public final class Daemon {
       return fields
     case .subscribe(let list):
       topics[client, default: []].formUnion(list)
-      return [("topics", .array(ControlTopic.allCases.filter { topics[client]!.contains($0) }.map { .string($0.rawValue) }))]
+      return [
+        (
+          "topics",
+          .array(
+            ControlTopic.allCases.filter { topics[client]!.contains($0) }.map {
+              .string($0.rawValue)
+            })
+        )
+      ]
     case .unsubscribe(let list):
       topics[client, default: []].subtract(list)
-      return [("topics", .array(ControlTopic.allCases.filter { topics[client]!.contains($0) }.map { .string($0.rawValue) }))]
+      return [
+        (
+          "topics",
+          .array(
+            ControlTopic.allCases.filter { topics[client]!.contains($0) }.map {
+              .string($0.rawValue)
+            })
+        )
+      ]
     case .deviceRegister(let name):
       let device = socketLink.register(client, name: name)
       return [("device", .string(device.description))]
@@ -221,10 +253,15 @@ public final class Daemon {
     case .noticeAck(let id), .noticeFail(let id, _):
       let device = try registered(client)
       guard find.owner(of: id) == device else {
-        throw ControlError(.unknownNotice, "notice \(id) is not waiting for an answer from \(device)")
+        throw ControlError(
+          .unknownNotice, "notice \(id) is not waiting for an answer from \(device)")
       }
       let result: NoticeResult
-      if case .noticeFail(_, let reason) = command { result = .failed(reason) } else { result = .accepted }
+      if case .noticeFail(_, let reason) = command {
+        result = .failed(reason)
+      } else {
+        result = .accepted
+      }
       find.submit(.noticeResult(id, result))
       return [("notice", .int(id))]
     }
@@ -232,14 +269,18 @@ public final class Daemon {
 
   private func mixer() throws -> VolumeControl {
     guard let volume else {
-      throw ControlError(.unavailable, "no mixer is available to this agent (the ALSA mixer is not configured in this build)")
+      throw ControlError(
+        .unavailable,
+        "no mixer is available to this agent (the ALSA mixer is not configured in this build)")
     }
     return volume
   }
 
   private func registered(_ client: ControlServer.ClientID) throws -> DeviceID {
     guard let device = socketLink.device(of: client) else {
-      throw ControlError(.notRegistered, "send {\"cmd\":\"device.register\",\"name\":...} first: only a device can do this")
+      throw ControlError(
+        .notRegistered,
+        "send {\"cmd\":\"device.register\",\"name\":...} first: only a device can do this")
     }
     return device
   }

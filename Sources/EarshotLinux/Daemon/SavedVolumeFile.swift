@@ -43,7 +43,8 @@ public struct SavedVolumeFile {
     guard stat(path, &st) == 0 else { return nil }
     let file = try FileBytes(path: path)
     guard let v = SavedVolume.decode(String(decoding: file.bytes, as: UTF8.self)) else {
-      throw SystemError(errno: EINVAL, "\(path) is not a saved volume; delete it if you set the volume yourself")
+      throw SystemError(
+        errno: EINVAL, "\(path) is not a saved volume; delete it if you set the volume yourself")
     }
     return v
   }

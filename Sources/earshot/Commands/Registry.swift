@@ -4,4 +4,9 @@ let commands: [Command] = [
   scanCommand,
   simulateCommand,
   benchCommand,
+  runCommand,
+  statusCommand,
+  eventsCommand,
+  foundCommand,
+  deviceCommand,
 ]
