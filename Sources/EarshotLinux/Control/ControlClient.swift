@@ -75,7 +75,15 @@ public final class ControlClient {
   /// Sends a request and waits for its response; events that arrive first
   /// are kept for `nextEvent`.
   public func call(_ command: ControlCommand, timeoutMillis: Int32 = -1) throws -> JSONValue {
-    let id = try send(command)
+    let id: JSONValue
+    do {
+      id = try send(command)
+    } catch {
+      // A refused connection is closed right after its one error line,
+      // perhaps before the request was written: that line is the answer.
+      if let m = try? readMessage(timeoutMillis: 0), m["ok"] == .bool(false) { return m }
+      throw error
+    }
     while true {
       guard let message = try readMessage(timeoutMillis: timeoutMillis) else {
         throw Failure(
