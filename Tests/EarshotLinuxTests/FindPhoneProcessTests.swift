@@ -138,6 +138,38 @@ final class FindPhoneProcessTests: XCTestCase {
     XCTAssertTrue(out.contains(#""last_end":"device_stop""#), out)
   }
 
+  func testStatusAndEventsCommands() throws {
+    let agent = try AgentProcess()
+    let status = try runEarshot(["status", "--socket", agent.socket])
+    XCTAssertEqual(status.status, 0, status.err)
+    let parsed = try JSONParser.parse(status.out.trimmingCharacters(in: .newlines))
+    XCTAssertEqual(parsed["find"]?["state"], .string("idle"))
+    XCTAssertEqual(parsed["regions"], .array([]))
+
+    let events = Process()
+    events.executableURL = URL(fileURLWithPath: try earshotBinary())
+    events.arguments = ["events", "--socket", agent.socket, "--topics", "find"]
+    let outPath = agent.directory + "/events.out"
+    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+    events.standardOutput = FileHandle(forWritingAtPath: outPath)
+    try events.run()
+    // Wait until the events client has subscribed.
+    let c = try agent.client()
+    while try c.ok(.status)["agent"]?["subscribers"]?.integer ?? 0 < 1 { usleep(10_000) }
+    let buds = try ControlClient.device("buds", at: agent.socket)
+    _ = try buds.ok(.findStart)
+    _ = try c.ok(.found)
+    _ = try XCTUnwrap(try buds.waitFor(event: "notice"))
+    XCTAssertEqual(agent.stop(), 0)
+    events.waitUntilExit()
+    XCTAssertEqual(events.terminationStatus, 0)
+    let lines = ((try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "").split(
+      separator: "\n")
+    let states = try lines.map { try JSONParser.parse(String($0))["find"]?["state"]?.string ?? "-" }
+    XCTAssertTrue(states.contains("ringing"), "\(lines)")
+    XCTAssertEqual(states.last, "idle", "\(lines)")
+  }
+
   // MARK: Helpers
 
   struct DeviceProcess {

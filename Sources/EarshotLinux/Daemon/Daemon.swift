@@ -179,6 +179,7 @@ public final class Daemon {
             ("version", .string(version)), ("pid", .int(getpid())),
             ("uptime_s", .number(Double((Clock.monotonicNanos() - startedAt) / 1_000_000) / 1000)),
             ("clients", .int(server.clientCount)),
+            ("subscribers", .int(topics.values.filter { !$0.isEmpty }.count)),
           ])
         ),
         ("find", findJSON()),
