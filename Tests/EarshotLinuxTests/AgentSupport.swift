@@ -127,14 +127,3 @@ extension ControlClient {
     return seen
   }
 }
-
-/// Reports a missing resource: a failure in CI, a skip elsewhere.
-func requireResource(_ what: String, file: StaticString = #filePath, line: UInt = #line) throws
-  -> Never
-{
-  if ProcessInfo.processInfo.environment["CI"] == "true" {
-    XCTFail("missing in CI: \(what)", file: file, line: line)
-    throw XCTSkip("failed: missing \(what)")
-  }
-  throw XCTSkip("skipped: \(what) is not available (this fails in CI)")
-}
