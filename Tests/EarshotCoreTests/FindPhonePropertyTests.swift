@@ -35,13 +35,19 @@ struct World {
   var foundBlocksAlert = false
   var expected: [DeviceID: Int] = [:]
   var sent: [DeviceID: Int] = [:]
-  var log: [String] = []
+  /// What happened, rendered only when an assertion fails.
+  enum Entry {
+    case event(FindEvent)
+    case reply(FindReply)
+    case action(FindAction)
+  }
+  var log: [Entry] = []
 
   init() { mixer = user }
 
   mutating func perform(_ actions: [FindAction], headphones: Bool) {
     for a in actions {
-      log.append("  -> \(a)")
+      log.append(.action(a))
       switch a {
       case .saveUserVolume:
         XCTAssertFalse(savePending, "one save at a time\n\(trace)")
@@ -82,11 +88,22 @@ struct World {
     }
   }
 
-  var trace: String { log.suffix(40).joined(separator: "\n") }
+  var trace: String {
+    log.suffix(40).map {
+      switch $0 {
+      case .event(let e): return "\(e)"
+      case .reply(let r): return "  reply \(r)"
+      case .action(let a): return "  -> \(a)"
+      }
+    }.joined(separator: "\n")
+  }
 }
 
 final class FindPhonePropertyTests: XCTestCase {
   let devices = [deviceA, deviceB, deviceC]
+
+  /// How often the interesting situations came up (the generator must reach them).
+  var seen: [String: Int] = [:]
 
   func testInvariantsHoldOverRandomEventSequences() {
     for seed in UInt64(1)...1500 {
@@ -95,6 +112,12 @@ final class FindPhonePropertyTests: XCTestCase {
         XCTFail("first failing seed: \(seed)")
         return
       }
+    }
+    for situation in [
+      "joined", "queued", "withdrawn", "notice", "timeout", "restore failed", "two notices",
+    ] {
+      XCTAssertGreaterThan(
+        seen[situation] ?? 0, 10, "the random sequences rarely reach '\(situation)'")
     }
   }
 
@@ -247,9 +270,25 @@ final class FindPhonePropertyTests: XCTestCase {
   private func feed(
     _ e: FindEvent, _ c: inout FindPhoneCoordinator, _ w: inout World, _ now: UInt64
   ) -> FindReply? {
-    w.log.append("\(e)")
+    w.log.append(.event(e))
     let step = c.handle(e, now: now)
-    if let r = step.reply { w.log.append("  reply \(r)") }
+    if let r = step.reply { w.log.append(.reply(r)) }
+    switch step.reply {
+    case .joined?: seen["joined", default: 0] += 1
+    case .queued?: seen["queued", default: 0] += 1
+    case .withdrawn?: seen["withdrawn", default: 0] += 1
+    case .stopping(let l)? where l.count > 1: seen["two notices", default: 0] += 1
+    default: break
+    }
+    if step.actions.contains(where: {
+      if case .sendNotice = $0 { return true } else { return false }
+    }) {
+      seen["notice", default: 0] += 1
+    }
+    if e == .timerFired && c.status.lastEnd == .timeout && step.actions.contains(.cancelTimer) {
+      seen["timeout", default: 0] += 1
+    }
+    if case .volumeRestoreFailed = e { seen["restore failed", default: 0] += 1 }
     if let last = step.actions.last, step.actions.contains(.statusChanged) {
       XCTAssertEqual(last, .statusChanged, "statusChanged comes last")
     }
