@@ -49,13 +49,18 @@ final class AgentProcess {
   let process = Process()
   let logPath: String
 
-  init() throws {
+  init(config: String? = nil) throws {
     directory = try makeTempDirectory()
     socket = directory + "/control.sock"
     logPath = directory + "/agent.log"
     _ = FileManager.default.createFile(atPath: logPath, contents: nil)
     process.executableURL = URL(fileURLWithPath: try earshotBinary())
     process.arguments = ["run", "--socket", socket, "--state-dir", directory + "/state"]
+    if let config {
+      let path = directory + "/earshot.conf"
+      try config.write(toFile: path, atomically: true, encoding: .utf8)
+      process.arguments! += ["--config", path]
+    }
     process.standardError = FileHandle(forWritingAtPath: logPath)
     process.standardOutput = FileHandle.nullDevice
     try process.run()

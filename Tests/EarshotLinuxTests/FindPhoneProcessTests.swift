@@ -170,6 +170,19 @@ final class FindPhoneProcessTests: XCTestCase {
     XCTAssertEqual(states.last, "idle", "\(lines)")
   }
 
+  func testConfiguredTimeoutEndsTheRingWithoutNotice() throws {
+    let agent = try AgentProcess(config: "[find-phone]\ntimeout = 1\n")
+    let buds = try ControlClient.device("buds", at: agent.socket)
+    XCTAssertEqual(try buds.ok(.findStart)["find"]?["seconds_left"]?.number ?? 99, 1, accuracy: 0.2)
+    var lastEnd: JSONValue? = nil
+    while lastEnd != .string("timeout") {
+      guard let e = try buds.waitFor(event: "find") else { break }
+      lastEnd = e["find"]?["last_end"]
+    }
+    XCTAssertEqual(lastEnd, .string("timeout"))
+    XCTAssertFalse(try buds.eventsSoFar().contains { $0["event"] == .string("notice") })
+  }
+
   // MARK: Helpers
 
   struct DeviceProcess {

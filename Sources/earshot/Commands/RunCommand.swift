@@ -1,9 +1,14 @@
 import EarshotCore
 import EarshotLinux
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 let runCommand = Command(
   name: "run",
-  summary: "Run the agent: the control socket and find-phone (monitoring joins later)",
+  summary:
+    "Run the agent: the control socket and find-phone (monitoring joins with the live scanner)",
   details: """
     Serves the control socket (JSON lines; see the README) until SIGINT or
     SIGTERM. The socket is mode 0660; root, this user and the configured group
@@ -11,22 +16,40 @@ let runCommand = Command(
     restored first.
     """,
   options: [
+    .value(
+      "config", "FILE", "Config file (default: the user's or /etc/earshot/earshot.conf if present)"),
     socketOption,
     .value(
       "state-dir", "DIR",
-      "Where the volume is saved while ringing (default: /var/lib/earshot for root, $XDG_STATE_HOME/earshot otherwise)"
-    ),
-    // The config file (`--config FILE`: [control], [find-phone]) comes with the
-    // config work; its values go into Daemon.Options below.
+      "Where the volume is saved while ringing (default: the directory of [state] path)"),
   ],
   run: runDaemon)
 
 func runDaemon(_ args: Arguments) throws -> Int32 {
   try noPositionals(args)
+  // An explicit --config must load; without one, a config file is optional.
+  let config: Config
+  if args.value("config") != nil || access(ConfigLocation.defaultPath(), F_OK) == 0 {
+    config = try loadConfig(args).0
+  } else {
+    config = Config(paths: ConfigLocation.paths())
+  }
+  let statePath = config.state.path
+  let stateDir =
+    statePath.lastIndex(of: "/").map { String(statePath[..<$0]) }
+    ?? SocketPath.defaultStateDirectory()
   var options = Daemon.Options(
-    socketPath: socketPath(args),
-    stateDirectory: args.value("state-dir") ?? SocketPath.defaultStateDirectory())
-  options.findPhone = FindPhoneSettings()
+    socketPath: args.value("socket") ?? config.control.socket,
+    stateDirectory: args.value("state-dir") ?? (stateDir.isEmpty ? "/" : stateDir))
+  if let name = config.control.group {
+    guard let group = getgrnam(name) else {
+      throw CommandFailure("[control] group '\(name)' does not exist; create it or remove the key")
+    }
+    options.allowedGroup = group.pointee.gr_gid
+  }
+  options.findPhone = FindPhoneSettings(
+    volume: config.findPhone.volume, headphoneVolume: config.findPhone.headphoneVolume,
+    timeoutSeconds: config.findPhone.timeout)
   // The ALSA alert player and mixer (the audio work) plug in here as
   // `alert:` and `volume:`; until then find-phone rings silently and the
   // volume commands answer "unavailable".
