@@ -6,4 +6,9 @@ let commands: [Command] = [
   checkConfigCommand,
   simulateCommand,
   benchCommand,
+  runCommand,
+  statusCommand,
+  eventsCommand,
+  foundCommand,
+  deviceCommand,
 ]
