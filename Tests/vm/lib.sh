@@ -93,3 +93,22 @@ stop_advertising_loop() {
 beacon_lines() {
   grep -F "\"uuid\":\"$BEACON_UUID\",\"major\":$BEACON_MAJOR,\"minor\":$BEACON_MINOR,\"power\":$BEACON_POWER," "$1"
 }
+
+# advertise_ibeacon_extended hciN: the same iBeacon as a true extended
+# (non-legacy, non-connectable, non-scannable) advertisement, set 0.
+advertise_ibeacon_extended() {
+  local dev=$1
+  hcitool -i "$dev" cmd 0x08 0x0036 00 00 00 a0 00 00 a0 00 00 07 00 00 00 00 00 00 00 00 00 7f 01 00 01 00 00 >/dev/null
+  hcitool -i "$dev" cmd 0x08 0x0037 00 03 01 1e $(ibeacon_ad "$BEACON_UUID" "$BEACON_MAJOR" "$BEACON_MINOR" "$BEACON_POWER") >/dev/null
+}
+
+start_extended_advertising_loop() {
+  local dev=$1
+  ( while :; do
+      hcitool -i "$dev" cmd 0x08 0x0039 01 01 00 00 00 00 >/dev/null 2>&1
+      sleep 0.2
+      hcitool -i "$dev" cmd 0x08 0x0039 00 01 00 00 00 00 >/dev/null 2>&1
+      sleep 0.05
+    done ) &
+  ADV_PID=$!
+}
