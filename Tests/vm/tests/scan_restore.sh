@@ -10,9 +10,9 @@ sleep 0.5
 
 probe_params() {  # status of a Set Scan Parameters on hci0: 00 = scanning is off
   if [ "$1" = extended ]; then
-    hci_cmd hci0 0x08 0x0041 00 00 01 00 10 00 10 00
+    hci_cmd hci0 0x08 0x0041 00 00 01 00 20 00 20 00
   else
-    hci_cmd hci0 0x08 0x000b 00 10 00 10 00 00 00
+    hci_cmd hci0 0x08 0x000b 00 20 00 20 00 00 00
   fi
 }
 
@@ -41,11 +41,13 @@ btmon -r trace.btsnoop > trace.txt 2>&1
 
 # In the trace, every scan enable Earshot sent is followed by a disable and
 # a parameter reset to passive, 10 ms / 10 ms, all successful.
-enables=$(grep -A1 -E 'HCI Command: LE Set (Extended )?Scan Enable' trace.txt | grep -c 'Scanning: Enabled\|Scan enable: Enabled')
-disables=$(grep -A1 -E 'HCI Command: LE Set (Extended )?Scan Enable' trace.txt | grep -c 'Scanning: Disabled\|Scan enable: Disabled')
+# (btmon shortens command names; match the opcodes: 0x000c legacy, 0x0042 extended.)
+enables=$(grep -A1 -E 'HCI Command: .*\(0x08\|0x00(0c|42)\) plen' trace.txt | grep -c 'Enabled (0x01)')
+disables=$(grep -A1 -E 'HCI Command: .*\(0x08\|0x00(0c|42)\) plen' trace.txt | grep -c 'Disabled (0x00)')
 check "trace: as many scan disables as enables ($enables/$disables)" [ "$enables" -eq 6 -a "$disables" -ge 6 ]
-last_params=$(grep -A8 -E 'HCI Command: LE Set (Extended )?Scan Param' trace.txt | tail -8)
-echo "$last_params"
-check "trace: scan parameters reset to passive 10 ms / 10 ms" bash -c "grep -q 'Type: Passive' <<<\"\$0\" && grep -q 'Interval: 10.000 msec' <<<\"\$0\" && grep -q 'Window: 10.000 msec' <<<\"\$0\"" "$last_params"
+# Earshot scans at 60 ms / 60 ms; its reset writes 10 ms / 10 ms passive
+# (the probe above uses 20 ms, so it cannot be mistaken for the reset).
+resets=$(grep -A8 -E 'HCI Command: .*\(0x08\|0x00(0b|41)\) plen' trace.txt | grep -A2 'Type: Passive' | grep -A1 'Interval: 10.000 msec' | grep -c 'Window: 10.000 msec')
+check "trace: scan parameters reset to passive 10 ms / 10 ms after each run ($resets)" [ "$resets" -eq 6 ]
 check "trace: no Earshot command failed" bash -c "! grep -B1 -A2 'LE Set.*Scan' trace.txt | grep -q 'Status: Command Disallowed'"
 stop_btvirt
