@@ -44,7 +44,7 @@ stop_btvirt() {
 # (hex, from the Command Complete).
 hci_cmd() {
   local dev=$1; shift
-  hcitool -i "$dev" cmd "$@" 2>&1 | awk '/HCI Event: 0x0e/ {getline; print $4; exit}'
+  hcitool -i "$dev" cmd "$@" 2>&1 | awk '/HCI Event: 0x0e/ {getline; print tolower($4); exit}'
 }
 
 BEACON_UUID=8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182

@@ -100,8 +100,7 @@ extension HCICommand {
   }
 
   /// LE Set Scan Enable (7.8.11).
-  public static func leSetScanEnable(_ enable: Bool, filterDuplicates: Bool = false) -> HCICommand
-  {
+  public static func leSetScanEnable(_ enable: Bool, filterDuplicates: Bool = false) -> HCICommand {
     HCICommand(.leSetScanEnable, [enable ? 1 : 0, filterDuplicates ? 1 : 0])
   }
 

@@ -20,7 +20,8 @@ public struct HCIAdapter: Equatable, Sendable {
   /// Every adapter the kernel has, in index order. An empty list when the
   /// kernel has no Bluetooth support loaded.
   public static func list() throws -> [HCIAdapter] {
-    let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+    let fd = socket(
+      AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
     if fd < 0 {
       if errno == EAFNOSUPPORT { return [] }
       throw SystemError(errno: errno, "socket(AF_BLUETOOTH)")
@@ -44,7 +45,8 @@ public struct HCIAdapter: Equatable, Sendable {
   }
 
   public static func info(id: UInt16) throws -> HCIAdapter {
-    let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+    let fd = socket(
+      AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
     guard fd >= 0 else { throw SystemError(errno: errno, "socket(AF_BLUETOOTH)") }
     defer { close(fd) }
     return try info(fd: fd, id: id)
@@ -75,7 +77,8 @@ public struct HCIAdapter: Equatable, Sendable {
   /// Powers the adapter on (HCIDEVUP), as `hciconfig hciN up` does. Needs
   /// CAP_NET_ADMIN. Already up is fine.
   public static func bringUp(id: UInt16) throws {
-    let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+    let fd = socket(
+      AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
     guard fd >= 0 else { throw SystemError(errno: errno, "socket(AF_BLUETOOTH)") }
     defer { close(fd) }
     if earshot_ioctl_int(fd, earshot_hcidevup(), Int32(id)) != 0 && errno != EALREADY {

@@ -392,7 +392,9 @@ public final class LiveScanner {
     do {
       while let n = try buffer.withUnsafeMutableBytes({ try s.receive(into: $0) }) {
         let micros = Clock.realtimeMicros()
-        buffer.withUnsafeBytes { handle(UnsafeRawBufferPointer(rebasing: $0[0..<n]), micros: micros) }
+        buffer.withUnsafeBytes {
+          handle(UnsafeRawBufferPointer(rebasing: $0[0..<n]), micros: micros)
+        }
         if socket == nil { return }
       }
     } catch let e as SystemError {

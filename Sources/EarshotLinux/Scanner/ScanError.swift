@@ -58,9 +58,11 @@ public enum ScanError: Error, CustomStringConvertible, Equatable {
       var s = "\(name) refused \(op.name): \(status)."
       switch status {
       case .unknownCommand:
-        s += " The controller does not implement it; try the other command set (--legacy or --extended)."
+        s +=
+          " The controller does not implement it; try the other command set (--legacy or --extended)."
       case .commandDisallowed:
-        s += " Another program is using the controller in a way that excludes scanning; stop it or try again."
+        s +=
+          " Another program is using the controller in a way that excludes scanning; stop it or try again."
       case .invalidParameters:
         s += " The controller rejects Earshot's scan parameters; try --legacy or --passive."
       default:
