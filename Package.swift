@@ -26,13 +26,19 @@ let package = Package(
       name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
       providers: [.apt(["libsndfile1-dev"])]),
 
+    .systemLibrary(
+      name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
+      providers: [.apt(["libmosquitto-dev"])]),
+
     // Pure Swift: bytes in, values and decisions out. No files, sockets or clocks.
     .target(name: "EarshotCore"),
 
     // The thin Linux shell: sockets, ALSA, files, processes.
     .target(
       name: "EarshotLinux",
-      dependencies: ["EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile"]),
+      dependencies: [
+        "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto",
+      ]),
 
     // The command-line front door.
     .executableTarget(name: "earshot", dependencies: ["EarshotCore", "EarshotLinux"]),

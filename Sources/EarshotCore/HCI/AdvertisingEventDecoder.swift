@@ -88,6 +88,8 @@ public struct AdvertisingEventDecoder {
   // Each report is laid out whole, one after another: event type, address
   // type, address, data length, data, RSSI. This is what Linux and real
   // controllers send for Num_Reports > 1 (the captures hold such events).
+  // Data longer than the 31 bytes a legacy PDU can carry is accepted when
+  // it fits the event: some tools write ADV and SCAN_RSP data joined.
   private static let legacyFixed = 1 + 1 + 6 + 1 + 1
 
   private mutating func decodeLegacy(
@@ -103,7 +105,6 @@ public struct AdvertisingEventDecoder {
       guard probe.skip(8), let len = probe.u8() else {
         return .malformed("advertising report truncated")
       }
-      guard len <= 31 else { return .malformed("legacy advertising data longer than 31 bytes") }
       guard probe.skip(Int(len) + 1) else {
         return .malformed("advertising data overruns the event")
       }
@@ -234,7 +235,8 @@ public struct AdvertisingEventDecoder {
         continue
       }
       if status == .truncated { stats.truncated += 1 }
-      if var buffer = fragments.removeValue(forKey: key) {
+      // Most reports are whole: skip the hash lookup when nothing is pending.
+      if !fragments.isEmpty, var buffer = fragments.removeValue(forKey: key) {
         // Last fragment: deliver the joined data.
         buffer.append(contentsOf: data)
         stats.reports += 1

@@ -1,0 +1,112 @@
+import Foundation
+import XCTest
+
+/// Where the shared conformance data lives: `../shared/data` beside the
+/// repository. Missing data skips outside CI and fails in CI (`CI=true`).
+enum SharedData {
+  static let root: URL = {
+    let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+      .deletingLastPathComponent()
+      .deletingLastPathComponent()
+    return repo.deletingLastPathComponent().appendingPathComponent("shared/data")
+  }()
+
+  static func url(_ relative: String) throws -> URL {
+    let url = root.appendingPathComponent(relative)
+    guard FileManager.default.fileExists(atPath: url.path) else {
+      try requireResource("shared test data \(url.path)")
+    }
+    return url
+  }
+
+  static func bytes(_ relative: String) throws -> [UInt8] {
+    [UInt8](try Data(contentsOf: url(relative)))
+  }
+}
+
+/// Reports a missing resource: a failure in CI, a skip elsewhere.
+func requireResource(_ what: String, file: StaticString = #filePath, line: UInt = #line) throws
+  -> Never
+{
+  if ProcessInfo.processInfo.environment["CI"] == "true" {
+    XCTFail("missing in CI: \(what)", file: file, line: line)
+    throw XCTSkip("failed: missing \(what)")
+  }
+  throw XCTSkip("skipped: \(what) is not available (this fails in CI)")
+}
+
+func hex(_ s: String) -> [UInt8] {
+  guard let b = EarshotTestHex.parse(s) else { fatalError("bad hex in test: \(s)") }
+  return b
+}
+
+enum EarshotTestHex {
+  static func parse(_ s: String) -> [UInt8]? {
+    var out = [UInt8]()
+    var chars = Array(s.utf8.filter { $0 != 32 })
+    guard chars.count % 2 == 0 else { return nil }
+    while !chars.isEmpty {
+      guard let b = UInt8(String(decoding: chars.prefix(2), as: UTF8.self), radix: 16) else {
+        return nil
+      }
+      out.append(b)
+      chars.removeFirst(2)
+    }
+    return out
+  }
+}
+
+/// The built `earshot` binary, next to the test bundle in .build/<config>/.
+enum Earshot {
+  static let binary: String = {
+    let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for candidate in [dir, dir.deletingLastPathComponent()] {
+      let path = candidate.appendingPathComponent("earshot").path
+      if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return ".build/debug/earshot"
+  }()
+
+  struct Result {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+  }
+
+  /// Runs a command to completion and captures its output.
+  static func run(_ args: [String], executable: String = Earshot.binary, stdin: String? = nil)
+    throws -> Result
+  {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable)
+    p.arguments = args
+    let out = Pipe()
+    // stderr goes to a file so a chatty child can never fill a second pipe.
+    let errPath = NSTemporaryDirectory() + "earshot-stderr-\(UUID().uuidString)"
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+    defer { try? FileManager.default.removeItem(atPath: errPath) }
+    let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+    p.standardOutput = out
+    p.standardError = err
+    let input = Pipe()
+    p.standardInput = input
+    try p.run()
+    try err.close()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+    try input.fileHandleForWriting.close()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    let errData = (try? Data(contentsOf: URL(fileURLWithPath: errPath))) ?? Data()
+    return Result(
+      status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+      stderr: String(decoding: errData, as: UTF8.self))
+  }
+
+  static func tool(_ name: String) -> String? {
+    for dir in ["/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"] {
+      let path = "\(dir)/\(name)"
+      if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return nil
+  }
+}
