@@ -112,3 +112,16 @@ start_extended_advertising_loop() {
     done ) &
   ADV_PID=$!
 }
+
+# scan_for_beacons N OUT ERR [earshot scan options]: runs earshot scan until
+# OUT holds N lines of the test beacon (at most 30 s; the emulator is slow
+# under TCG), then stops it with SIGINT. Returns earshot's exit status.
+scan_for_beacons() {
+  local n=$1 out=$2 err=$3 pid; shift 3
+  "$EARSHOT" scan "$@" >"$out" 2>"$err" &
+  pid=$!
+  _enough() { [ "$(beacon_lines "$1" | wc -l)" -ge "$2" ]; }
+  wait_for 30 _enough "$out" "$n"
+  kill -INT "$pid" 2>/dev/null
+  wait "$pid"
+}

@@ -19,9 +19,12 @@ public struct LiveScanOptions: Sendable {
   public var timing: ScanTiming = .continuous
   /// How long to wait for the controller to answer a command.
   public var commandTimeout: Double = 2
-  /// How often to look for a lost adapter, and how long to wait before
-  /// taking scanning back after another program stopped its scan.
+  /// How often to look for a lost adapter.
   public var retrySeconds: Double = 1
+  /// How long another program's scan must stay off before Earshot starts
+  /// its own again (the kernel pauses discovery scans briefly, e.g. to
+  /// interleave BR/EDR inquiry; taking over then would end its discovery).
+  public var retakeSeconds: Double = 5
 
   public init() {}
 }
@@ -63,7 +66,7 @@ public enum AdapterState: Equatable, Sendable {
     case .sharing(let a):
       "\(a): another program (bluetoothd?) is already scanning (Command Disallowed); "
         + "reading the reports that are already flowing instead, with its parameters "
-        + "(duplicates may be filtered). Earshot's own scan starts when that scan stops."
+        + "(duplicates may be filtered). Earshot's own scan starts when that scan stops for 5 s."
     case .down(let a):
       "\(a) is down (powered off); scanning resumes when it is powered on"
     case .removed(let a):
@@ -439,7 +442,7 @@ public final class LiveScanner {
       setState(.sharing(adapter: name))
       return
     }
-    retakeTimer = loop.after(seconds: options.retrySeconds) { [unowned self] in
+    retakeTimer = loop.after(seconds: options.retakeSeconds) { [unowned self] in
       self.retakeTimer = nil
       guard self.running, self.socket != nil, !self.ours else { return }
       do { try self.startScan() } catch let e as ScanError {

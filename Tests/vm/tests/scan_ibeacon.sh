@@ -4,9 +4,10 @@ start_btvirt -l2
 advertise_ibeacon hci1
 start_advertising_loop hci1
 
-"$EARSHOT" scan --adapter hci0 --duration 3 --write ext.btsnoop >ext.out 2>ext.err
-rc=$?
-check "scan exits 0 after --duration" [ $rc -eq 0 ]
+"$EARSHOT" scan --adapter hci0 --duration 2 >dur.out 2>dur.err
+check "scan exits 0 after --duration" [ $? -eq 0 ]
+scan_for_beacons 3 ext.out ext.err --adapter hci0 --write ext.btsnoop
+check "scan exits 0 after SIGINT" [ $? -eq 0 ]
 check "auto-selection picks extended commands on btvirt -l2" grep -q 'hci0: scanning (extended commands, active)' ext.err
 n=$(beacon_lines ext.out | wc -l)
 check "extended scan: iBeacon with UUID, major, minor, power ($n lines)" [ "$n" -ge 2 ]
@@ -21,7 +22,7 @@ check "--write: btmon -r reads the recording" grep -qE 'LE (Extended )?Advertisi
 check "--write: the commands Earshot sent are recorded" grep -q 'LE Set Extended Scan Enable' ext.btmon
 cat ext.err
 
-"$EARSHOT" scan --adapter hci0 --legacy --duration 3 >leg.out 2>leg.err
+scan_for_beacons 2 leg.out leg.err --adapter hci0 --legacy
 check "--legacy forces legacy commands" grep -q 'hci0: scanning (legacy commands, active)' leg.err
 n=$(beacon_lines leg.out | wc -l)
 check "legacy scan: iBeacon received ($n lines)" [ "$n" -ge 2 ]
@@ -38,7 +39,7 @@ stop_advertising_loop hci1
 # A true extended advertisement arrives in an LE Extended Advertising Report.
 advertise_ibeacon_extended hci1
 start_extended_advertising_loop hci1
-"$EARSHOT" scan --adapter hci0 --duration 3 >xadv.out 2>xadv.err
+scan_for_beacons 2 xadv.out xadv.err --adapter hci0
 n=$(beacon_lines xadv.out | grep -c '"event_type":"ext"')
 check "extended advertising: iBeacon in extended reports, event_type ext ($n lines)" [ "$n" -ge 2 ]
 kill "$ADV_PID"; wait "$ADV_PID" 2>/dev/null

@@ -4,7 +4,7 @@ start_btvirt -L -l2
 advertise_ibeacon hci1
 start_advertising_loop hci1
 
-"$EARSHOT" scan --adapter hci0 --duration 3 >leg.out 2>leg.err
+scan_for_beacons 2 leg.out leg.err --adapter hci0
 check "scan exits 0" [ $? -eq 0 ]
 check "auto-selection picks legacy commands on btvirt -L" grep -q 'hci0: scanning (legacy commands, active)' leg.err
 n=$(beacon_lines leg.out | wc -l)
