@@ -6,7 +6,7 @@ set -euo pipefail
 mode=${1:-build}
 build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev libmosquitto-dev)
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
-      qemu-system-x86 busybox-static kmod cpio mosquitto mosquitto-clients)
+      qemu-system-x86 busybox-static kmod cpio dbus util-linux mosquitto mosquitto-clients)
 want=("${build[@]}")
 [ "$mode" = test ] && want+=("${test[@]}")
 missing=()
