@@ -25,6 +25,9 @@ let package = Package(
     .systemLibrary(
       name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
       providers: [.apt(["libsndfile1-dev"])]),
+    .systemLibrary(
+      name: "CSQLite3", path: "Sources/CSQLite3", pkgConfig: "sqlite3",
+      providers: [.apt(["libsqlite3-dev"])]),
 
     // Pure Swift: bytes in, values and decisions out. No files, sockets or clocks.
     .target(name: "EarshotCore"),
@@ -32,7 +35,7 @@ let package = Package(
     // The thin Linux shell: sockets, ALSA, files, processes.
     .target(
       name: "EarshotLinux",
-      dependencies: ["EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile"]),
+      dependencies: ["EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CSQLite3"]),
 
     // The command-line front door.
     .executableTarget(name: "earshot", dependencies: ["EarshotCore", "EarshotLinux"]),
