@@ -179,7 +179,8 @@ public enum JSONValue: Sendable, Equatable {
         case UInt8(ascii: "u"):
           var code = try hex4()
           if (0xD800..<0xDC00).contains(code) {
-            guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u")
+            guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"),
+              bytes[i + 1] == UInt8(ascii: "u")
             else { throw error("lone surrogate") }
             i += 2
             let low = try hex4()

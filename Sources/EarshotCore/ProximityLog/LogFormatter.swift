@@ -26,7 +26,9 @@ public enum LogFormatter {
     }
     switch r {
     case .region(let e):
-      f += [("type", .text("region")), ("region", .text(e.region)), ("event", .text(e.kind.rawValue))]
+      f += [
+        ("type", .text("region")), ("region", .text(e.region)), ("event", .text(e.kind.rawValue)),
+      ]
       f += [("state", .text(e.state.rawValue))] + beacon(e.beacon)
     case .sightings(let s):
       f += [("type", .text("sighting")), ("region", nil), ("event", nil), ("state", nil)]
@@ -34,14 +36,21 @@ public enum LogFormatter {
       f += [
         ("address", s.address.map { .text($0.description) }),
         ("t_end", .number(Double(s.end) / 1e6, 6)), ("count", .int(s.count)),
-        ("rssi_mean", s.rssiMean.map { .number($0, 1) }), ("rssi_min", s.rssiMin.map { .number($0, 0) }),
+        ("rssi_mean", s.rssiMean.map { .number($0, 1) }),
+        ("rssi_min", s.rssiMin.map { .number($0, 0) }),
         ("rssi_max", s.rssiMax.map { .number($0, 0) }),
         ("distance", s.distanceMean.map { .number($0, 2) }),
       ]
     case .adapter(let e):
-      f += [("type", .text("adapter")), ("event", .text(e.kind.rawValue)), ("adapter", .text(e.adapter))]
+      f += [
+        ("type", .text("adapter")), ("event", .text(e.kind.rawValue)),
+        ("adapter", .text(e.adapter)),
+      ]
     case .findPhone(let e):
-      f += [("type", .text("find_phone")), ("event", .text(e.kind.rawValue)), ("device", .text(e.device))]
+      f += [
+        ("type", .text("find_phone")), ("event", .text(e.kind.rawValue)),
+        ("device", .text(e.device)),
+      ]
       f += [("detail", e.detail.map { .text($0) })]
     case .volume(let e):
       f += [("type", .text("volume")), ("detail", e.source.map { .text($0) })]
@@ -71,7 +80,8 @@ public enum LogFormatter {
   }
 
   public static func csv(_ r: LogRecord, offset: LogTime.Offset) -> String {
-    let byName = Dictionary(fields(r, offset: offset).map { ($0.0, $0.1) }, uniquingKeysWith: { a, _ in a })
+    let byName = Dictionary(
+      fields(r, offset: offset).map { ($0.0, $0.1) }, uniquingKeysWith: { a, _ in a })
     return csvHeader.split(separator: ",").map { name in
       (byName[String(name)] ?? nil).map { csvCell($0.plain) } ?? ""
     }.joined(separator: ",")

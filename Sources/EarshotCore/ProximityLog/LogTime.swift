@@ -43,8 +43,10 @@ public enum LogTime {
   /// The local day containing `t`.
   public static func dayContaining(_ t: Int64, offset: Offset) -> (start: Int64, end: Int64) {
     let c = components(t, offset: offset)
-    return (local(c.year, c.month, c.day, 0, 0, 0, offset),
-      local(c.year, c.month, c.day + 1, 0, 0, 0, offset))
+    return (
+      local(c.year, c.month, c.day, 0, 0, 0, offset),
+      local(c.year, c.month, c.day + 1, 0, 0, 0, offset)
+    )
   }
 
   // MARK: Formatting
@@ -93,7 +95,7 @@ public enum LogTime {
     return "\(s)s"
   }
 
-  static func pad(_ v: Int, _ width: Int = 2) -> String {
+  public static func pad(_ v: Int, _ width: Int = 2) -> String {
     let s = String(abs(v))
     return (v < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - s.count)) + s
   }

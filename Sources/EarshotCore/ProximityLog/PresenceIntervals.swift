@@ -78,8 +78,10 @@ public enum PresenceTimeline {
     of events: [RegionLogEvent], from: Int64? = nil, to: Int64? = nil
   ) -> [RegionSegment] {
     // Stable sort by time: equal times keep the order they were logged in.
-    let sorted = events.enumerated().sorted { ($0.element.t, $0.offset) < ($1.element.t, $1.offset) }
-      .map(\.element)
+    let sorted = events.enumerated().sorted {
+      ($0.element.t, $0.offset) < ($1.element.t, $1.offset)
+    }
+    .map(\.element)
     var order: [String] = []
     var byRegion: [String: [RegionSegment]] = [:]
     for e in sorted {

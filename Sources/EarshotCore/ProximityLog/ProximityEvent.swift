@@ -41,8 +41,7 @@ public struct RegionLogEvent: Sendable, Equatable {
   /// The beacon that caused an enter or exit, when the monitor names one.
   public var beacon: BeaconID?
 
-  public init(t: Int64, region: String, kind: Kind, state: PresenceState, beacon: BeaconID? = nil)
-  {
+  public init(t: Int64, region: String, kind: Kind, state: PresenceState, beacon: BeaconID? = nil) {
     self.t = t
     self.region = region
     self.kind = kind

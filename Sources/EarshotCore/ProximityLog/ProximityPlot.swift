@@ -93,9 +93,12 @@ public enum ProximityPlot {
     let height = timelineTop + 22 + timelineHeight + 50
     var s = ""
     s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-    s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(n(L.width))\" height=\"\(n(height))\" "
-    s += "viewBox=\"0 0 \(n(L.width)) \(n(height))\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
-    s += "<rect x=\"0\" y=\"0\" width=\"\(n(L.width))\" height=\"\(n(height))\" fill=\"#ffffff\"/>\n"
+    s +=
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(n(L.width))\" height=\"\(n(height))\" "
+    s +=
+      "viewBox=\"0 0 \(n(L.width)) \(n(height))\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
+    s +=
+      "<rect x=\"0\" y=\"0\" width=\"\(n(L.width))\" height=\"\(n(height))\" fill=\"#ffffff\"/>\n"
     s += text(L.left, 24, input.title, size: 17, weight: "bold")
     let span =
       "\(LogTime.short(input.start, offset: input.offset)) to \(LogTime.short(input.end, offset: input.offset))"
@@ -146,7 +149,8 @@ public enum ProximityPlot {
         let x0 = L.x(seg.start)
         let x1 = L.x(seg.end ?? input.end)
         s += "<rect class=\"inside\" data-region=\"\(esc(r))\" x=\"\(n(x0))\" y=\"\(n(top))\" "
-        s += "width=\"\(n(max(0, x1 - x0)))\" height=\"\(n(h))\" fill=\"\(regionColor[r] ?? "#2ca02c")\" "
+        s +=
+          "width=\"\(n(max(0, x1 - x0)))\" height=\"\(n(h))\" fill=\"\(regionColor[r] ?? "#2ca02c")\" "
         s += "fill-opacity=\"0.18\"/>\n"
       }
     }
@@ -175,14 +179,18 @@ public enum ProximityPlot {
       s += text(L.left - 6, yR(v) + 4, n(v), size: 10, anchor: "end", fill: "#444444")
       v += 10
     }
-    s += text(L.left - 40, top + h / 2, "RSSI dBm", size: 10, anchor: "middle", fill: "#444444",
+    s += text(
+      L.left - 40, top + h / 2, "RSSI dBm", size: 10, anchor: "middle", fill: "#444444",
       rotate: true)
     if !dists.isEmpty {
-      for k in 0...4 {
-        let dv = dMax * Double(k) / 4
+      let step = niceCeil(dMax / 5)
+      var dv = 0.0
+      while dv <= dMax + step / 1000 {
         s += text(L.left + L.plotWidth + 6, yD(dv) + 4, fmt(dv), size: 10, fill: "#444444")
+        dv += step
       }
-      s += text(L.left + L.plotWidth + 50, top + h / 2, "distance m", size: 10, anchor: "middle",
+      s += text(
+        L.left + L.plotWidth + 50, top + h / 2, "distance m", size: 10, anchor: "middle",
         fill: "#444444", rotate: true)
     }
     // Series: one path each, broken where the beacon went unseen.
@@ -212,7 +220,8 @@ public enum ProximityPlot {
       d += "\(cmd)\(n(L.x(mid))),\(n(y(v))) "
       lastEnd = end
     }
-    var s = "<path class=\"\(cls)\" data-beacon=\"\(esc(beacon.description))\" d=\"\(d.trimmingSpaces)\" "
+    var s =
+      "<path class=\"\(cls)\" data-beacon=\"\(esc(beacon.description))\" d=\"\(d.trimmingSpaces)\" "
     s += "fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.6\""
     if let dash { s += " stroke-dasharray=\"\(dash)\"" }
     // A lone point would be invisible as a path: round caps make it a dot.
@@ -228,7 +237,8 @@ public enum ProximityPlot {
     s += text(L.left, top + 12, "Presence per region", size: 12, weight: "bold")
     let rowsTop = top + 22
     let h = Double(max(1, regions.count)) * L.rowHeight
-    s += "<rect x=\"\(n(L.left))\" y=\"\(n(rowsTop))\" width=\"\(n(L.plotWidth))\" height=\"\(n(h))\" "
+    s +=
+      "<rect x=\"\(n(L.left))\" y=\"\(n(rowsTop))\" width=\"\(n(L.plotWidth))\" height=\"\(n(h))\" "
     s += "fill=\"#fafafa\" stroke=\"#999999\" stroke-width=\"1\"/>\n"
     for (t, label) in ticks {
       let x = L.x(t)
@@ -246,14 +256,18 @@ public enum ProximityPlot {
         s += "<rect class=\"\(inside ? "presence" : "unknown")\" data-region=\"\(esc(r))\" "
         s += "x=\"\(n(x0))\" y=\"\(n(y + 4))\" width=\"\(n(max(0.5, x1 - x0)))\" "
         s += "height=\"\(n(L.rowHeight - 8))\" "
-        s += inside ? "fill=\"\(regionColor[r] ?? "#2ca02c")\"/>\n" : "fill=\"#bbbbbb\" fill-opacity=\"0.6\"/>\n"
+        s +=
+          inside
+          ? "fill=\"\(regionColor[r] ?? "#2ca02c")\"/>\n"
+          : "fill=\"#bbbbbb\" fill-opacity=\"0.6\"/>\n"
       }
     }
     s += "</g>\n"
     return s
   }
 
-  static func legend(_ L: Layout, regions: [String], colors: [String: String], y: Double) -> String {
+  static func legend(_ L: Layout, regions: [String], colors: [String: String], y: Double) -> String
+  {
     var s = "<g class=\"legend\">\n"
     var x = L.left
     s += line(x, y - 4, x + 24, y - 4, stroke: "#333333", width: 1.6)
@@ -264,12 +278,14 @@ public enum ProximityPlot {
     s += text(x + 30, y, "distance (right axis)", size: 11)
     x += 170
     for r in regions {
-      s += "<rect x=\"\(n(x))\" y=\"\(n(y - 10))\" width=\"14\" height=\"12\" fill=\"\(colors[r]!)\"/>\n"
+      s +=
+        "<rect x=\"\(n(x))\" y=\"\(n(y - 10))\" width=\"14\" height=\"12\" fill=\"\(colors[r]!)\"/>\n"
       let label = "inside \(r)"
       s += text(x + 19, y, label, size: 11)
       x += 30 + Double(label.count) * 6.5
     }
-    s += "<rect x=\"\(n(x))\" y=\"\(n(y - 10))\" width=\"14\" height=\"12\" fill=\"#bbbbbb\" fill-opacity=\"0.6\"/>\n"
+    s +=
+      "<rect x=\"\(n(x))\" y=\"\(n(y - 10))\" width=\"14\" height=\"12\" fill=\"#bbbbbb\" fill-opacity=\"0.6\"/>\n"
     s += text(x + 19, y, "unknown", size: 11)
     s += "</g>\n"
     return s
@@ -334,7 +350,9 @@ public enum ProximityPlot {
     return s == "-0" ? "0" : s
   }
 
-  static func fmt(_ v: Double) -> String { v < 10 ? JSONLine.format(v, decimals: 1) : n(v.rounded()) }
+  static func fmt(_ v: Double) -> String {
+    v < 10 ? JSONLine.format(v, decimals: 1) : n(v.rounded())
+  }
 
   static func niceCeil(_ v: Double) -> Double {
     var scale = 1.0

@@ -177,7 +177,8 @@ public final class ProximityLogStore {
     switch row {
     case .region(let e):
       let s = try statement(
-        "INSERT INTO region_events(t, region, event, state, uuid, major, minor) VALUES (?,?,?,?,?,?,?)")
+        "INSERT INTO region_events(t, region, event, state, uuid, major, minor) VALUES (?,?,?,?,?,?,?)"
+      )
       s.bind(1, e.t)
       s.bind(2, e.region)
       s.bind(3, e.kind.rawValue)
@@ -205,7 +206,8 @@ public final class ProximityLogStore {
       try s.run()
     case .membership(let region, let b, let first):
       let s = try statement(
-        "INSERT OR IGNORE INTO beacon_regions(region, uuid, major, minor, first_seen) VALUES (?,?,?,?,?)")
+        "INSERT OR IGNORE INTO beacon_regions(region, uuid, major, minor, first_seen) VALUES (?,?,?,?,?)"
+      )
       s.bind(1, region)
       s.bind(2, b.uuid.description)
       s.bind(3, Int64(b.major))
@@ -343,14 +345,16 @@ public final class ProximityLogStore {
       out.append(.adapter(AdapterLogEvent(t: a.int64(0), adapter: a.string(1), kind: k)))
     }
     let f = try connection.prepare(
-      "SELECT t, event, device, detail FROM find_phone_events WHERE t >= ? AND t < ? ORDER BY t, id")
+      "SELECT t, event, device, detail FROM find_phone_events WHERE t >= ? AND t < ? ORDER BY t, id"
+    )
     f.bind(1, lo)
     f.bind(2, hi)
     while try f.step() {
       guard let k = FindPhoneLogEvent.Kind(rawValue: f.string(1)) else { continue }
       out.append(
         .findPhone(
-          FindPhoneLogEvent(t: f.int64(0), kind: k, device: f.string(2), detail: f.optionalString(3))))
+          FindPhoneLogEvent(
+            t: f.int64(0), kind: k, device: f.string(2), detail: f.optionalString(3))))
     }
     let v = try connection.prepare(
       "SELECT t, volume, muted, source FROM volume_events WHERE t >= ? AND t < ? ORDER BY t, id")
@@ -360,7 +364,8 @@ public final class ProximityLogStore {
       out.append(
         .volume(
           VolumeLogEvent(
-            t: v.int64(0), volume: v.double(1), muted: v.int64(2) != 0, source: v.optionalString(3)))
+            t: v.int64(0), volume: v.double(1), muted: v.int64(2) != 0, source: v.optionalString(3))
+        )
       )
     }
     return out
@@ -382,5 +387,21 @@ public final class ProximityLogStore {
   /// `ok`, or what SQLite found wrong.
   public func integrityCheck() throws -> String {
     try connection.text("PRAGMA integrity_check") ?? "no answer"
+  }
+}
+
+extension ProximityLogStore {
+  /// The latest time the log has anything for (an open presence interval
+  /// is known to last at least until then).
+  public func lastTime() throws -> Int64? {
+    var latest: Int64? = nil
+    for (table, column) in [
+      ("region_events", "t"), ("sightings", "t_end"), ("adapter_events", "t"),
+      ("find_phone_events", "t"), ("volume_events", "t"),
+    ] {
+      let s = try connection.prepare("SELECT max(\(column)) FROM \(table)")
+      if try s.step(), let v = s.optionalInt(0) { latest = max(latest ?? v, v) }
+    }
+    return latest
   }
 }

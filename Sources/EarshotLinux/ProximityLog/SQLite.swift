@@ -45,7 +45,8 @@ public final class SQLiteConnection {
     var db: OpaquePointer? = nil
     let rc = sqlite3_open_v2(path, &db, flags, nil)
     guard rc == SQLITE_OK, let db else {
-      let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+      let message =
+        db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
       if let db { sqlite3_close_v2(db) }
       throw SQLiteError(code: rc, message: message, context: "cannot open \(path)")
     }
@@ -112,7 +113,11 @@ public final class SQLiteStatement {
     if let v, v.isFinite { sqlite3_bind_double(stmt, i, v) } else { sqlite3_bind_null(stmt, i) }
   }
   public func bind(_ i: Int32, _ v: String?) {
-    if let v { sqlite3_bind_text(stmt, i, v, -1, Self.transient) } else { sqlite3_bind_null(stmt, i) }
+    if let v {
+      sqlite3_bind_text(stmt, i, v, -1, Self.transient)
+    } else {
+      sqlite3_bind_null(stmt, i)
+    }
   }
 
   /// `true` when a row is ready, `false` when done.
@@ -120,7 +125,8 @@ public final class SQLiteStatement {
     let rc = sqlite3_step(stmt)
     if rc == SQLITE_ROW { return true }
     if rc == SQLITE_DONE { return false }
-    let e = connection.error(rc, "\(connection.path): \(String(cString: sqlite3_sql(stmt)).prefix(60))")
+    let e = connection.error(
+      rc, "\(connection.path): \(String(cString: sqlite3_sql(stmt)).prefix(60))")
     sqlite3_reset(stmt)
     throw e
   }

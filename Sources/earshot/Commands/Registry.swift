@@ -4,4 +4,6 @@ let commands: [Command] = [
   scanCommand,
   simulateCommand,
   benchCommand,
+  logCommand,
+  plotCommand,
 ]
