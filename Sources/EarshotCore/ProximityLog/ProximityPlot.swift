@@ -53,6 +53,11 @@ public enum ProximityPlot {
     public let start: Int64
     public let end: Int64
 
+    public init(start: Int64, end: Int64) {
+      self.start = start
+      self.end = max(end, start + 1)
+    }
+
     public var plotWidth: Double { width - left - right }
 
     /// The x coordinate of a time (clamped to the plot).
