@@ -100,6 +100,10 @@ public final class ProximityLogStore {
 
   init(_ connection: SQLiteConnection) { self.connection = connection }
 
+  /// A file the writer has created but not yet given its tables reads as
+  /// an empty log.
+  func hasSchema() throws -> Bool { try version() > 0 }
+
   public func version() throws -> Int { Int(try connection.integer("PRAGMA user_version") ?? 0) }
 
   /// Runs the migrations this file has not had yet, each in a transaction.
@@ -278,6 +282,7 @@ public final class ProximityLogStore {
   /// Region events before `until` (all of them: presence needs the state
   /// at the window's start), oldest first.
   public func regionEvents(until: Int64? = nil, region: String? = nil) throws -> [RegionLogEvent] {
+    guard try hasSchema() else { return [] }
     let s = try connection.prepare(
       "SELECT t, region, event, state, uuid, major, minor FROM region_events "
         + "WHERE t < ?1 AND (?2 IS NULL OR region = ?2) ORDER BY t, id")
@@ -299,6 +304,7 @@ public final class ProximityLogStore {
   public func sightings(since: Int64?, until: Int64?, uuid: BeaconUUID? = nil) throws
     -> [SightingSummary]
   {
+    guard try hasSchema() else { return [] }
     let s = try connection.prepare(
       "SELECT t, t_end, uuid, major, minor, address, count, rssi_count, rssi_mean, rssi_min, "
         + "rssi_max, distance FROM sightings WHERE t >= ?1 AND t < ?2 AND (?3 IS NULL OR uuid = ?3) "
@@ -321,6 +327,7 @@ public final class ProximityLogStore {
 
   /// Which regions each beacon has been ranged in.
   public func beaconRegions() throws -> [BeaconID: [String]] {
+    guard try hasSchema() else { return [:] }
     let s = try connection.prepare(
       "SELECT region, uuid, major, minor FROM beacon_regions ORDER BY first_seen, region")
     var out: [BeaconID: [String]] = [:]
@@ -333,6 +340,7 @@ public final class ProximityLogStore {
 
   /// Adapter, find-phone and volume events in the window.
   public func agentEvents(since: Int64?, until: Int64?) throws -> [LogRecord] {
+    guard try hasSchema() else { return [] }
     var out: [LogRecord] = []
     let lo = since ?? Int64.min
     let hi = until ?? Int64.max
@@ -373,7 +381,8 @@ public final class ProximityLogStore {
 
   /// The sighting interval the writer used, in microseconds.
   public func sightingInterval() -> Int64? {
-    (try? meta("sighting_interval_us")).flatMap { $0.flatMap { Int64($0) } }
+    guard (try? hasSchema()) == true else { return nil }
+    return (try? meta("sighting_interval_us")).flatMap { $0.flatMap { Int64($0) } }
   }
 
   private func beacon(_ s: SQLiteStatement, uuid: Int32, major: Int32, minor: Int32) -> BeaconID? {
@@ -394,6 +403,7 @@ extension ProximityLogStore {
   /// The latest time the log has anything for (an open presence interval
   /// is known to last at least until then).
   public func lastTime() throws -> Int64? {
+    guard try hasSchema() else { return nil }
     var latest: Int64? = nil
     for (table, column) in [
       ("region_events", "t"), ("sightings", "t_end"), ("adapter_events", "t"),
@@ -404,4 +414,8 @@ extension ProximityLogStore {
     }
     return latest
   }
+}
+
+extension ProximityLogStore {
+  public func journalMode() throws -> String? { try connection.text("PRAGMA journal_mode") }
 }
