@@ -341,3 +341,18 @@ struct SVGDocument {
     func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
   }
 }
+
+final class ProximityLogConfigTests: XCTestCase {
+  func testDefaultsAndChecks() {
+    let c = ProximityLogConfig()
+    XCTAssertFalse(c.enabled)
+    XCTAssertEqual(c.interval, 10)
+    XCTAssertEqual(c.keepDays, 90)
+    XCTAssertNil(ProximityLogConfig.check(key: "keep_days", value: "90"))
+    XCTAssertNil(ProximityLogConfig.check(key: "path", value: "/var/lib/earshot/p.sqlite"))
+    XCTAssertNotNil(ProximityLogConfig.check(key: "path", value: "relative.sqlite"))
+    XCTAssertNotNil(ProximityLogConfig.check(key: "interval", value: "0"))
+    XCTAssertNotNil(ProximityLogConfig.check(key: "enabled", value: "maybe"))
+    XCTAssertNotNil(ProximityLogConfig.check(key: "colour", value: "red"))
+  }
+}

@@ -269,3 +269,12 @@ public final class ProximityLogWriter {
     timers.removeAll()
   }
 }
+
+extension ProximityLogWriter.Settings {
+  /// Writer settings from the `[log]` section.
+  public init(config: ProximityLogConfig) {
+    self.init(path: config.path ?? ProximityLogPaths.defaultPath())
+    interval = Int64(config.interval * 1e6)
+    keepDays = config.keepDays
+  }
+}
