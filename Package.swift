@@ -29,13 +29,19 @@ let package = Package(
       name: "CSQLite3", path: "Sources/CSQLite3", pkgConfig: "sqlite3",
       providers: [.apt(["libsqlite3-dev"])]),
 
+    .systemLibrary(
+      name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
+      providers: [.apt(["libmosquitto-dev"])]),
+
     // Pure Swift: bytes in, values and decisions out. No files, sockets or clocks.
     .target(name: "EarshotCore"),
 
     // The thin Linux shell: sockets, ALSA, files, processes.
     .target(
       name: "EarshotLinux",
-      dependencies: ["EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CSQLite3"]),
+      dependencies: [
+        "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto", "CSQLite3",
+      ]),
 
     // The command-line front door.
     .executableTarget(name: "earshot", dependencies: ["EarshotCore", "EarshotLinux"]),

@@ -22,6 +22,12 @@ public final class EventLoop {
   private var signalHandler: ((Int32) -> Void)?
   private var stopped = false
 
+  /// Event bits for `watch`, so callers need not import the C headers.
+  public static let readable = EPOLLIN.rawValue
+  public static let writable = EPOLLOUT.rawValue
+  public static let hangup = EPOLLHUP.rawValue | EPOLLRDHUP.rawValue
+  public static let error = EPOLLERR.rawValue
+
   /// How many times the loop woke up (for benchmarks: no busy polling).
   public private(set) var wakeups = 0
 

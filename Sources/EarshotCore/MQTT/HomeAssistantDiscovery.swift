@@ -1,0 +1,143 @@
+/// Home Assistant MQTT discovery: one retained config message per entity
+/// under `homeassistant/<component>/<node_id>/<object_id>/config`, all
+/// grouped under one device (this laptop).
+public struct HomeAssistantDiscovery: Sendable {
+  public let topics: MQTTTopics
+  /// Identifies this agent: the host name, slugged.
+  public let nodeID: String
+  public let deviceName: String
+  public let version: String
+  public let prefix: String
+
+  public init(
+    topics: MQTTTopics, hostname: String, version: String, prefix: String = "homeassistant"
+  ) {
+    self.topics = topics
+    nodeID = "earshot_" + MQTTTopics.slug(hostname)
+    deviceName = "Earshot on \(hostname)"
+    self.version = version
+    self.prefix = prefix
+  }
+
+  public struct Message: Equatable, Sendable {
+    public let topic: String
+    public let payload: String
+  }
+
+  private func topic(_ component: String, _ object: String) -> String {
+    "\(prefix)/\(component)/\(nodeID)/\(object)/config"
+  }
+
+  /// Fields every entity shares: device block, origin, agent availability.
+  private func common(_ j: inout JSONLine, object: String, name: String) {
+    j.add("name", name)
+    j.add("unique_id", "\(nodeID)_\(object)")
+    j.add("object_id", "\(nodeID)_\(object)")
+    var device = JSONLine()
+    device.addRaw("identifiers", "[\(JSONLine.quoted(nodeID))]")
+    device.add("name", deviceName)
+    device.add("manufacturer", "Earshot")
+    device.add("model", "Earshot agent")
+    device.add("sw_version", version)
+    j.addRaw("device", device.line)
+    var origin = JSONLine()
+    origin.add("name", "earshot")
+    origin.add("sw_version", version)
+    j.addRaw("origin", origin.line)
+  }
+
+  private func availability(_ extra: [String] = []) -> String {
+    let entries = ([topics.availability] + extra).map { t in
+      "{\"topic\":\(JSONLine.quoted(t)),\"payload_available\":\"online\",\"payload_not_available\":\"offline\"}"
+    }
+    return "[" + entries.joined(separator: ",") + "]"
+  }
+
+  /// Occupancy per region. Unknown is unavailable (not off): the region's
+  /// own availability topic goes offline while its state is unknown.
+  public func region(_ name: String) -> Message {
+    let object = "region_" + MQTTTopics.slug(name)
+    var j = JSONLine()
+    common(&j, object: object, name: "\(name) occupancy")
+    j.add("device_class", "occupancy")
+    j.add("state_topic", topics.regionState(name))
+    j.add("payload_on", "inside")
+    j.add("payload_off", "outside")
+    j.addRaw("availability", availability([topics.regionAvailability(name)]))
+    j.add("availability_mode", "all")
+    return Message(topic: topic("binary_sensor", object), payload: j.line)
+  }
+
+  /// Distance per tracked beacon, from its JSON state.
+  public func beacon(_ id: BeaconID, label: String? = nil) -> Message {
+    let object = "beacon_" + MQTTTopics.slug(id)
+    var j = JSONLine()
+    common(&j, object: object, name: "\(label ?? "Beacon \(id.major)/\(id.minor)") distance")
+    j.add("device_class", "distance")
+    j.add("unit_of_measurement", "m")
+    j.add("state_class", "measurement")
+    j.add("state_topic", topics.beaconState(id))
+    j.add("value_template", "{{ value_json.distance }}")
+    j.addRaw("json_attributes_topic", JSONLine.quoted(topics.beaconState(id)))
+    j.addRaw("availability", availability())
+    return Message(topic: topic("sensor", object), payload: j.line)
+  }
+
+  /// The fixed entities: ring and found buttons, volume number, mute switch.
+  public func controls() -> [Message] {
+    var ring = JSONLine()
+    common(&ring, object: "ring", name: "Ring this laptop")
+    ring.add("command_topic", topics.ringCommand)
+    ring.add("payload_press", "PRESS")
+    ring.addRaw("availability", availability())
+
+    var found = JSONLine()
+    common(&found, object: "found", name: "Found")
+    found.add("command_topic", topics.foundCommand)
+    found.add("payload_press", "PRESS")
+    found.addRaw("availability", availability())
+
+    var volume = JSONLine()
+    common(&volume, object: "volume", name: "Volume")
+    volume.add("command_topic", topics.volumeCommand)
+    volume.add("state_topic", topics.volumeState)
+    volume.add("min", 0)
+    volume.add("max", 100)
+    volume.add("step", 1)
+    volume.add("unit_of_measurement", "%")
+    volume.add("mode", "slider")
+    volume.addRaw("availability", availability())
+
+    var mute = JSONLine()
+    common(&mute, object: "mute", name: "Mute")
+    mute.add("command_topic", topics.muteCommand)
+    mute.add("state_topic", topics.muteState)
+    mute.add("payload_on", "ON")
+    mute.add("payload_off", "OFF")
+    mute.addRaw("availability", availability())
+
+    return [
+      Message(topic: topic("button", "ring"), payload: ring.line),
+      Message(topic: topic("button", "found"), payload: found.line),
+      Message(topic: topic("number", "volume"), payload: volume.line),
+      Message(topic: topic("switch", "mute"), payload: mute.line),
+    ]
+  }
+}
+
+/// Limits per-beacon publications to one per `interval` seconds each, and
+/// always lets a proximity change through (people automate on it).
+public struct BeaconRateLimiter: Sendable {
+  public let interval: Double
+  private var last: [BeaconID: (time: Double, proximity: String)] = [:]
+
+  public init(interval: Double) { self.interval = interval }
+
+  public mutating func shouldPublish(_ id: BeaconID, proximity: String, at time: Double) -> Bool {
+    if let prev = last[id], time - prev.time < interval, prev.proximity == proximity {
+      return false
+    }
+    last[id] = (time, proximity)
+    return true
+  }
+}

@@ -1,0 +1,105 @@
+/// Earshot's MQTT topic layout under one base topic (default
+/// `earshot/<hostname>`). Names users pick (regions) are turned into safe
+/// topic segments; the same slug is used in Home Assistant ids.
+public struct MQTTTopics: Sendable, Equatable {
+  public let base: String
+
+  public init(base: String) {
+    self.base = base.hasSuffix("/") ? String(base.dropLast()) : base
+  }
+
+  /// `online` / `offline`, retained; `offline` is also the last will.
+  public var availability: String { base + "/status" }
+  /// Region events and find-phone states as JSON lines (not retained).
+  public var events: String { base + "/events" }
+
+  public func regionState(_ region: String) -> String {
+    base + "/region/" + Self.slug(region) + "/state"
+  }
+  /// `online` while the region's state is known, `offline` while unknown,
+  /// so Home Assistant shows unknown as unavailable rather than off.
+  public func regionAvailability(_ region: String) -> String {
+    base + "/region/" + Self.slug(region) + "/available"
+  }
+  public func beaconState(_ id: BeaconID) -> String { base + "/beacon/" + Self.slug(id) + "/state" }
+
+  public var volumeState: String { base + "/volume/state" }
+  public var muteState: String { base + "/mute/state" }
+  public var findState: String { base + "/find/state" }
+
+  public var commandPrefix: String { base + "/command/" }
+  public var ringCommand: String { commandPrefix + "ring" }
+  public var foundCommand: String { commandPrefix + "found" }
+  public var volumeCommand: String { commandPrefix + "volume" }
+  public var muteCommand: String { commandPrefix + "mute" }
+
+  /// Lower case letters, digits, `-` and `_`; everything else becomes `_`.
+  public static func slug(_ name: String) -> String {
+    var out = ""
+    for scalar in name.lowercased().unicodeScalars {
+      switch scalar {
+      case "a"..."z", "0"..."9", "-", "_": out.unicodeScalars.append(scalar)
+      default: out += "_"
+      }
+    }
+    return out.isEmpty ? "_" : out
+  }
+
+  public static func slug(_ id: BeaconID) -> String {
+    slug("\(id.uuid)-\(id.major)-\(id.minor)")
+  }
+}
+
+/// A command received on a command topic. Parsing is strict: anything else
+/// is rejected with a reason that the shell logs (and otherwise ignores).
+public enum MQTTCommand: Equatable, Sendable {
+  case ring
+  case found
+  case setVolume(Double)  // 0...1
+  case setMute(Bool)
+
+  public static func parse(topic: String, payload: [UInt8], topics: MQTTTopics) -> Result<
+    MQTTCommand, MQTTCommandError
+  > {
+    guard topic.hasPrefix(topics.commandPrefix) else { return .failure(.unknownTopic(topic)) }
+    let text = String(decoding: payload, as: UTF8.self).trimmingWhitespace()
+    switch String(topic.dropFirst(topics.commandPrefix.count)) {
+    case "ring": return .success(.ring)
+    case "found": return .success(.found)
+    case "volume":
+      guard let v = Double(text), v.isFinite, (0...100).contains(v) else {
+        return .failure(
+          .badPayload(topic, "expected a number from 0 to 100, got '\(text.prefix(40))'"))
+      }
+      return .success(.setVolume(v / 100))
+    case "mute":
+      switch text.uppercased() {
+      case "ON", "TRUE", "1": return .success(.setMute(true))
+      case "OFF", "FALSE", "0": return .success(.setMute(false))
+      default: return .failure(.badPayload(topic, "expected ON or OFF, got '\(text.prefix(40))'"))
+      }
+    default: return .failure(.unknownTopic(topic))
+    }
+  }
+}
+
+public enum MQTTCommandError: Error, Equatable, CustomStringConvertible {
+  case unknownTopic(String)
+  case badPayload(String, String)
+
+  public var description: String {
+    switch self {
+    case .unknownTopic(let t): "unknown command topic \(t)"
+    case .badPayload(let t, let why): "ignored command on \(t): \(why)"
+    }
+  }
+}
+
+extension String {
+  func trimmingWhitespace() -> String {
+    var s = Substring(self)
+    while let f = s.first, f.isWhitespace { s = s.dropFirst() }
+    while let l = s.last, l.isWhitespace { s = s.dropLast() }
+    return String(s)
+  }
+}

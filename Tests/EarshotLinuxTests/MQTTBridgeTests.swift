@@ -1,0 +1,261 @@
+import EarshotCore
+import Foundation
+import XCTest
+
+@testable import EarshotLinux
+
+/// A real mosquitto broker on 127.0.0.1 and an unused port, for one test.
+final class Broker {
+  let port: Int
+  private let dir: String
+  private var process: Process?
+
+  init() throws {
+    binary = try Broker.locate()
+    port = try Broker.unusedPort()
+    dir = NSTemporaryDirectory() + "earshot-broker-\(getpid())-\(port)"
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let conf = "listener \(port) 127.0.0.1\nallow_anonymous true\npersistence false\n"
+    try conf.write(toFile: dir + "/mosquitto.conf", atomically: true, encoding: .utf8)
+    try start()
+  }
+
+  static func locate() throws -> String {
+    guard let binary = Earshot.tool("mosquitto") else {
+      try requireResource("mosquitto broker (package mosquitto)")
+    }
+    return binary
+  }
+
+  private let binary: String
+
+  func start() throws {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: binary)
+    p.arguments = ["-c", dir + "/mosquitto.conf"]
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    process = p
+    // Wait until it accepts connections (bounded; not a timing assertion).
+    for _ in 0..<200 {
+      if Broker.canConnect(port) { return }
+      usleep(20_000)
+    }
+    XCTFail("mosquitto did not start on port \(port)")
+  }
+
+  func stop() {
+    process?.terminate()
+    process?.waitUntilExit()
+    process = nil
+  }
+
+  deinit {
+    stop()
+    try? FileManager.default.removeItem(atPath: dir)
+  }
+
+  /// Every retained message under `topic` as "topic payload" lines.
+  func retained(_ topic: String = "#") throws -> [String: String] {
+    guard let sub = Earshot.tool("mosquitto_sub") else {
+      try requireResource("mosquitto_sub (package mosquitto-clients)")
+    }
+    let r = try Earshot.run(
+      ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-v", "--retained-only", "-W", "1"],
+      executable: sub)
+    var out: [String: String] = [:]
+    for line in r.stdout.split(separator: "\n") {
+      guard let space = line.firstIndex(of: " ") else { continue }
+      out[String(line[..<space])] = String(line[line.index(after: space)...])
+    }
+    return out
+  }
+
+  func publish(_ topic: String, _ payload: String) throws {
+    guard let pub = Earshot.tool("mosquitto_pub") else {
+      try requireResource("mosquitto_pub (package mosquitto-clients)")
+    }
+    let r = try Earshot.run(
+      ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-m", payload], executable: pub)
+    XCTAssertEqual(r.status, 0, r.stderr)
+  }
+
+  static func unusedPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = 0
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) }
+    }
+    _ = withUnsafeMutablePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+    }
+    return Int(UInt16(bigEndian: addr.sin_port))
+  }
+
+  static func canConnect(_ port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = in_port_t(UInt16(port).bigEndian)
+    return withUnsafePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    } == 0
+  }
+}
+
+final class MQTTBridgeTests: XCTestCase {
+  let beacon = BeaconID(
+    uuid: BeaconUUID("8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182")!, major: 1, minor: 10)
+
+  func makeBridge(_ loop: EventLoop, _ broker: Broker) throws -> MQTTBridge {
+    var options = MQTTClient.Options(clientID: "earshot-test-\(getpid())")
+    options.host = "127.0.0.1"
+    options.port = Int32(broker.port)
+    let topics = MQTTTopics(base: "earshot/testhost")
+    var settings = MQTTBridge.Settings(
+      client: options, topics: topics,
+      discovery: HomeAssistantDiscovery(topics: topics, hostname: "testhost", version: "0.1.0"))
+    settings.beaconInterval = 10
+    return try MQTTBridge(loop: loop, settings: settings)
+  }
+
+  /// Runs the loop until `done()` holds, checking every 20 ms; gives up
+  /// after `limit` seconds so a broken test fails instead of hanging.
+  func run(_ loop: EventLoop, limit: Double = 10, until done: @escaping () -> Bool) throws {
+    var gaveUp = false
+    let start = Clock.monotonicNanos()
+    func check() {
+      if done() {
+        loop.stop()
+      } else if Double(Clock.monotonicNanos() - start) > limit * 1e9 {
+        gaveUp = true
+        loop.stop()
+      } else {
+        loop.after(seconds: 0.02, check)
+      }
+    }
+    loop.after(seconds: 0, check)
+    try loop.run()
+    XCTAssertFalse(gaveUp, "condition not reached")
+  }
+
+  func testRetainedStatesAndDiscoveryReachASubscriber() throws {
+    let broker = try Broker()
+    let loop = try EventLoop()
+    let bridge = try makeBridge(loop, broker)
+    bridge.start()
+    bridge.regionState("desk", state: "unknown")
+    try run(loop) { bridge.isConnected }
+    bridge.regionState("desk", state: "inside")
+    bridge.regionState("Lab Room", state: "unknown")
+    bridge.beacon(beacon, distance: 1.84, proximity: "near", rssi: -67, at: 100)
+    bridge.volume(0.37, muted: false)
+    // Let the writes go out.
+    var flushed = false
+    loop.after(seconds: 0.3) { flushed = true }
+    try run(loop) { flushed }
+
+    let r = try broker.retained()
+    XCTAssertEqual(r["earshot/testhost/status"], "online")
+    XCTAssertEqual(r["earshot/testhost/region/desk/state"], "inside")
+    XCTAssertEqual(r["earshot/testhost/region/desk/available"], "online")
+    XCTAssertEqual(r["earshot/testhost/region/lab_room/state"], "unknown")
+    XCTAssertEqual(
+      r["earshot/testhost/region/lab_room/available"], "offline", "unknown is unavailable, not off")
+    XCTAssertEqual(r["earshot/testhost/volume/state"], "37")
+    XCTAssertEqual(r["earshot/testhost/mute/state"], "OFF")
+    let beaconState = try XCTUnwrap(
+      r["earshot/testhost/beacon/8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10/state"])
+    XCTAssertTrue(beaconState.hasPrefix("{\"distance\":1.84,\"proximity\":\"near\""), beaconState)
+
+    // Discovery: one binary_sensor per region, a distance sensor, the controls, one device.
+    let region = try XCTUnwrap(r["homeassistant/binary_sensor/earshot_testhost/region_desk/config"])
+    let config = try XCTUnwrap(
+      JSONSerialization.jsonObject(with: Data(region.utf8)) as? [String: Any])
+    XCTAssertEqual(config["device_class"] as? String, "occupancy")
+    XCTAssertEqual(config["state_topic"] as? String, "earshot/testhost/region/desk/state")
+    XCTAssertEqual(config["payload_on"] as? String, "inside")
+    XCTAssertEqual(config["availability_mode"] as? String, "all")
+    XCTAssertEqual((config["availability"] as? [[String: Any]])?.count, 2)
+    XCTAssertNotNil(r["homeassistant/binary_sensor/earshot_testhost/region_lab_room/config"])
+    XCTAssertNotNil(
+      r[
+        "homeassistant/sensor/earshot_testhost/beacon_8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10/config"
+      ])
+    for object in [
+      "button/earshot_testhost/ring", "button/earshot_testhost/found",
+      "number/earshot_testhost/volume",
+      "switch/earshot_testhost/mute",
+    ] {
+      let payload = try XCTUnwrap(r["homeassistant/\(object)/config"], object)
+      let json = try XCTUnwrap(
+        JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+      XCTAssertEqual(
+        (json["device"] as? [String: Any])?["identifiers"] as? [String], ["earshot_testhost"],
+        object)
+    }
+    bridge.close()
+  }
+
+  func testCommandsArriveAndMalformedOnesAreLoggedAndIgnored() throws {
+    let broker = try Broker()
+    let loop = try EventLoop()
+    let bridge = try makeBridge(loop, broker)
+    var commands: [MQTTCommand] = []
+    var logs: [String] = []
+    bridge.onCommand = { commands.append($0) }
+    bridge.onLog = { logs.append($0) }
+    bridge.start()
+    try run(loop) { bridge.isConnected }
+    // Give the subscription a moment to be registered by the broker.
+    var ready = false
+    loop.after(seconds: 0.3) { ready = true }
+    try run(loop) { ready }
+    try broker.publish("earshot/testhost/command/volume", "abc")
+    try broker.publish("earshot/testhost/command/ring", "PRESS")
+    try broker.publish("earshot/testhost/command/volume", "42")
+    try broker.publish("earshot/testhost/command/mute", "ON")
+    try broker.publish("earshot/testhost/command/found", "PRESS")
+    try run(loop) { commands.count == 4 }
+    XCTAssertEqual(commands, [.ring, .setVolume(0.42), .setMute(true), .found])
+    XCTAssertTrue(logs.contains { $0.contains("expected a number from 0 to 100") }, "\(logs)")
+    bridge.close()
+  }
+
+  func testBrokerRestartGetsEverythingRetainedAgain() throws {
+    let broker = try Broker()
+    let loop = try EventLoop()
+    let bridge = try makeBridge(loop, broker)
+    bridge.start()
+    try run(loop) { bridge.isConnected }
+    bridge.regionState("desk", state: "inside")
+    var flushed = false
+    loop.after(seconds: 0.3) { flushed = true }
+    try run(loop) { flushed }
+    XCTAssertEqual(try broker.retained()["earshot/testhost/region/desk/state"], "inside")
+
+    broker.stop()  // persistence is off: the broker forgets everything
+    try run(loop) { !bridge.isConnected }
+    bridge.regionState("desk", state: "outside")  // changes while the broker is away
+    try broker.start()
+    try run(loop, limit: 15) { bridge.isConnected }
+    flushed = false
+    loop.after(seconds: 0.3) { flushed = true }
+    try run(loop) { flushed }
+    let r = try broker.retained()
+    XCTAssertEqual(r["earshot/testhost/region/desk/state"], "outside")
+    XCTAssertEqual(r["earshot/testhost/status"], "online")
+    XCTAssertNotNil(r["homeassistant/number/earshot_testhost/volume/config"])
+    bridge.close()
+  }
+}
