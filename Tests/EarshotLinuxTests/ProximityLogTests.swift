@@ -17,7 +17,7 @@ private let t0 = Int64(1_767_254_400)
 /// A day's scenario with known ground truth: what `earshot monitor` would
 /// print for it (region events and range lines), and the presence
 /// intervals it contains.
-struct Scenario {
+struct LogScenario {
   struct Interval: Equatable {
     let region: String
     let start: Int64  // seconds since t0
@@ -128,9 +128,9 @@ final class ProximityLogTests: XCTestCase {
 
   func importScenario() throws -> String {
     let db = dir + "/scenario.sqlite"
-    let r = try Earshot.run(["log", "import", "--db", db], stdin: Scenario().text)
+    let r = try Earshot.run(["log", "import", "--db", db], stdin: LogScenario().text)
     XCTAssertEqual(r.status, 0, r.stderr)
-    XCTAssertTrue(r.stdout.contains("imported \(Scenario().lines.count) line(s)"), r.stdout)
+    XCTAssertTrue(r.stdout.contains("imported \(LogScenario().lines.count) line(s)"), r.stdout)
     return db
   }
 
@@ -140,9 +140,9 @@ final class ProximityLogTests: XCTestCase {
     }
   }
 
-  func intervals(_ rows: [[String: Any]]) -> [Scenario.Interval] {
+  func intervals(_ rows: [[String: Any]]) -> [LogScenario.Interval] {
     rows.map {
-      Scenario.Interval(
+      LogScenario.Interval(
         region: $0["region"] as! String,
         start: Int64(($0["start"] as! Double).rounded()) - t0,
         end: ($0["end"] as? Double).map { Int64($0.rounded()) - t0 },
@@ -157,10 +157,10 @@ final class ProximityLogTests: XCTestCase {
     let r = try Earshot.run(["log", "presence", "--db", db, "--format", "json"])
     XCTAssertEqual(r.status, 0, r.stderr)
     let rows = try jsonLines(r.stdout)
-    XCTAssertEqual(intervals(rows), Scenario.intervals)
+    XCTAssertEqual(intervals(rows), LogScenario.intervals)
     // Durations: closed ones end minus start; the open one up to the log's last record.
     let durations = rows.map { $0["duration_s"] as! Double }
-    XCTAssertEqual(durations, [1830, 600, 1329, Double(Scenario.lastRecord - 6000), 230])
+    XCTAssertEqual(durations, [1830, 600, 1329, Double(LogScenario.lastRecord - 6000), 230])
     // The table says the same, with totals.
     let table = try Earshot.run(["log", "presence", "--db", db])
     XCTAssertTrue(
@@ -176,13 +176,61 @@ final class ProximityLogTests: XCTestCase {
     XCTAssertEqual(
       intervals(try jsonLines(w.stdout)),
       [
-        Scenario.Interval(region: "desk", start: 2000, end: 2430, ending: "exit"),
-        Scenario.Interval(region: "desk", start: 3000, end: 3300, ending: "window_end"),
+        LogScenario.Interval(region: "desk", start: 2000, end: 2430, ending: "exit"),
+        LogScenario.Interval(region: "desk", start: 3000, end: 3300, ending: "window_end"),
       ])
     let door = try Earshot.run([
       "log", "presence", "--db", db, "--format", "json", "--region", "door",
     ])
-    XCTAssertEqual(intervals(try jsonLines(door.stdout)), [Scenario.intervals[4]])
+    XCTAssertEqual(intervals(try jsonLines(door.stdout)), [LogScenario.intervals[4]])
+  }
+
+  /// End to end with the real monitor: the office scenario capture, through
+  /// `earshot monitor --input`, into the log; presence must match the
+  /// scenario's ground truth within the monitor's bounds.
+  func testMonitorOutputOfAScenarioCaptureGivesItsTruthWithinBounds() throws {
+    let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+      .deletingLastPathComponent().deletingLastPathComponent()
+    let spec = repo.appendingPathComponent("scenarios/office.scenario").path
+    let conf = repo.appendingPathComponent("scenarios/office.conf").path
+    let capture = dir + "/office.btsnoop"
+    let truthPath = dir + "/office.truth"
+    let sim = try Earshot.run([
+      "simulate", "scenario", "--spec", spec, "--write", capture, "--truth", truthPath,
+    ])
+    XCTAssertEqual(sim.status, 0, sim.stderr)
+    let monitor = try Earshot.run(["monitor", "--config", conf, "--input", capture])
+    XCTAssertEqual(monitor.status, 0, monitor.stderr)
+    let db = dir + "/office.sqlite"
+    let imported = try Earshot.run(["log", "import", "--db", db], stdin: monitor.stdout)
+    XCTAssertEqual(imported.status, 0, imported.stderr)
+    let presence = try Earshot.run(["log", "presence", "--db", db, "--format", "json"])
+    let intervals = try jsonLines(presence.stdout)
+    let truth = try jsonLines(try String(contentsOfFile: truthPath, encoding: .utf8))
+    let scenarioEnd = truth.map { $0["to"] as! Double }.max()!
+    // The scenario's beacons and the config's regions: desk is desk, tag is lab.
+    let regionOf = ["desk": "desk", "tag": "lab"]
+    XCTAssertEqual(intervals.count, truth.count)
+    for t in truth {
+      let region = regionOf[t["beacon"] as! String]!
+      let from = t["from"] as! Double
+      let to = t["to"] as! Double
+      // The interval that starts nearest the truth's start.
+      let match = intervals.filter { $0["region"] as? String == region }
+        .min { abs(($0["start"] as! Double) - from) < abs(($1["start"] as! Double) - from) }
+      let m = try XCTUnwrap(match, "\(region) from \(from)")
+      let start = m["start"] as! Double
+      XCTAssertGreaterThanOrEqual(start, from, region)
+      XCTAssertLessThanOrEqual(start, from + 5, "enter within a few advertising intervals")
+      if to >= scenarioEnd {
+        XCTAssertEqual(m["ending"] as? String, "open", "still inside when the capture ends")
+      } else {
+        let end = try XCTUnwrap(m["end"] as? Double, region)
+        XCTAssertEqual(m["ending"] as? String, "exit")
+        XCTAssertGreaterThan(end, to, "never a false early exit")
+        XCTAssertLessThanOrEqual(end, to + 60, "exit within exit_after = auto's bound")
+      }
+    }
   }
 
   func testTheWriterFedDirectlyKeepsTheSameHistory() throws {
@@ -190,7 +238,7 @@ final class ProximityLogTests: XCTestCase {
     var reports: [String] = []
     let writer = ProximityLogWriter(
       settings: .init(path: db), report: { reports.append($0) }, clock: nil)
-    for e in Scenario().events { writer.record(e) }
+    for e in LogScenario().events { writer.record(e) }
     XCTAssertTrue(writer.close())
     XCTAssertEqual(reports, [])
     XCTAssertEqual(writer.stats.droppedSightings, 0)
@@ -198,10 +246,10 @@ final class ProximityLogTests: XCTestCase {
     let p = try reader.presence(LogQuery())
     XCTAssertEqual(
       p.map {
-        Scenario.Interval(
+        LogScenario.Interval(
           region: $0.region, start: $0.start / s - t0, end: $0.end.map { $0 / s - t0 },
           ending: $0.ending.rawValue)
-      }, Scenario.intervals)
+      }, LogScenario.intervals)
     // One sighting row per beacon per 10 s: desk 600-2399, 3000-3599, 3701-4999, 6000-6300.
     let rows = try reader.store.sightings(since: nil, until: nil)
     let deskRows = rows.filter { $0.beacon == deskBeacon }
@@ -317,8 +365,8 @@ final class ProximityLogTests: XCTestCase {
     let layout = ProximityPlot.Layout(start: day * s, end: (day + 86_400) * s)
     // desk's panel is shaded over desk's inside intervals, door's over door's.
     let shades = doc.filter { $0.attributes["class"] == "inside" }
-    let expected: [(String, Int64, Int64)] = Scenario.intervals.map {
-      ($0.region, $0.start, $0.end ?? Scenario.lastRecord)
+    let expected: [(String, Int64, Int64)] = LogScenario.intervals.map {
+      ($0.region, $0.start, $0.end ?? LogScenario.lastRecord)
     }
     XCTAssertEqual(shades.count, expected.count)
     for (shade, (region, start, end)) in zip(shades, expected) {
