@@ -343,16 +343,26 @@ struct SVGDocument {
 }
 
 final class ProximityLogConfigTests: XCTestCase {
-  func testDefaultsAndChecks() {
+  func testDefaultsAndTheConfigSection() throws {
     let c = ProximityLogConfig()
     XCTAssertFalse(c.enabled)
     XCTAssertEqual(c.interval, 10)
     XCTAssertEqual(c.keepDays, 90)
-    XCTAssertNil(ProximityLogConfig.check(key: "keep_days", value: "90"))
-    XCTAssertNil(ProximityLogConfig.check(key: "path", value: "/var/lib/earshot/p.sqlite"))
-    XCTAssertNotNil(ProximityLogConfig.check(key: "path", value: "relative.sqlite"))
-    XCTAssertNotNil(ProximityLogConfig.check(key: "interval", value: "0"))
-    XCTAssertNotNil(ProximityLogConfig.check(key: "enabled", value: "maybe"))
-    XCTAssertNotNil(ProximityLogConfig.check(key: "colour", value: "red"))
+    var doc = ConfigDocument(file: "earshot.conf")
+    doc.headers = [SectionHeader(name: "log", line: 1)]
+    doc.entries = [
+      ConfigEntry(section: "log", key: "enabled", value: "true", line: 2),
+      ConfigEntry(section: "log", key: "path", value: "/tmp/p.sqlite", line: 3),
+      ConfigEntry(section: "log", key: "keep_days", value: "7", line: 4),
+    ]
+    let config = try Config.build(doc)
+    XCTAssertTrue(config.log.enabled)
+    XCTAssertEqual(config.log.path, "/tmp/p.sqlite")
+    XCTAssertEqual(config.log.keepDays, 7)
+    XCTAssertEqual(config.log.interval, 10)
+    doc.entries.append(ConfigEntry(section: "log", key: "interval", value: "0", line: 5))
+    XCTAssertThrowsError(try Config.build(doc)) {
+      XCTAssertTrue("\($0)".contains("interval"), "\($0)")
+    }
   }
 }
