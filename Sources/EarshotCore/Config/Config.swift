@@ -11,6 +11,7 @@ public struct Config: Sendable {
   public var control = ControlConfig()
   public var state = StateConfig()
   public var mqtt = MQTTConfig()
+  public var log = ProximityLogConfig()
 
   public init(paths: ConfigPaths = .system) {
     control.socket = paths.controlSocket
@@ -322,7 +323,7 @@ extension Config {
             "path", "State file (user agent: $XDG_STATE_HOME/earshot/state).",
             set: { s, v in s.path = try ConfigValue.nonEmpty(v) }, show: { $0.path })
         ], initial: StateConfig(), get: { $0.state }, put: { $0.state = $1 }),
-    ] + [mqttSection]
+    ] + [mqttSection, logSection]
 
   static let mqttKeys: [ConfigKey<MQTTConfig>] = [
     .init(
@@ -379,6 +380,31 @@ extension Config {
   static let mqttSection = SectionTable.make(
     "mqtt", "Publishing to an MQTT broker, with Home Assistant discovery.", mqttKeys,
     initial: MQTTConfig(), get: { $0.mqtt }, put: { $0.mqtt = $1 })
+
+  static let logKeys: [ConfigKey<ProximityLogConfig>] = [
+    .init(
+      "enabled", "Keep the log (a history of who was near is personal data: off by default).",
+      set: { s, v in s.enabled = try ConfigValue.bool(v) },
+      show: { $0.enabled ? "true" : "false" }),
+    .init(
+      "path",
+      "SQLite file; empty = /var/lib/earshot/proximity.sqlite, or "
+        + "$XDG_STATE_HOME/earshot/proximity.sqlite for a user agent.",
+      set: { s, v in s.path = v.isEmpty ? nil : v }, show: { words($0.path ?? "") }),
+    .init(
+      "interval", "Seconds per sighting row: one row per beacon per interval.",
+      set: { s, v in s.interval = try ConfigValue.double(v, in: 1...3600) },
+      show: { ConfigValue.show($0.interval) }),
+    .init(
+      "keep_days", "Days of history kept (older rows are deleted hourly); 0 keeps all.",
+      set: { s, v in s.keepDays = try ConfigValue.double(v, in: 0...36500) },
+      show: { ConfigValue.show($0.keepDays) }),
+
+  ]
+
+  static let logSection = SectionTable.make(
+    "log", "The proximity log: a SQLite history of region events and sightings.", logKeys,
+    initial: ProximityLogConfig(), get: { $0.log }, put: { $0.log = $1 })
 
   /// Keys of `[region "NAME"]`.
   public static let regionKeys: [ConfigKey<RegionConfig>] = [

@@ -11,4 +11,6 @@ let commands: [Command] = [
   eventsCommand,
   foundCommand,
   deviceCommand,
+  logCommand,
+  plotCommand,
 ]
