@@ -25,6 +25,9 @@ let package = Package(
     .systemLibrary(
       name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
       providers: [.apt(["libsndfile1-dev"])]),
+    .systemLibrary(
+      name: "CSQLite3", path: "Sources/CSQLite3", pkgConfig: "sqlite3",
+      providers: [.apt(["libsqlite3-dev"])]),
 
     .systemLibrary(
       name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
@@ -37,7 +40,7 @@ let package = Package(
     .target(
       name: "EarshotLinux",
       dependencies: [
-        "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto",
+        "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto", "CSQLite3",
       ]),
 
     // The command-line front door.

@@ -2,9 +2,18 @@
 /// its own file under Commands/.
 let commands: [Command] = [
   scanCommand,
+  monitorCommand,
+  checkConfigCommand,
   simulateCommand,
   benchCommand,
+  runCommand,
+  statusCommand,
+  eventsCommand,
+  foundCommand,
+  deviceCommand,
   alertCommand,
   soundsCommand,
   volumeCommand,
+  logCommand,
+  plotCommand,
 ]
