@@ -109,11 +109,12 @@ public final class Mixer {
   }
 
   /// Sets every channel to `volume` (0…1) and unmutes, as desktop volume
-  /// applets do. Returns the state read back.
+  /// applets do (`unmute: false` leaves the switch alone, for restoring a
+  /// saved muted state without a blip). Returns the state read back.
   @discardableResult
-  public func setVolume(_ volume: Double, rounding: VolumeScale.Rounding = .nearest) throws
-    -> VolumeState
-  {
+  public func setVolume(
+    _ volume: Double, rounding: VolumeScale.Rounding = .nearest, unmute: Bool = true
+  ) throws -> VolumeState {
     let v = min(max(volume, 0), 1)
     var e: Int32
     switch scale.kind {
@@ -122,7 +123,7 @@ public final class Mixer {
     case .linearDecibels, .cubic:
       e = snd_mixer_selem_set_playback_volume_all(element, rawStep(for: v, rounding: rounding))
     }
-    if e == 0, canMute { e = snd_mixer_selem_set_playback_switch_all(element, 1) }
+    if e == 0, canMute, unmute { e = snd_mixer_selem_set_playback_switch_all(element, 1) }
     guard e == 0 else { throw failure("set the volume of", e) }
     return remember(state())
   }
@@ -134,6 +135,33 @@ public final class Mixer {
     let e = snd_mixer_selem_set_playback_switch_all(element, muted ? 0 : 1)
     guard e == 0 else { throw failure(muted ? "mute" : "unmute", e) }
     return remember(state())
+  }
+
+  /// Whether the card's headphone jack control reports something plugged
+  /// in; nil when the card has no such control (plugins, most USB cards).
+  public func headphoneJackPlugged() -> Bool? {
+    var ctl: OpaquePointer?
+    guard snd_ctl_open(&ctl, card, Int32(SND_CTL_NONBLOCK)) == 0, let ctl else { return nil }
+    defer { snd_ctl_close(ctl) }
+    var id: OpaquePointer?
+    var value: OpaquePointer?
+    snd_ctl_elem_id_malloc(&id)
+    snd_ctl_elem_value_malloc(&value)
+    defer {
+      snd_ctl_elem_id_free(id)
+      snd_ctl_elem_value_free(value)
+    }
+    // The names HD-Audio and ASoC drivers give their jack controls.
+    for name in ["Headphone Jack", "Front Headphone Jack", "Headphone Mic Jack", "Headset Jack"] {
+      snd_ctl_elem_id_clear(id)
+      snd_ctl_elem_id_set_interface(id, SND_CTL_ELEM_IFACE_CARD)
+      snd_ctl_elem_id_set_name(id, name)
+      snd_ctl_elem_value_set_id(value, id)
+      if snd_ctl_elem_read(ctl, value) == 0 {
+        return snd_ctl_elem_value_get_boolean(value, 0) != 0
+      }
+    }
+    return nil
   }
 
   /// The descriptors to poll for changes (POLLIN).
