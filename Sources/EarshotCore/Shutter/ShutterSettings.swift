@@ -1,0 +1,102 @@
+/// The `[shutter]` section of the config file.
+public struct ShutterSettings: Sendable, Equatable {
+  /// The V4L2 capture device.
+  public var device = "/dev/video0"
+  /// Where photos go; `nil` means the shell's default
+  /// ($XDG_PICTURES_DIR/Earshot or ~/Pictures/Earshot).
+  public var directory: String? = nil
+  /// Run this instead of Earshot's own V4L2 capture (split like a shell,
+  /// run without one). `%f` in a word is replaced by the photo's path;
+  /// without `%f` the path is added as the last argument. The path is
+  /// also in the environment as EARSHOT_PHOTO.
+  public var captureCommand: [String]? = nil
+  /// Frames to let go by before the one kept (exposure settling).
+  public var warmupFrames = 3
+  /// Seconds a capture may take before it counts as failed.
+  public var timeout = 10.0
+
+  public init() {}
+
+  public static let keys = ["device", "directory", "capture_command", "warmup_frames", "timeout"]
+
+  /// Reads the section's key/value pairs; an error names the key and says
+  /// what is expected.
+  public init(values: [(key: String, value: String)]) throws {
+    for (key, value) in values {
+      switch key {
+      case "device":
+        guard !value.isEmpty else {
+          throw SettingsError("[shutter] device is empty; e.g. /dev/video0")
+        }
+        device = value
+      case "directory":
+        directory = value.isEmpty ? nil : value
+      case "capture_command":
+        let words: [String]
+        do {
+          words = try CommandWords.split(value)
+        } catch {
+          throw SettingsError("[shutter] capture_command: \(error)")
+        }
+        captureCommand = words.isEmpty ? nil : words
+      case "warmup_frames":
+        guard let n = Int(value), (0...100).contains(n) else {
+          throw SettingsError(
+            "[shutter] warmup_frames must be a whole number 0…100, got '\(value)'")
+        }
+        warmupFrames = n
+      case "timeout":
+        guard let t = Double(value), t.isFinite, t > 0, t <= 600 else {
+          throw SettingsError("[shutter] timeout must be seconds (0 < t ≤ 600), got '\(value)'")
+        }
+        timeout = t
+      default:
+        throw SettingsError(
+          "unknown key '\(key)' in [shutter]; known keys: \(ShutterSettings.keys.joined(separator: ", "))"
+        )
+      }
+    }
+  }
+
+  /// The capture command for one photo: `%f` replaced, or the path added.
+  public func commandLine(for path: String) -> [String]? {
+    guard let words = captureCommand else { return nil }
+    if words.contains(where: { $0.contains("%f") }) {
+      return words.map { $0.replacingAll("%f", with: path) }
+    }
+    return words + [path]
+  }
+}
+
+/// A config value that cannot be used, with what to write instead.
+public struct SettingsError: Error, Equatable, CustomStringConvertible {
+  public let description: String
+  public init(_ description: String) { self.description = description }
+}
+
+extension String {
+  func replacingAll(_ target: String, with replacement: String) -> String {
+    guard !target.isEmpty else { return self }
+    var out = ""
+    var rest = self[...]
+    while let r = rest.range(of: target) {
+      out += rest[..<r.lowerBound]
+      out += replacement
+      rest = rest[r.upperBound...]
+    }
+    return out + rest
+  }
+}
+
+extension Substring {
+  fileprivate func range(of target: String) -> Range<Index>? {
+    var i = startIndex
+    while i < endIndex {
+      if self[i...].hasPrefix(target) {
+        return i..<index(i, offsetBy: target.count)
+      }
+      i = index(after: i)
+    }
+    return nil
+  }
+}
