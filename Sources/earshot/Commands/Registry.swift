@@ -5,4 +5,7 @@ let commands: [Command] = [
   simulateCommand,
   benchCommand,
   shutterCommand,
+  playCommand,
+  pauseCommand,
+  stopCommand,
 ]
