@@ -78,8 +78,10 @@ final class MediaCoordinatorTests: XCTestCase {
     var c = coordinator()
     let (first, _) = c.request(title: "song", now: 0)
     let (second, a) = c.request(title: "other", now: 1)
-    XCTAssertEqual(a.filter(isCompletion), [.complete(second, .busy, item: nil)])
+    XCTAssertEqual(a.filter(isCompletion), [.complete(second, .busy, item: other)])
     XCTAssertEqual(c.pending, first)
+    let (third, b) = c.request(title: "no such thing", now: 1)
+    XCTAssertEqual(b.filter(isCompletion), [.complete(third, .notFound, item: nil)])
     XCTAssertEqual(
       c.handle(.playbackStarted(first), now: 2).filter(isCompletion),
       [.complete(first, .success, item: song)])
@@ -103,7 +105,7 @@ final class MediaCoordinatorTests: XCTestCase {
     _ = c.handle(.playbackStarted(id), now: 1)
     XCTAssertEqual(c.handle(.findPhoneStarted, now: 2), [.pausePlayback(id)])
     let (r, a) = c.request(title: "other", now: 3)
-    XCTAssertEqual(a.filter(isCompletion), [.complete(r, .busy, item: nil)])
+    XCTAssertEqual(a.filter(isCompletion), [.complete(r, .busy, item: other)])
     XCTAssertEqual(c.handle(.findPhoneEnded, now: 4), [.resumePlayback(id)])
     XCTAssertEqual(c.phase, .playing(id, song))
     XCTAssertEqual(c.handle(.findPhoneEnded, now: 5), [])

@@ -114,7 +114,10 @@ final class MediaPlaybackTests: XCTestCase {
     let lib = try MediaFixtures.library()
     let tagged = try Earshot.run(["play", "--library", lib, "--list", "MORNING sun"])
     XCTAssertEqual(tagged.status, 0, tagged.stderr)
-    XCTAssertTrue(tagged.stdout.hasPrefix("{\"score\":5000,\"match\":\"exact\",\"title\":\"Morning Sun\",\"artist\":\"Test Band\""), tagged.stdout)
+    XCTAssertTrue(
+      tagged.stdout.hasPrefix(
+        "{\"score\":5000,\"match\":\"exact\",\"title\":\"Morning Sun\",\"artist\":\"Test Band\""),
+      tagged.stdout)
     let accent = try Earshot.run(["play", "--library", lib, "--list", "elan"])
     XCTAssertTrue(accent.stdout.contains("\"title\":\"Élan\""), accent.stdout)
     let byName = try Earshot.run(["play", "--library", lib, "--list", "a440"])
@@ -216,7 +219,9 @@ final class MediaPlaybackTests: XCTestCase {
     let recF = MediaFixtures.dominant(window, rate: rate)
     XCTAssertEqual(fileF, 880, accuracy: 5)
     XCTAssertEqual(recF, fileF, accuracy: 5, "the recording's peak is not the file's")
-    print("play: completion after \(completedAt) s, heard \(heard) s, peak \(recF) Hz (file \(fileF) Hz)")
+    print(
+      "play: completion after \(completedAt) s, heard \(heard) s, peak \(recF) Hz (file \(fileF) Hz)"
+    )
     // Not one of the other titles.
     let p = { MediaFixtures.power(window, $0, rate: rate) }
     XCTAssertGreaterThan(p(880), 100 * p(660))

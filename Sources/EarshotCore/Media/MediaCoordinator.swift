@@ -8,8 +8,11 @@
 /// request is dropped. So every request gets one completion, never two.
 ///
 /// Rules:
-/// - One request starts at a time. A request while another is still
-///   starting, or while find-phone rings, completes at once with `busy`.
+/// - The library is asked first: an unknown title is `notFound`, an
+///   undecodable file `unsupportedMediaType`, whatever else is going on.
+/// - One request starts at a time. A request for a known title while
+///   another is still starting, or while find-phone rings, completes at
+///   once with `busy`.
 /// - A request while something plays replaces it (stop, then start).
 /// - Find-phone preempts media: a playing title is paused while the phone
 ///   rings and resumed after; one still starting is stopped (`busy`).
@@ -93,20 +96,6 @@ public struct MediaCoordinator: Sendable {
   public mutating func request(title: String, now: Double) -> (MediaRequestID, [MediaAction]) {
     let id = MediaRequestID(nextID)
     nextID += 1
-    if ringing {
-      return (
-        id, [.log("play '\(title)': find-phone is ringing"), .complete(id, .busy, item: nil)]
-      )
-    }
-    if case .starting(let other, _, _, _) = phase {
-      return (
-        id,
-        [
-          .log("play '\(title)': request \(other) is still starting"),
-          .complete(id, .busy, item: nil),
-        ]
-      )
-    }
     guard let match = library.best(title) else {
       return (id, [.log("play '\(title)': no title matches"), .complete(id, .notFound, item: nil)])
     }
@@ -117,6 +106,22 @@ public struct MediaCoordinator: Sendable {
         [
           .log("play '\(title)': \(item.path) is in a format the built-in player cannot decode"),
           .complete(id, .unsupportedMediaType, item: item),
+        ]
+      )
+    }
+    // The library answers first: an unknown title is notFound whatever
+    // plays. Only then can a known title find the player busy.
+    if ringing {
+      return (
+        id, [.log("play '\(title)': find-phone is ringing"), .complete(id, .busy, item: item)]
+      )
+    }
+    if case .starting(let other, _, _, _) = phase {
+      return (
+        id,
+        [
+          .log("play '\(title)': request \(other) is still starting"),
+          .complete(id, .busy, item: item),
         ]
       )
     }
