@@ -8,7 +8,7 @@ build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev li
        libjpeg62-turbo-dev)
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
       qemu-system-x86 busybox-static kmod cpio mosquitto mosquitto-clients
-      dbus dbus-daemon dbus-bin)
+      dbus dbus-daemon dbus-bin libjpeg-turbo-progs)
 want=("${build[@]}")
 [ "$mode" = test ] && want+=("${test[@]}")
 missing=()

@@ -211,3 +211,62 @@ struct ShutterMediaRandom: RandomNumberGenerator {
     return z ^ (z >> 31)
   }
 }
+
+final class ShutterSettingsTests: XCTestCase {
+  func testCommandWordsSplitLikeAShell() throws {
+    XCTAssertEqual(
+      try CommandWords.split("fswebcam -r 640x480 %f"), ["fswebcam", "-r", "640x480", "%f"])
+    XCTAssertEqual(
+      try CommandWords.split(#"sh -c 'echo "$1"' x"#), ["sh", "-c", #"echo "$1""#, "x"])
+    XCTAssertEqual(
+      try CommandWords.split(#"a "b c" d\ e "f\"g" ''"#), ["a", "b c", "d e", "f\"g", ""])
+    XCTAssertEqual(try CommandWords.split("  "), [])
+    XCTAssertThrowsError(try CommandWords.split("a 'b"))
+    XCTAssertThrowsError(try CommandWords.split("a \"b"))
+    XCTAssertThrowsError(try CommandWords.split("a \\"))
+  }
+
+  func testSettings() throws {
+    let s = try ShutterSettings(values: [
+      ("device", "/dev/video2"), ("directory", "~/Photos"),
+      ("capture_command", "snap --out %f --q 9"),
+      ("resolution", "1280x720"), ("warmup_frames", "0"), ("timeout", "2.5"),
+    ])
+    XCTAssertEqual(s.device, "/dev/video2")
+    XCTAssertEqual(s.directory, "~/Photos")
+    XCTAssertEqual(s.width, 1280)
+    XCTAssertEqual(s.height, 720)
+    XCTAssertEqual(s.warmupFrames, 0)
+    XCTAssertEqual(s.timeout, 2.5)
+    XCTAssertEqual(s.commandLine(for: "/p/a b.jpg"), ["snap", "--out", "/p/a b.jpg", "--q", "9"])
+    var t = ShutterSettings()
+    XCTAssertNil(t.commandLine(for: "/x.jpg"))
+    t.captureCommand = ["tool", "--quiet"]
+    XCTAssertEqual(t.commandLine(for: "/x.jpg"), ["tool", "--quiet", "/x.jpg"])
+    XCTAssertEqual(ShutterSettings().device, "/dev/video0")
+    for bad in [
+      ("timeout", "0"), ("warmup_frames", "-1"), ("resolution", "big"), ("device", ""),
+      ("capture_command", "a 'b"), ("colour", "red"),
+    ] {
+      XCTAssertThrowsError(try ShutterSettings(values: [bad]), "\(bad)")
+    }
+  }
+
+  func testMediaSettings() throws {
+    let m = try MediaSettings(values: [
+      ("library", "/srv/music"), ("player", "vlc"), ("timeout", "3"), ("device", "plughw:0,0"),
+    ])
+    XCTAssertEqual(m.library, "/srv/music")
+    XCTAssertEqual(m.player, "org.mpris.MediaPlayer2.vlc")
+    XCTAssertEqual(m.timeout, 3)
+    XCTAssertEqual(m.device, "plughw:0,0")
+    XCTAssertEqual(
+      try MediaSettings(values: [("player", "org.mpris.MediaPlayer2.spotify")]).player,
+      "org.mpris.MediaPlayer2.spotify")
+    XCTAssertNil(try MediaSettings(values: [("player", "")]).player)
+    XCTAssertEqual(MediaSettings().library, "~/Music")
+    for bad in [("player", "my player"), ("timeout", "soon"), ("library", ""), ("volume", "1")] {
+      XCTAssertThrowsError(try MediaSettings(values: [bad]), "\(bad)")
+    }
+  }
+}

@@ -10,6 +10,10 @@ public struct ShutterSettings: Sendable, Equatable {
   /// without `%f` the path is added as the last argument. The path is
   /// also in the environment as EARSHOT_PHOTO.
   public var captureCommand: [String]? = nil
+  /// Frame size to ask the camera for; `nil` keeps the camera's current
+  /// size. The driver may pick the nearest it supports.
+  public var width: Int? = nil
+  public var height: Int? = nil
   /// Frames to let go by before the one kept (exposure settling).
   public var warmupFrames = 3
   /// Seconds a capture may take before it counts as failed.
@@ -17,7 +21,18 @@ public struct ShutterSettings: Sendable, Equatable {
 
   public init() {}
 
-  public static let keys = ["device", "directory", "capture_command", "warmup_frames", "timeout"]
+  public static let keys = [
+    "device", "directory", "capture_command", "resolution", "warmup_frames", "timeout",
+  ]
+
+  /// "640x480" → (640, 480).
+  public static func parseResolution(_ text: String) -> (Int, Int)? {
+    let parts = text.lowercased().split(separator: "x")
+    guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]),
+      (16...16384).contains(w), (16...16384).contains(h)
+    else { return nil }
+    return (w, h)
+  }
 
   /// Reads the section's key/value pairs; an error names the key and says
   /// what is expected.
@@ -39,6 +54,13 @@ public struct ShutterSettings: Sendable, Equatable {
           throw SettingsError("[shutter] capture_command: \(error)")
         }
         captureCommand = words.isEmpty ? nil : words
+      case "resolution":
+        guard let (w, h) = ShutterSettings.parseResolution(value) else {
+          throw SettingsError(
+            "[shutter] resolution must be WIDTHxHEIGHT like 1280x720, got '\(value)'")
+        }
+        width = w
+        height = h
       case "warmup_frames":
         guard let n = Int(value), (0...100).contains(n) else {
           throw SettingsError(

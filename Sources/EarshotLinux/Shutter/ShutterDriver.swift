@@ -77,7 +77,7 @@ public final class ShutterDriver {
     }
     let cam = V4L2Camera(path: settings.device)
     do {
-      try cam.open()
+      try cam.open(width: settings.width ?? 0, height: settings.height ?? 0)
       camera = cam
       onLog(
         "camera \(cam.path) (\(cam.card), \(cam.driver)) ready: \(cam.width)×\(cam.height) "

@@ -29,6 +29,14 @@ public final class V4L2Camera {
     /// Bytes per row (YUYV); 0 for MJPEG.
     public let stride: Int
     public let bytes: [UInt8]
+
+    public init(format: PixelFormat, width: Int, height: Int, stride: Int, bytes: [UInt8]) {
+      self.format = format
+      self.width = width
+      self.height = height
+      self.stride = stride
+      self.bytes = bytes
+    }
   }
 
   public let path: String

@@ -31,6 +31,8 @@ let shutterCommand = Command(
       "Config file (default: ~/.config/earshot/earshot.conf, then /etc/earshot/earshot.conf)"),
     .value("device", "DEV", "Camera device (overrides [shutter] device)"),
     .value("directory", "DIR", "Where photos go (overrides [shutter] directory)"),
+    .value(
+      "resolution", "WxH", "Frame size to ask the camera for (overrides [shutter] resolution)"),
   ],
   run: runShutter)
 
@@ -44,6 +46,13 @@ func runShutter(_ args: Arguments) throws -> Int32 {
   }
   if let d = args.value("device") { settings.device = d }
   if let d = args.value("directory") { settings.directory = d }
+  if let r = args.value("resolution") {
+    guard let (w, h) = ShutterSettings.parseResolution(r) else {
+      throw UsageError("--resolution expects WIDTHxHEIGHT like 640x480, got '\(r)'")
+    }
+    settings.width = w
+    settings.height = h
+  }
 
   var events: [Int] = []
   for word in args.positionals {
