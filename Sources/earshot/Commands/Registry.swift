@@ -2,6 +2,8 @@
 /// its own file under Commands/.
 let commands: [Command] = [
   scanCommand,
+  monitorCommand,
+  checkConfigCommand,
   simulateCommand,
   benchCommand,
   shutterCommand,
