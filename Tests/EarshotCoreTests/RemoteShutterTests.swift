@@ -213,19 +213,6 @@ struct ShutterMediaRandom: RandomNumberGenerator {
 }
 
 final class ShutterSettingsTests: XCTestCase {
-  func testCommandWordsSplitLikeAShell() throws {
-    XCTAssertEqual(
-      try CommandWords.split("fswebcam -r 640x480 %f"), ["fswebcam", "-r", "640x480", "%f"])
-    XCTAssertEqual(
-      try CommandWords.split(#"sh -c 'echo "$1"' x"#), ["sh", "-c", #"echo "$1""#, "x"])
-    XCTAssertEqual(
-      try CommandWords.split(#"a "b c" d\ e "f\"g" ''"#), ["a", "b c", "d e", "f\"g", ""])
-    XCTAssertEqual(try CommandWords.split("  "), [])
-    XCTAssertThrowsError(try CommandWords.split("a 'b"))
-    XCTAssertThrowsError(try CommandWords.split("a \"b"))
-    XCTAssertThrowsError(try CommandWords.split("a \\"))
-  }
-
   func testSettings() throws {
     let s = try ShutterSettings(values: [
       ("device", "/dev/video2"), ("directory", "~/Photos"),

@@ -37,46 +37,52 @@ public struct ShutterSettings: Sendable, Equatable {
   /// Reads the section's key/value pairs; an error names the key and says
   /// what is expected.
   public init(values: [(key: String, value: String)]) throws {
-    for (key, value) in values {
-      switch key {
-      case "device":
-        guard !value.isEmpty else {
-          throw SettingsError("[shutter] device is empty; e.g. /dev/video0")
-        }
-        device = value
-      case "directory":
-        directory = value.isEmpty ? nil : value
-      case "capture_command":
-        let words: [String]
-        do {
-          words = try CommandWords.split(value)
-        } catch {
-          throw SettingsError("[shutter] capture_command: \(error)")
-        }
-        captureCommand = words.isEmpty ? nil : words
-      case "resolution":
-        guard let (w, h) = ShutterSettings.parseResolution(value) else {
-          throw SettingsError(
-            "[shutter] resolution must be WIDTHxHEIGHT like 1280x720, got '\(value)'")
-        }
-        width = w
-        height = h
-      case "warmup_frames":
-        guard let n = Int(value), (0...100).contains(n) else {
-          throw SettingsError(
-            "[shutter] warmup_frames must be a whole number 0…100, got '\(value)'")
-        }
-        warmupFrames = n
-      case "timeout":
-        guard let t = Double(value), t.isFinite, t > 0, t <= 600 else {
-          throw SettingsError("[shutter] timeout must be seconds (0 < t ≤ 600), got '\(value)'")
-        }
-        timeout = t
-      default:
-        throw SettingsError(
-          "unknown key '\(key)' in [shutter]; known keys: \(ShutterSettings.keys.joined(separator: ", "))"
-        )
+    for (key, value) in values { try set(key, value) }
+  }
+
+  /// Sets one key from its text; the error says what to write instead.
+  public mutating func set(_ key: String, _ value: String) throws {
+    switch key {
+    case "device":
+      guard !value.isEmpty else {
+        throw SettingsError("[shutter] device is empty; e.g. /dev/video0")
       }
+      device = value
+    case "directory":
+      directory = value.isEmpty ? nil : value
+    case "capture_command":
+      let words: [String]
+      do {
+        words = try ShellWords.split(value)
+      } catch {
+        throw SettingsError("[shutter] capture_command: \(error)")
+      }
+      captureCommand = words.isEmpty ? nil : words
+    case "resolution" where value.isEmpty:
+      width = nil
+      height = nil
+    case "resolution":
+      guard let (w, h) = ShutterSettings.parseResolution(value) else {
+        throw SettingsError(
+          "[shutter] resolution must be WIDTHxHEIGHT like 1280x720, got '\(value)'")
+      }
+      width = w
+      height = h
+    case "warmup_frames":
+      guard let n = Int(value), (0...100).contains(n) else {
+        throw SettingsError(
+          "[shutter] warmup_frames must be a whole number 0…100, got '\(value)'")
+      }
+      warmupFrames = n
+    case "timeout":
+      guard let t = Double(value), t.isFinite, t > 0, t <= 600 else {
+        throw SettingsError("[shutter] timeout must be seconds (0 < t ≤ 600), got '\(value)'")
+      }
+      timeout = t
+    default:
+      throw SettingsError(
+        "unknown key '\(key)' in [shutter]; known keys: \(ShutterSettings.keys.joined(separator: ", "))"
+      )
     }
   }
 

@@ -9,34 +9,30 @@ import EarshotLinux
 /// playback: the config, and the pid file through which `pause` and `stop`
 /// reach a running `earshot play` (SIGUSR1 pause, SIGUSR2 resume, SIGTERM
 /// stop).
+/// The config for commands that also work without one: --config if given,
+/// else the default file if it exists, else the defaults.
+func loadConfigOrDefaults(_ args: Arguments) throws -> Config {
+  if args.value("config") == nil && access(ConfigLocation.defaultPath(), F_OK) != 0 {
+    return Config(paths: ConfigLocation.paths())
+  }
+  return try loadConfig(args).0
+}
+
 enum MediaCLI {
   static let configOption = Option.value(
     "config", "FILE",
     "Config file (default: ~/.config/earshot/earshot.conf, then /etc/earshot/earshot.conf)")
 
   static func settings(_ args: Arguments) throws -> MediaSettings {
+    var s = try loadConfigOrDefaults(args).media
     do {
-      let config = try ConfigSections.load(explicit: args.value("config"))
-      var s = try MediaSettings(values: config.section("media"))
-      var overrides: [(key: String, value: String)] = []
-      for key in ["library", "player", "timeout", "device"] {
-        if let v = args.values[key] { overrides.append((key, v)) }
+      for key in MediaSettings.keys {
+        if let v = args.values[key] { try s.set(key, v) }
       }
-      if !overrides.isEmpty {
-        let o = try MediaSettings(values: overrides)
-        for (key, _) in overrides {
-          switch key {
-          case "library": s.library = o.library
-          case "player": s.player = o.player
-          case "timeout": s.timeout = o.timeout
-          default: s.device = o.device
-          }
-        }
-      }
-      return s
     } catch {
-      throw CommandFailure("\(error)")
+      throw UsageError("--\(error)")
     }
+    return s
   }
 
   static var pidFile: String {

@@ -37,13 +37,7 @@ let shutterCommand = Command(
   run: runShutter)
 
 func runShutter(_ args: Arguments) throws -> Int32 {
-  var settings: ShutterSettings
-  do {
-    let config = try ConfigSections.load(explicit: args.value("config"))
-    settings = try ShutterSettings(values: config.section("shutter"))
-  } catch {
-    throw CommandFailure("\(error)")
-  }
+  var settings = try loadConfigOrDefaults(args).shutter
   if let d = args.value("device") { settings.device = d }
   if let d = args.value("directory") { settings.directory = d }
   if let r = args.value("resolution") {
