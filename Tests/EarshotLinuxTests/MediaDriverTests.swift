@@ -6,6 +6,22 @@ import XCTest
 /// The media driver on a real event loop with real players: concurrent
 /// requests and timeouts each get exactly one completion.
 final class MediaDriverTests: XCTestCase {
+  private var savedBus: String?
+
+  override func setUp() {
+    savedBus = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
+  }
+
+  /// A stale bus address must not outlive the test: libpulse clients
+  /// started later (the recorded playback test) misbehave with one.
+  override func tearDown() {
+    if let savedBus {
+      setenv("DBUS_SESSION_BUS_ADDRESS", savedBus, 1)
+    } else {
+      unsetenv("DBUS_SESSION_BUS_ADDRESS")
+    }
+  }
+
   /// A private session bus with no MPRIS player on it.
   private func sessionBus() throws -> Process {
     guard let daemon = Earshot.tool("dbus-daemon"), Earshot.tool("dbus-send") != nil else {

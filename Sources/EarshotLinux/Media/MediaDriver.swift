@@ -13,6 +13,7 @@ public final class MediaDriver {
   private let loop: EventLoop
   private var coordinator: MediaCoordinator
   private var timers: [MediaRequestID: EventLoop.TimerID] = [:]
+  private var deadlines: [MediaRequestID: Double] = [:]
   private var events: [MediaEvent] = []
   private var processing = false
   private let alsa: MediaFilePlayer?
@@ -74,6 +75,17 @@ public final class MediaDriver {
   public func findPhoneEnded() { feed(.findPhoneEnded) }
 
   private func feed(_ event: MediaEvent) {
+    // A result handled after its request's deadline is late, even when the
+    // timer, ready in the same loop turn, has not been serviced yet.
+    switch event {
+    case .playbackStarted(let id), .playbackFailed(let id, _, _):
+      if let d = deadlines[id], d <= MediaDriver.now() {
+        if let t = timers.removeValue(forKey: id) { loop.cancel(t) }
+        deadlines[id] = nil
+        events.append(.timeoutReached(id))
+      }
+    default: break
+    }
     events.append(event)
     guard !processing else { return }
     processing = true
@@ -119,13 +131,16 @@ public final class MediaDriver {
         if !replacing { mpris?.stop() }
       case .armTimeout(let id, let at):
         let delay = max(0, at - MediaDriver.now())
+        deadlines[id] = at
         timers[id] = loop.after(seconds: delay) { [weak self] in
           guard let self else { return }
           self.timers[id] = nil
+          self.deadlines[id] = nil
           self.feed(.timeoutReached(id))
         }
       case .cancelTimeout(let id):
         if let t = timers.removeValue(forKey: id) { loop.cancel(t) }
+        deadlines[id] = nil
       case .complete(let id, let response, let item):
         onCompletion(id, response, item)
       case .log(let line):

@@ -38,7 +38,7 @@ public final class MprisPlayer {
   public func stop(done: @escaping (Outcome) -> Void = { _ in }) { call("Stop", [], done) }
 
   private func call(_ method: String, _ args: [String], _ done: @escaping (Outcome) -> Void) {
-    let ms = Int(timeout * 1000)
+    let ms = max(1, Int(timeout * 1000))
     let argv =
       [
         "dbus-send", "--session", "--print-reply", "--reply-timeout=\(ms)", "--dest=\(busName)",

@@ -101,9 +101,13 @@ func runShutter(_ args: Arguments) throws -> Int32 {
     driver.send(raw)
   }
 
+  // stdin is made nonblocking for the loop; its flags are shared with
+  // whoever handed it over (a terminal's shell), so they are put back.
+  let stdinFlags = fcntl(0, F_GETFL)
+  defer { if events.isEmpty { _ = fcntl(0, F_SETFL, stdinFlags) } }
   if inputOpen {
     var pending: [UInt8] = []
-    _ = fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK)
+    _ = fcntl(0, F_SETFL, stdinFlags | O_NONBLOCK)
     try loop.watch(0, events: EventLoop.readable) { _ in
       var chunk = [UInt8](repeating: 0, count: 1024)
       let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
