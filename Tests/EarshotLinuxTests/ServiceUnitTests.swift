@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import Foundation
 import XCTest
 
@@ -17,7 +18,8 @@ final class ServiceUnitTests: XCTestCase {
     let staged = root + "/build/.build/release"
     try FileManager.default.createDirectory(atPath: staged, withIntermediateDirectories: true)
     try FileManager.default.copyItem(atPath: Earshot.binary, toPath: staged + "/earshot")
-    for item in ["scripts", "etc", "sounds", "README.md"] {
+    for item in ["scripts", "etc", "sounds", "README.md"]
+    where FileManager.default.fileExists(atPath: repo.appendingPathComponent(item).path) {
       try FileManager.default.copyItem(
         atPath: repo.appendingPathComponent(item).path, toPath: root + "/build/" + item)
     }

@@ -10,6 +10,8 @@ public struct Config: Sendable {
   public var findPhone = FindPhoneConfig()
   public var control = ControlConfig()
   public var state = StateConfig()
+  public var mqtt = MQTTConfig()
+  public var log = ProximityLogConfig()
   public var shutter = ShutterSettings()
   public var media = MediaSettings()
 
@@ -158,6 +160,32 @@ public struct ControlConfig: Sendable, Equatable {
   public init() {}
 }
 
+/// `[mqtt]`: off until `host` is set.
+public struct MQTTConfig: Sendable, Equatable {
+  public var host: String? = nil
+  public var port = 1883
+  public var username: String? = nil
+  /// A file holding the password (kept out of the config, which is often world-readable).
+  public var passwordFile: String? = nil
+  public var tls = false
+  public var ca: String? = nil
+  public var cert: String? = nil
+  public var key: String? = nil
+  /// `nil`: `earshot-<hostname>`.
+  public var clientID: String? = nil
+  /// `nil`: `earshot/<hostname>`.
+  public var baseTopic: String? = nil
+  public var qos = 1
+  public var retain = true
+  public var discovery = true
+  public var discoveryPrefix = "homeassistant"
+  /// Seconds between two publications of one beacon's distance.
+  public var beaconInterval = 10.0
+  public init() {}
+
+  public var enabled: Bool { host != nil }
+}
+
 public struct StateConfig: Sendable, Equatable {
   public var path = ""
   public init() {}
@@ -297,7 +325,88 @@ extension Config {
             "path", "State file (user agent: $XDG_STATE_HOME/earshot/state).",
             set: { s, v in s.path = try ConfigValue.nonEmpty(v) }, show: { $0.path })
         ], initial: StateConfig(), get: { $0.state }, put: { $0.state = $1 }),
-    ] + shutterAndMediaSections
+    ] + [mqttSection, logSection] + shutterAndMediaSections
+
+  static let mqttKeys: [ConfigKey<MQTTConfig>] = [
+    .init(
+      "host", "Broker host name or address; empty = MQTT off.",
+      set: { s, v in s.host = v.isEmpty ? nil : v }, show: { words($0.host ?? "") }),
+    .init(
+      "port", "Broker port (1883, or 8883 with TLS).",
+      set: { s, v in s.port = try ConfigValue.integer(v, in: 1...65535) },
+      show: { String($0.port) }),
+    .init(
+      "username", "User name, if the broker wants one.",
+      set: { s, v in s.username = v.isEmpty ? nil : v }, show: { words($0.username ?? "") }),
+    .init(
+      "password_file", "File whose first line is the password.",
+      set: { s, v in s.passwordFile = v.isEmpty ? nil : v },
+      show: { words($0.passwordFile ?? "") }),
+    .init(
+      "tls", "Use TLS (set ca, and cert/key for client certificates).",
+      set: { s, v in s.tls = try ConfigValue.bool(v) }, show: { String($0.tls) }),
+    .init(
+      "ca", "CA certificate file for TLS.",
+      set: { s, v in s.ca = v.isEmpty ? nil : v }, show: { words($0.ca ?? "") }),
+    .init(
+      "cert", "Client certificate file for TLS.",
+      set: { s, v in s.cert = v.isEmpty ? nil : v }, show: { words($0.cert ?? "") }),
+    .init(
+      "key", "Client key file for TLS.",
+      set: { s, v in s.key = v.isEmpty ? nil : v }, show: { words($0.key ?? "") }),
+    .init(
+      "client_id", "MQTT client id; empty = earshot-<hostname>.",
+      set: { s, v in s.clientID = v.isEmpty ? nil : v }, show: { words($0.clientID ?? "") }),
+    .init(
+      "base_topic", "Topic prefix; empty = earshot/<hostname>.",
+      set: { s, v in s.baseTopic = v.isEmpty ? nil : v }, show: { words($0.baseTopic ?? "") }),
+    .init(
+      "qos", "QoS of published messages (0, 1 or 2).",
+      set: { s, v in s.qos = try ConfigValue.integer(v, in: 0...2) }, show: { String($0.qos) }),
+    .init(
+      "retain", "Retain state messages (region states, beacons, volume).",
+      set: { s, v in s.retain = try ConfigValue.bool(v) }, show: { String($0.retain) }),
+    .init(
+      "discovery", "Publish Home Assistant discovery configs.",
+      set: { s, v in s.discovery = try ConfigValue.bool(v) }, show: { String($0.discovery) }),
+    .init(
+      "discovery_prefix", "Home Assistant's discovery prefix.",
+      set: { s, v in s.discoveryPrefix = try ConfigValue.nonEmpty(v) },
+      show: { $0.discoveryPrefix }),
+    .init(
+      "beacon_interval", "Seconds between two distance updates of one beacon.",
+      set: { s, v in s.beaconInterval = try ConfigValue.double(v, in: 0...3600) },
+      show: { ConfigValue.show($0.beaconInterval) }),
+  ]
+
+  static let mqttSection = SectionTable.make(
+    "mqtt", "Publishing to an MQTT broker, with Home Assistant discovery.", mqttKeys,
+    initial: MQTTConfig(), get: { $0.mqtt }, put: { $0.mqtt = $1 })
+
+  static let logKeys: [ConfigKey<ProximityLogConfig>] = [
+    .init(
+      "enabled", "Keep the log (a history of who was near is personal data: off by default).",
+      set: { s, v in s.enabled = try ConfigValue.bool(v) },
+      show: { $0.enabled ? "true" : "false" }),
+    .init(
+      "path",
+      "SQLite file; empty = /var/lib/earshot/proximity.sqlite, or "
+        + "$XDG_STATE_HOME/earshot/proximity.sqlite for a user agent.",
+      set: { s, v in s.path = v.isEmpty ? nil : v }, show: { words($0.path ?? "") }),
+    .init(
+      "interval", "Seconds per sighting row: one row per beacon per interval.",
+      set: { s, v in s.interval = try ConfigValue.double(v, in: 1...3600) },
+      show: { ConfigValue.show($0.interval) }),
+    .init(
+      "keep_days", "Days of history kept (older rows are deleted hourly); 0 keeps all.",
+      set: { s, v in s.keepDays = try ConfigValue.double(v, in: 0...36500) },
+      show: { ConfigValue.show($0.keepDays) }),
+
+  ]
+
+  static let logSection = SectionTable.make(
+    "log", "The proximity log: a SQLite history of region events and sightings.", logKeys,
+    initial: ProximityLogConfig(), get: { $0.log }, put: { $0.log = $1 })
 
   /// Keys of `[region "NAME"]`.
   public static let regionKeys: [ConfigKey<RegionConfig>] = [

@@ -19,9 +19,9 @@ public struct MediaItem: Sendable, Equatable {
   public init(path: String, title: String?, artist: String?, decodable: Bool) {
     self.path = path
     let stem = MediaItem.stem(of: path)
-    let cleanTitle = title.flatMap { $0.trimmingSpaces.isEmpty ? nil : $0.trimmingSpaces }
+    let cleanTitle = title.flatMap { $0.trimmedWhitespace.isEmpty ? nil : $0.trimmedWhitespace }
     self.title = cleanTitle ?? stem
-    self.artist = artist.flatMap { $0.trimmingSpaces.isEmpty ? nil : $0.trimmingSpaces }
+    self.artist = artist.flatMap { $0.trimmedWhitespace.isEmpty ? nil : $0.trimmedWhitespace }
     self.decodable = decodable
     titleWords = TextFolding.words(self.title)
     artistWords = TextFolding.words(self.artist ?? "")
@@ -139,7 +139,7 @@ public struct MediaLibrary: Sendable {
 }
 
 extension String {
-  var trimmingSpaces: String {
+  var trimmedWhitespace: String {
     let scalars = unicodeScalars
     guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }) else { return "" }
     let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })!

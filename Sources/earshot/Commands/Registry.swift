@@ -10,4 +10,11 @@ let commands: [Command] = [
   playCommand,
   pauseCommand,
   stopCommand,
+  runCommand,
+  statusCommand,
+  eventsCommand,
+  foundCommand,
+  deviceCommand,
+  logCommand,
+  plotCommand,
 ]
