@@ -1,5 +1,6 @@
 import EarshotCore
 import EarshotLinux
+import EarshotTestSupport
 import Foundation
 import XCTest
 
@@ -253,7 +254,7 @@ final class MediaPlaybackTests: XCTestCase {
 
 extension Earshot {
   static func runEnv(_ args: [String], env: [String: String], executable: String = binary) throws
-    -> Result
+    -> (status: Int32, stdout: String, stderr: String)
   {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: executable)
@@ -267,9 +268,9 @@ extension Earshot {
     let o = out.fileHandleForReading.readDataToEndOfFile()
     let e = err.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
-    return Result(
-      status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
-      stderr: String(decoding: e, as: UTF8.self))
+    return (
+      p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self)
+    )
   }
 
   static func runData(_ args: [String], executable: String) throws -> Data {
