@@ -46,8 +46,11 @@ let package = Package(
     // The command-line front door.
     .executableTarget(name: "earshot", dependencies: ["EarshotCore", "EarshotLinux"]),
 
-    .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
+    // Helpers both test targets use (shared data, resources, the built binary).
+    .target(name: "EarshotTestSupport", path: "Tests/EarshotTestSupport"),
+    .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
     .testTarget(
-      name: "EarshotLinuxTests", dependencies: ["EarshotCore", "EarshotLinux"]),
+      name: "EarshotLinuxTests",
+      dependencies: ["EarshotCore", "EarshotLinux", "EarshotTestSupport"]),
   ]
 )

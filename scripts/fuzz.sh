@@ -39,8 +39,12 @@ status=0
 for t in "${targets[@]}"; do
   bin=$out/fuzz-$t
   if [ ! -x "$bin" ] || [ -n "$(find Sources/EarshotCore Tests/fuzz/$t.swift -newer "$bin" -name '*.swift' | head -1)" ]; then
-    swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name EarshotFuzz \
-      $(find Sources/EarshotCore -name '*.swift') "Tests/fuzz/$t.swift" -o "$bin" 2>&1 | grep -v 'Cannot export local symbol' || true
+    if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name EarshotFuzz \
+      $(find Sources/EarshotCore -name '*.swift') "Tests/fuzz/$t.swift" -o "$bin" >"$out/$t.build.log" 2>&1; then
+      grep -v 'Cannot export local symbol' "$out/$t.build.log" >&2
+      echo "fuzz $t: the target does not build" >&2
+      exit 1
+    fi
   fi
   corpus=$out/corpus-$t
   seed "$corpus" "$t"
