@@ -1,5 +1,6 @@
 import EarshotCore
 import EarshotLinux
+import EarshotTestSupport
 import Foundation
 import XCTest
 
