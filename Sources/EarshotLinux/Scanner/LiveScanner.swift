@@ -350,6 +350,9 @@ public final class LiveScanner {
   private func wait(after error: any Error) {
     let name = options.adapter ?? adapterName ?? "adapter"
     switch error as? ScanError {
+    case .noAdapter? where adapterName == nil:
+      // Never had one: say so plainly rather than "removed".
+      setState(.failed(adapter: name, reason: "no Bluetooth adapter found"))
     case .noSuchAdapter?, .noAdapter?, .adapterGone?: setState(.removed(adapter: name))
     case .adapterDown?: setState(.down(adapter: name))
     case let e?: setState(.failed(adapter: name, reason: e.description))

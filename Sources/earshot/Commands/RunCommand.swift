@@ -86,9 +86,14 @@ private func attachParts(to daemon: Daemon, config: Config, input: String?) thro
     // A replay's log is written at its end (capture time: no timer flushes
     // and no retention against today's date).
     if input == nil { writer.attach(to: daemon.loop) }
-    daemon.stopActions.append {
-      writer.detach(from: daemon.loop)
-      writer.close()
+  }
+  // At the stop, after the monitor and MQTT have stopped: the log goes last.
+  defer {
+    if let writer {
+      daemon.stopActions.append {
+        writer.detach(from: daemon.loop)
+        writer.close()
+      }
     }
   }
   if config.mqtt.enabled {
