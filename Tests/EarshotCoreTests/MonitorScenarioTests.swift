@@ -256,4 +256,34 @@ final class MonitorScenarioTests: XCTestCase {
       #"{"t":1767225631.00,"event":"range","region":"desk","state":"inside","beacons":[{"uuid":"8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182","major":1,"minor":10,"address":"C1:02:03:04:05:06","rssi":-67,"accuracy":1.80,"proximity":"near"}]}"#
     )
   }
+
+  /// What the proximity log keeps of monitor events: region events with
+  /// their cause, one sighting per ranged beacon with accuracy as distance.
+  func testMonitorEventsBecomeLogEvents() {
+    let id = BeaconID(uuid: testUUID, major: 1, minor: 10)
+    let address = BDAddress("C1:02:03:04:05:06")!
+    let b = RangedBeacon(id: id, address: address, rssi: -67.4, accuracy: 1.8, proximity: .near)
+    XCTAssertEqual(
+      ProximityEvent.from(
+        MonitorEvent(t: 5, kind: .enter, region: "desk", state: .inside, beacons: [b])),
+      [.region(RegionLogEvent(t: 5, region: "desk", kind: .enter, state: .inside, beacon: id))])
+    XCTAssertEqual(
+      ProximityEvent.from(
+        MonitorEvent(t: 6, kind: .state, region: "lab", state: .unknown, beacons: [])),
+      [.region(RegionLogEvent(t: 6, region: "lab", kind: .state, state: .unknown, beacon: nil))])
+    let other = RangedBeacon(
+      id: BeaconID(uuid: testUUID, major: 1, minor: 11), address: address, rssi: nil, accuracy: nil,
+      proximity: .unknown)
+    XCTAssertEqual(
+      ProximityEvent.from(
+        MonitorEvent(t: 7, kind: .range, region: "desk", state: .inside, beacons: [b, other])),
+      [
+        .sighting(
+          BeaconSighting(
+            t: 7, beacon: id, address: address, rssi: -67.4, distance: 1.8, region: "desk")),
+        .sighting(
+          BeaconSighting(
+            t: 7, beacon: other.id, address: address, rssi: nil, distance: nil, region: "desk")),
+      ])
+  }
 }

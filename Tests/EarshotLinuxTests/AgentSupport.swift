@@ -50,7 +50,7 @@ final class AgentProcess {
   let process = Process()
   let logPath: String
 
-  init(config: String? = nil) throws {
+  init(config: String? = nil, arguments: [String] = []) throws {
     directory = try makeTempDirectory()
     socket = directory + "/control.sock"
     logPath = directory + "/agent.log"
@@ -62,6 +62,7 @@ final class AgentProcess {
       try config.write(toFile: path, atomically: true, encoding: .utf8)
       process.arguments! += ["--config", path]
     }
+    process.arguments! += arguments
     process.standardError = FileHandle(forWritingAtPath: logPath)
     process.standardOutput = FileHandle.nullDevice
     try process.run()

@@ -52,4 +52,21 @@ final class EventLoopTests: XCTestCase {
     try loop.run()
     XCTAssertEqual(received, SIGUSR1)
   }
+
+  /// Parts sharing a loop each register their own signals; none replaces another's.
+  func testSignalHandlersAddUp() throws {
+    let loop = try EventLoop()
+    var got: [String] = []
+    try loop.handleSignals([SIGUSR1]) { _ in got.append("usr1") }
+    try loop.handleSignals([SIGUSR2]) { _ in
+      got.append("usr2")
+      loop.stop()
+    }
+    loop.after(nanos: 1_000_000) {
+      raise(SIGUSR1)
+      raise(SIGUSR2)
+    }
+    try loop.run()
+    XCTAssertEqual(got, ["usr1", "usr2"])
+  }
 }

@@ -24,7 +24,11 @@ final class MonitorShellTests: XCTestCase {
     XCTAssertEqual(try f.read(), "two\n")
     let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir)
     XCTAssertEqual(leftovers, ["state"], "no temporary file left behind")
-    XCTAssertThrowsError(try StateFile(path: dir + "/missing/state").write("x"))
+    // A missing directory is created (a fresh user's $XDG_STATE_HOME/earshot)...
+    try StateFile(path: dir + "/missing/deeper/state").write("x")
+    XCTAssertEqual(try StateFile(path: dir + "/missing/deeper/state").read(), "x")
+    // ...but a path that cannot be a directory is an error.
+    XCTAssertThrowsError(try StateFile(path: dir + "/state/inside").write("x"))
   }
 
   func testHookGetsEnvironmentAndOverdueHookIsKilled() throws {

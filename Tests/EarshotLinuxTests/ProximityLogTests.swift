@@ -190,6 +190,48 @@ final class ProximityLogTests: XCTestCase {
   /// `earshot monitor --input`, into the log; presence must match the
   /// scenario's ground truth within the monitor's bounds.
   func testMonitorOutputOfAScenarioCaptureGivesItsTruthWithinBounds() throws {
+    let (capture, truthPath, conf) = try officeScenario()
+    let monitor = try Earshot.run(["monitor", "--config", conf, "--input", capture])
+    XCTAssertEqual(monitor.status, 0, monitor.stderr)
+    let db = dir + "/office.sqlite"
+    let imported = try Earshot.run(["log", "import", "--db", db], stdin: monitor.stdout)
+    XCTAssertEqual(imported.status, 0, imported.stderr)
+    try assertPresence(db: db, matchesTruth: truthPath)
+  }
+
+  /// The monitor writing the log itself (`--log`): the same presence, and
+  /// sightings from its range events.
+  func testMonitorLogOptionFillsALogThatMatchesTheScenarioTruth() throws {
+    let (capture, truthPath, conf) = try officeScenario()
+    let db = dir + "/monitor.sqlite"
+    let monitor = try Earshot.run([
+      "monitor", "--config", conf, "--input", capture, "--no-hooks", "--log", db,
+    ])
+    XCTAssertEqual(monitor.status, 0, monitor.stderr)
+    try assertPresence(db: db, matchesTruth: truthPath)
+    let rows = try jsonLines(
+      try Earshot.run(["log", "--db", db, "--format", "json", "--region", "desk"]).stdout)
+    let sightings = rows.filter { $0["type"] as? String == "sighting" }
+    XCTAssertGreaterThan(sightings.count, 10, "range events become sighting rows")
+    XCTAssertNotNil(sightings.first?["distance"] as? Double, "accuracy is the distance")
+    let enters = rows.filter { $0["event"] as? String == "enter" }
+    XCTAssertEqual(enters.first?["uuid"] as? String, uuid.description, "the cause is recorded")
+
+    // [log] enabled = true in the config does the same without --log.
+    let enabledDB = dir + "/enabled.sqlite"
+    let enabledConf = dir + "/enabled.conf"
+    try
+      (try String(contentsOfFile: conf, encoding: .utf8)
+      + "\n[log]\nenabled = true\npath = \(enabledDB)\n")
+      .write(toFile: enabledConf, atomically: true, encoding: .utf8)
+    let again = try Earshot.run([
+      "monitor", "--config", enabledConf, "--input", capture, "--no-hooks", "--no-range",
+    ])
+    XCTAssertEqual(again.status, 0, again.stderr)
+    try assertPresence(db: enabledDB, matchesTruth: truthPath)
+  }
+
+  private func officeScenario() throws -> (capture: String, truth: String, conf: String) {
     let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
       .deletingLastPathComponent().deletingLastPathComponent()
     let spec = repo.appendingPathComponent("scenarios/office.scenario").path
@@ -200,11 +242,14 @@ final class ProximityLogTests: XCTestCase {
       "simulate", "scenario", "--spec", spec, "--write", capture, "--truth", truthPath,
     ])
     XCTAssertEqual(sim.status, 0, sim.stderr)
-    let monitor = try Earshot.run(["monitor", "--config", conf, "--input", capture])
-    XCTAssertEqual(monitor.status, 0, monitor.stderr)
-    let db = dir + "/office.sqlite"
-    let imported = try Earshot.run(["log", "import", "--db", db], stdin: monitor.stdout)
-    XCTAssertEqual(imported.status, 0, imported.stderr)
+    return (capture, truthPath, conf)
+  }
+
+  /// `earshot log presence` agrees with the scenario's ground truth within
+  /// the monitor's bounds.
+  private func assertPresence(
+    db: String, matchesTruth truthPath: String
+  ) throws {
     let presence = try Earshot.run(["log", "presence", "--db", db, "--format", "json"])
     let intervals = try jsonLines(presence.stdout)
     let truth = try jsonLines(try String(contentsOfFile: truthPath, encoding: .utf8))

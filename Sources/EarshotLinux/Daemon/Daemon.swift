@@ -5,8 +5,10 @@ import EarshotCore
 #endif
 
 /// `earshot run`: one event loop serving the control socket, the find-phone
-/// driver and (as they land) the scanner, the region monitor, the mixer and
-/// MQTT. Everything runs on the loop's thread.
+/// driver, and the parts attached to it: the region monitor on the live
+/// scanner (`attach(monitor:)`), MQTT (`attach(mqtt:)`), the proximity log
+/// (`proximityLog`), the mixer and the alert. Everything runs on the loop's
+/// thread.
 public final class Daemon {
   public struct Options: Sendable {
     public var socketPath: String
@@ -30,7 +32,16 @@ public final class Daemon {
   public let server: ControlServer
   public let find: FindPhoneDriver
   public let socketLink: SocketDeviceLink
-  private let volume: VolumeControl?
+  let volume: VolumeControl?
+  /// Attached parts (see DaemonParts.swift).
+  var monitor: AgentMonitor?
+  var mqtt: MQTTBridge?
+  let mqttLink = MQTTDeviceLink()
+  /// Records find-phone and volume events (the monitor records its own).
+  public var proximityLog: ProximityLogWriter?
+  var lastFindState: FindStatus.State = .idle
+  /// Run after the loop ends, in order (stop the scanner, close MQTT, ...).
+  public var stopActions: [() -> Void] = []
   private var topics: [ControlServer.ClientID: Set<ControlTopic>] = [:]
   private let startedAt = Clock.monotonicNanos()
   private let stopPipe: [Int32]
@@ -88,22 +99,34 @@ public final class Daemon {
     }
     socketLink.onDeviceGone = { [unowned self] device in self.find.submit(.deviceGone(device)) }
     find.onStatusChanged = { [unowned self] status in
-      self.publish(
-        .find,
-        ControlProtocol.event(
-          "find", [("find", ControlProtocol.json(status, now: Clock.monotonicNanos()))]))
+      let line = ControlProtocol.event(
+        "find", [("find", ControlProtocol.json(status, now: Clock.monotonicNanos()))])
+      self.publish(.find, line)
+      self.mqtt?.findState(status.state.rawValue)
+      self.mqtt?.event(line)
+      self.recordFind(status)
     }
     find.onNoticeResult = { [unowned self] id, device, result in
       var fields: [(String, JSONValue)] = [
         ("notice", .int(id)), ("device", .string(device.description)),
       ]
+      let detail: String
       switch result {
-      case .accepted: fields.append(("result", .string("accepted")))
+      case .accepted:
+        fields.append(("result", .string("accepted")))
+        detail = "accepted"
       case .failed(let why):
         fields.append(("result", .string("failed")))
         fields.append(("reason", .string(why)))
+        detail = "failed: \(why)"
       }
-      self.publish(.find, ControlProtocol.event("notice_result", fields))
+      let line = ControlProtocol.event("notice_result", fields)
+      self.publish(.find, line)
+      self.mqtt?.event(line)
+      self.proximityLog?.record(
+        .findPhone(
+          FindPhoneLogEvent(
+            t: Clock.realtimeMicros(), kind: .notice, device: device.description, detail: detail)))
     }
     find.onVolumeSet = { [unowned self] v in self.publishVolume(v) }
     volume?.onChange = { [unowned self] v in self.publishVolume(v) }
@@ -128,6 +151,8 @@ public final class Daemon {
     if find.status.state != .idle {
       for d in find.status.requesters { find.submit(.deviceStop(d)) }
     }
+    for action in stopActions { action() }
+    stopActions.removeAll()
     server.shutdown()
   }
 
@@ -191,24 +216,11 @@ public final class Daemon {
       return fields
     case .volumeGet:
       return [("volume", ControlProtocol.json(try mixer().currentVolume()))]
-    case .volumeSet, .volumeMute, .volumeUnmute:
-      let mixer = try mixer()
-      guard find.status.state == .idle else {
-        throw ControlError(
-          .busy,
-          "find-phone is \(find.status.state.rawValue) and owns the volume; say 'earshot found' first"
-        )
-      }
-      var v = try mixer.currentVolume()
-      switch command {
-      case .volumeSet(let level): v.level = level
-      case .volumeMute: v.muted = true
-      default: v.muted = false
-      }
-      try mixer.setVolume(v)
-      let now = try mixer.currentVolume()
-      publishVolume(now)
-      return [("volume", ControlProtocol.json(now))]
+    case .volumeSet(let level):
+      return [("volume", ControlProtocol.json(try changeVolume { $0.level = level }))]
+    case .volumeMute, .volumeUnmute:
+      let muted = command == .volumeMute
+      return [("volume", ControlProtocol.json(try changeVolume { $0.muted = muted }))]
     case .findStatus:
       return [("find", findJSON())]
     case .found:
@@ -268,6 +280,24 @@ public final class Daemon {
     }
   }
 
+  /// A volume change asked for by a user (control socket, MQTT): refused
+  /// while find-phone owns the volume. Returns the volume now.
+  func changeVolume(_ change: (inout VolumeSetting) -> Void) throws -> VolumeSetting {
+    let mixer = try mixer()
+    guard find.status.state == .idle else {
+      throw ControlError(
+        .busy,
+        "find-phone is \(find.status.state.rawValue) and owns the volume; say 'earshot found' first"
+      )
+    }
+    var v = try mixer.currentVolume()
+    change(&v)
+    try mixer.setVolume(v)
+    let now = try mixer.currentVolume()
+    publishVolume(now)
+    return now
+  }
+
   private func mixer() throws -> VolumeControl {
     guard let volume else {
       throw ControlError(
@@ -288,8 +318,11 @@ public final class Daemon {
 
   // MARK: Events
 
-  private func publishVolume(_ v: VolumeSetting) {
+  func publishVolume(_ v: VolumeSetting) {
     publish(.volume, ControlProtocol.event("volume", [("volume", ControlProtocol.json(v))]))
+    mqtt?.volume(v.level, muted: v.muted)
+    proximityLog?.record(
+      .volume(VolumeLogEvent(t: Clock.realtimeMicros(), volume: v.level, muted: v.muted)))
   }
 
   /// Sends an event line to every subscriber of `topic`. The region monitor

@@ -19,7 +19,8 @@ public final class EventLoop {
   /// Pending timers, earliest first.
   private var timers: [(deadline: UInt64, id: TimerID, fire: () -> Void)] = []
   private var nextTimerID: TimerID = 1
-  private var signalHandler: ((Int32) -> Void)?
+  private var signalHandlers: [Int32: (Int32) -> Void] = [:]
+  private var signalMask = sigset_t()
   private var stopped = false
 
   /// Event bits for `watch`, so callers need not import the C headers.
@@ -135,6 +136,9 @@ public final class EventLoop {
 
   /// Delivers `signals` to `handler` through the loop instead of as
   /// asynchronous interrupts. The signals are blocked for the process.
+  /// Calls add up: each signal goes to the handler last given for it, so
+  /// parts sharing the loop (the daemon's SIGTERM, the hooks' SIGCHLD)
+  /// each register their own.
   public func handleSignals(_ signals: [Int32], _ handler: @escaping (Int32) -> Void) throws {
     var mask = sigset_t()
     sigemptyset(&mask)
@@ -142,11 +146,13 @@ public final class EventLoop {
     guard sigprocmask(SIG_BLOCK, &mask, nil) == 0 else {
       throw SystemError(errno: errno, "sigprocmask")
     }
-    let fd = CLinux.signalfd(signalfd, &mask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
+    if signalfd < 0 { sigemptyset(&signalMask) }
+    for s in signals { sigaddset(&signalMask, s) }
+    let fd = CLinux.signalfd(signalfd, &signalMask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
     guard fd >= 0 else { throw SystemError(errno: errno, "signalfd") }
     if signalfd < 0 { try add(fd, EPOLLIN.rawValue) }
     signalfd = fd
-    signalHandler = handler
+    for s in signals { signalHandlers[s] = handler }
   }
 
   private func readSignals() {
@@ -154,7 +160,8 @@ public final class EventLoop {
     while read(signalfd, &info, MemoryLayout<signalfd_siginfo>.size)
       == MemoryLayout<signalfd_siginfo>.size
     {
-      signalHandler?(Int32(info.ssi_signo))
+      let signo = Int32(info.ssi_signo)
+      signalHandlers[signo]?(signo)
     }
   }
 

@@ -14,8 +14,10 @@ public final class MonitorDriver {
   public let config: Config
   public let hooks: HookRunner?
   public let stateFile: StateFile?
-  let output: (MonitorEvent) -> Void
-  let log: (String) -> Void
+  /// Receives every event the monitor decides (settable, so an owner
+  /// created after the driver can take them).
+  public var output: (MonitorEvent) -> Void
+  public var log: (String) -> Void
 
   public init(
     config: Config, emitRange: Bool, stateFile: StateFile?, runHooks: Bool,
@@ -28,6 +30,7 @@ public final class MonitorDriver {
     hooks = runHooks ? HookRunner(log: log) : nil
     let snapshot = try stateFile.flatMap { try MonitorSnapshot.load(from: $0) }
     monitor = RegionMonitor(config: config, emitRange: emitRange, snapshot: snapshot)
+    hooks?.log = { [unowned self] in self.log($0) }
   }
 
   public func start(at t: Int64, scanning: Bool) {
@@ -64,12 +67,17 @@ public final class MonitorDriver {
       if e.kind != .range && e.state != .unknown { changed = true }
       if e.kind == .enter || e.kind == .exit { runHook(e) }
     }
-    if changed, let stateFile {
-      do { try stateFile.write(monitor.snapshot.encode()) } catch {
-        log("cannot save region states: \(error)")
-      }
-    }
+    if changed { saveState() }
     hooks?.reap()
+  }
+
+  /// Writes the state file now (also at a clean stop, so the last
+  /// sighting times survive).
+  public func saveState() {
+    guard let stateFile else { return }
+    do { try stateFile.write(monitor.snapshot.encode()) } catch {
+      log("cannot save region states: \(error)")
+    }
   }
 
   func runHook(_ e: MonitorEvent) {

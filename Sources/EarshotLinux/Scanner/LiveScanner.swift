@@ -133,7 +133,12 @@ public final class LiveScanner {
   /// Opens the adapter and starts scanning. Throws `ScanError` saying what
   /// to do when that is impossible; once started, later trouble is
   /// reported through `onAdapterState` and retried.
-  public func start() throws {
+  ///
+  /// `waitForAdapter` (for a long-running agent): an adapter that is
+  /// missing, down or failing now is reported through `onAdapterState` and
+  /// waited for, as if it went away after starting; only what waiting
+  /// cannot fix (a missing capability, a bad adapter name) throws.
+  public func start(waitForAdapter: Bool = false) throws {
     guard !running else { return }
     if let name = options.adapter, HCIAdapter.index(fromName: name) == nil {
       throw ScanError.badAdapterName(name)
@@ -143,10 +148,22 @@ public final class LiveScanner {
       openLifecycle()
       try acquire(resolveAdapter())
     } catch {
+      if waitForAdapter, !Self.isPermanent(error) {
+        teardown()
+        wait(after: error)
+        return
+      }
       running = false
       teardown()
       closeLifecycle()
       throw error
+    }
+  }
+
+  private static func isPermanent(_ error: any Error) -> Bool {
+    switch error as? ScanError {
+    case .missingCapability?, .badAdapterName?: true
+    default: false
     }
   }
 
@@ -321,22 +338,27 @@ public final class LiveScanner {
   /// Tries to get an adapter back; on failure reports why and tries again later.
   private func reacquire() {
     guard running, socket == nil else { return }
-    let name = options.adapter ?? adapterName ?? "adapter"
     do {
       try acquire(resolveAdapter())
-    } catch let e as ScanError {
-      teardown()
-      switch e {
-      case .noSuchAdapter, .noAdapter, .adapterGone: setState(.removed(adapter: name))
-      case .adapterDown: setState(.down(adapter: name))
-      default: setState(.failed(adapter: name, reason: e.description))
-      }
-      scheduleRetry()
     } catch {
       teardown()
-      setState(.failed(adapter: name, reason: "\(error)"))
-      scheduleRetry()
+      wait(after: error)
     }
+  }
+
+  /// Reports why there is no scan now and tries again later.
+  private func wait(after error: any Error) {
+    let name = options.adapter ?? adapterName ?? "adapter"
+    switch error as? ScanError {
+    case .noAdapter? where adapterName == nil:
+      // Never had one: say so plainly rather than "removed".
+      setState(.failed(adapter: name, reason: "no Bluetooth adapter found"))
+    case .noSuchAdapter?, .noAdapter?, .adapterGone?: setState(.removed(adapter: name))
+    case .adapterDown?: setState(.down(adapter: name))
+    case let e?: setState(.failed(adapter: name, reason: e.description))
+    case nil: setState(.failed(adapter: name, reason: "\(error)"))
+    }
+    scheduleRetry()
   }
 
   private func openLifecycle() {
@@ -449,6 +471,20 @@ public final class LiveScanner {
         self.setState(.failed(adapter: name, reason: e.description))
         self.adapterLost(down: false)
       } catch {}
+    }
+  }
+}
+
+extension LiveScanOptions {
+  /// Scanning as `[scanner]` says (adapter, passive, mode).
+  public init(config: ScannerConfig) {
+    self.init()
+    adapter = config.adapter
+    scanType = config.passive ? .passive : .active
+    switch config.mode {
+    case .legacy: commandSet = .legacy
+    case .extended: commandSet = .extended
+    case .auto: commandSet = nil
     }
   }
 }

@@ -18,10 +18,24 @@ public struct StateFile: Sendable {
     return String(decoding: try FileBytes(path: path).bytes, as: UTF8.self)
   }
 
+  /// `mkdir -p`; failures show up when the file is created.
+  static func makeDirectories(_ dir: String) {
+    var prefix = dir.hasPrefix("/") ? "" : "."
+    for part in dir.split(separator: "/", omittingEmptySubsequences: true) {
+      prefix += "/" + part
+      _ = mkdir(prefix, 0o755)
+    }
+  }
+
   public func write(_ text: String) throws {
     let dir = directory
     let tmp = path + ".tmp.\(getpid())"
-    let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    var fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    if fd < 0 && errno == ENOENT {
+      // A fresh user has no $XDG_STATE_HOME/earshot yet.
+      Self.makeDirectories(dir)
+      fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    }
     guard fd >= 0 else {
       throw SystemError(
         errno: errno, "cannot create \(tmp) (does \(dir) exist and is it writable?)")

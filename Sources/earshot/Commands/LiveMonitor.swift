@@ -1,18 +1,31 @@
 import EarshotCore
 import EarshotLinux
 
-/// Live monitoring: the one place the live HCI scanner plugs in. It must
-/// open the adapter named by `config.scanner`, call `driver.start(at:
-/// scanning:)`, then from its event loop feed `driver.report(at:_:)` for
-/// each advertising report, `driver.adapterUp/adapterDown(at:)` as the
-/// adapter comes and goes, arm timers for `driver.nextDeadline` (wall-clock
-/// microseconds) and `driver.hooks?.nextDeadline` (monotonic nanoseconds),
-/// call `driver.advance(to:)` when the first fires and `driver.hooks?.reap()`
-/// on SIGCHLD or the second. Times are `Clock.realtimeMicros()`. With
-/// `EventLoop`: `watch` the HCI socket, `at` for the deadlines,
-/// `handleSignals([SIGCHLD])` for the hooks.
-func runLiveMonitor(config: Config, driver: MonitorDriver) throws -> Int32 {
-  throw CommandFailure(
-    "live monitoring needs the live scanner, which is not built yet; use --input FILE to replay a capture"
-  )
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Live monitoring: the live scanner feeds the monitor on one event loop
+/// (AgentMonitor does the glue, the same as in `earshot run`). Adapter
+/// changes go to stderr; a lost adapter makes the regions unknown and is
+/// waited for. SIGINT/SIGTERM stop it: the scan is restored, the region
+/// states saved and the log written.
+func runLiveMonitor(config: Config, agent: AgentMonitor) throws -> Int32 {
+  let loop = agent.loop
+  try loop.handleSignals([SIGINT, SIGTERM]) { _ in loop.stop() }
+  agent.onAdapterState = { Console.error("earshot monitor: \($0.message)\n") }
+  agent.proximityLog?.attach(to: loop)
+  do {
+    try agent.startLive(
+      options: LiveScanOptions(config: config.scanner), waitForAdapter: false, reapOnSignal: true)
+  } catch let e as ScanError {
+    throw CommandFailure(e.description)
+  }
+  try loop.run()
+  agent.stop()
+  if let log = agent.proximityLog {
+    log.detach(from: loop)
+    log.close()
+  }
+  return 0
 }

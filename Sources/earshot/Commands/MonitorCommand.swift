@@ -13,7 +13,14 @@ let monitorCommand = Command(
 
     With --input, replays a capture: time is the capture's, timers fire as
     capture time passes, timers due by the last timestamp fire at the end,
-    then it exits (no waiting). Without --input it scans live.
+    then it exits (no waiting). Without --input it scans live ([scanner]);
+    adapter changes go to stderr, and while the adapter is down or gone the
+    regions are unknown (no exits) until it is back. SIGINT/SIGTERM stop it,
+    restoring the scan and saving the region states.
+
+    With --log FILE (or [log] enabled = true) the events also go to the
+    proximity log: region events, one sighting row per beacon per [log]
+    interval from the range events, adapter up/down.
     """,
   options: [
     .value("config", "FILE", "Config file (default /etc/earshot/earshot.conf)"),
@@ -21,6 +28,9 @@ let monitorCommand = Command(
     .flag("no-range", "Leave out range lines"),
     .value("state", "FILE", "State file (default: [state] path live; none when replaying)"),
     .flag("no-hooks", "Do not run on_enter/on_exit hooks"),
+    .value(
+      "log", "FILE",
+      "Write the proximity log (SQLite) to FILE (default: [log] path when [log] enabled)"),
   ],
   run: runMonitor)
 
@@ -39,50 +49,41 @@ func runMonitor(_ args: Arguments) throws -> Int32 {
     driver = try MonitorDriver(
       config: config, emitRange: !args.has("no-range"),
       stateFile: statePath.map { StateFile(path: $0) }, runHooks: !args.has("no-hooks"),
-      output: { Console.line(MonitorEventFormatter.json($0)) },
-      log: { Console.error("earshot monitor: \($0)\n") })
+      output: { _ in }, log: { Console.error("earshot monitor: \($0)\n") })
   } catch {
     throw CommandFailure("\(error)")
   }
+  let writer = proximityLogWriter(
+    config: config, path: args.value("log"), replay: input != nil,
+    report: { Console.error("earshot monitor: proximity log: \($0)\n") })
+  let agent = AgentMonitor(loop: try EventLoop(), driver: driver, proximityLog: writer)
+  agent.observe { Console.line(MonitorEventFormatter.json($0)) }
   guard let input else {
     Console.lineBuffered = true
-    return try runLiveMonitor(config: config, driver: driver)
+    return try runLiveMonitor(config: config, agent: agent)
   }
-  try replayMonitor(input: input, driver: driver)
+  do { try agent.replay(path: input) } catch let e as ReplayError {
+    throw CommandFailure(e.description)
+  }
+  Console.flush()
+  driver.finish()
+  if let writer, !writer.close() {
+    throw CommandFailure(
+      "the proximity log \(writer.settings.path) could not be written: "
+        + (writer.stats.lastError ?? "unknown error"))
+  }
   return 0
 }
 
-/// Drives the monitor with a capture's reports and timestamps.
-func replayMonitor(input: String, driver: MonitorDriver) throws {
-  let file = try FileBytes(path: input)
-  var replay = CaptureReplay()
-  var started = false
-  var last: Int64 = 0
-  do {
-    try file.bytes.withUnsafeBytes { bytes in
-      try replay.run(
-        bytes,
-        report: { t, r in
-          if !started {
-            driver.start(at: t, scanning: true)
-            started = true
-          }
-          last = max(last, t)
-          driver.report(at: t, r)
-        },
-        event: { t, _ in
-          if !started {
-            driver.start(at: t, scanning: true)
-            started = true
-          }
-          last = max(last, t)
-          driver.advance(to: t)
-        })
-    }
-  } catch {
-    throw CommandFailure("\(input): \(error)")
-  }
-  if started { driver.advance(to: last) }
-  Console.flush()
-  driver.finish()
+/// The proximity log writer for `--log FILE` or `[log] enabled`, if any.
+/// A replay runs on capture time (`clock: nil`); live, on the wall clock.
+func proximityLogWriter(
+  config: Config, path: String?, replay: Bool, report: @escaping (String) -> Void
+) -> ProximityLogWriter? {
+  guard path != nil || config.log.enabled else { return nil }
+  var settings = ProximityLogWriter.Settings(config: config.log)
+  if let path { settings.path = path }
+  return replay
+    ? ProximityLogWriter(settings: settings, report: report, clock: nil)
+    : ProximityLogWriter(settings: settings, report: report)
 }

@@ -7,13 +7,22 @@ import EarshotLinux
 
 let runCommand = Command(
   name: "run",
-  summary:
-    "Run the agent: the control socket and find-phone (monitoring joins with the live scanner)",
+  summary: "Run the agent: region monitoring, the control socket, find-phone, MQTT, the log",
   details: """
     Serves the control socket (JSON lines; see the README) until SIGINT or
     SIGTERM. The socket is mode 0660; root, this user and the configured group
     may connect. If a saved volume was left behind by an interrupted alert, it is
     restored first.
+
+    With [region "NAME"]s in the config it monitors them on the live scanner
+    ([scanner]; a missing or powered-off adapter is waited for, regions
+    unknown meanwhile): status shows the states and ranged beacons, and
+    subscribers get region and ranging events. [log] enabled = true writes the
+    proximity log; [mqtt] host set bridges to MQTT (Home Assistant discovery).
+
+    --input CAPTURE replays a capture through the monitor instead of scanning
+    (capture time, as fast as it reads; no state file), then keeps serving
+    with the states it ended in: for tests and demos without Bluetooth.
     """,
   options: [
     .value(
@@ -22,6 +31,9 @@ let runCommand = Command(
     .value(
       "state-dir", "DIR",
       "Where the volume is saved while ringing (default: the directory of [state] path)"),
+    .value(
+      "input", "CAPTURE",
+      "Replay a capture (btsnoop, pcap, pcapng) through the monitor, then keep serving"),
   ],
   run: runDaemon)
 
@@ -59,6 +71,70 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
   } catch {
     throw CommandFailure("\(error)")
   }
+  try attachParts(to: daemon, config: config, input: args.value("input"))
   try daemon.run()
   return 0
+}
+
+/// The proximity log, MQTT and the region monitor, as the config asks.
+private func attachParts(to daemon: Daemon, config: Config, input: String?) throws {
+  let log = daemon.log
+  let writer = proximityLogWriter(
+    config: config, path: nil, replay: input != nil, report: { log("proximity log: \($0)") })
+  if let writer {
+    daemon.proximityLog = writer
+    // A replay's log is written at its end (capture time: no timer flushes
+    // and no retention against today's date).
+    if input == nil { writer.attach(to: daemon.loop) }
+  }
+  // At the stop, after the monitor and MQTT have stopped: the log goes last.
+  defer {
+    if let writer {
+      daemon.stopActions.append {
+        writer.detach(from: daemon.loop)
+        writer.close()
+      }
+    }
+  }
+  if config.mqtt.enabled {
+    do {
+      let settings = try MQTTBridge.Settings(
+        config: config.mqtt, hostname: MQTTBridge.Settings.hostname(), version: version)
+      daemon.attach(mqtt: try MQTTBridge(loop: daemon.loop, settings: settings))
+    } catch {
+      throw CommandFailure("\(error)")
+    }
+  }
+  guard !config.regions.isEmpty else {
+    if input != nil {
+      throw CommandFailure("--input needs [region \"NAME\"]s in the config to monitor")
+    }
+    return
+  }
+  let driver: MonitorDriver
+  do {
+    driver = try MonitorDriver(
+      config: config, emitRange: true,
+      stateFile: input == nil ? StateFile(path: config.state.path) : nil, runHooks: true,
+      output: { _ in }, log: log)
+  } catch {
+    throw CommandFailure("\(error)")
+  }
+  let monitor = AgentMonitor(loop: daemon.loop, driver: driver, proximityLog: writer)
+  monitor.onAdapterState = { log($0.message) }
+  daemon.attach(monitor: monitor)
+  if let input {
+    do { try monitor.replay(path: input) } catch let e as ReplayError {
+      throw CommandFailure(e.description)
+    }
+    writer?.close()
+    log("replayed \(input)")
+    return
+  }
+  do {
+    try monitor.startLive(
+      options: LiveScanOptions(config: config.scanner), waitForAdapter: true, reapOnSignal: true)
+  } catch let e as ScanError {
+    throw CommandFailure(e.description)
+  }
 }

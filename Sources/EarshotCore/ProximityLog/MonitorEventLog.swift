@@ -1,0 +1,26 @@
+/// What the proximity log keeps of a monitor event: `state`, `enter` and
+/// `exit` become region events with the first beacon as the cause; each
+/// beacon of a `range` event becomes a sighting, its `accuracy` the
+/// distance. The same mapping `earshot log import` applies to the monitor's
+/// JSON lines, for the agent that writes the log itself.
+extension ProximityEvent {
+  public static func from(_ e: MonitorEvent) -> [ProximityEvent] {
+    let state = PresenceState(rawValue: e.state.rawValue) ?? .unknown
+    switch e.kind {
+    case .state, .enter, .exit:
+      let kind: RegionLogEvent.Kind = e.kind == .enter ? .enter : e.kind == .exit ? .exit : .state
+      return [
+        .region(
+          RegionLogEvent(
+            t: e.t, region: e.region, kind: kind, state: state, beacon: e.beacons.first?.id))
+      ]
+    case .range:
+      return e.beacons.map { b in
+        .sighting(
+          BeaconSighting(
+            t: e.t, beacon: b.id, address: b.address, rssi: b.rssi, distance: b.accuracy,
+            region: e.region))
+      }
+    }
+  }
+}

@@ -1,0 +1,258 @@
+import EarshotCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The region monitor as a part of the agent, shared by `earshot monitor`
+/// and `earshot run`: feeds a `MonitorDriver` from the live scanner (wall
+/// clock, on the loop) or from a capture (capture time, as fast as it
+/// reads), arms the loop's timers for its deadlines and the hooks'
+/// timeouts, reaps hooks on SIGCHLD, records what it decides in the
+/// proximity log, and hands every event to its observers.
+///
+/// The adapter going down or away makes every region `unknown` (never an
+/// exit); when the scanner has it back, monitoring resumes.
+public final class AgentMonitor {
+  public let loop: EventLoop
+  public let driver: MonitorDriver
+  /// Where region events, sightings and adapter changes are recorded.
+  public let proximityLog: ProximityLogWriter?
+  public private(set) var scanner: LiveScanner?
+  /// The adapter's last state (live only).
+  public private(set) var adapter: AdapterState?
+  /// Adapter changes, for the user (the monitor prints them on stderr).
+  public var onAdapterState: ((AdapterState) -> Void)?
+
+  private var observers: [(MonitorEvent) -> Void] = []
+  private var started = false
+  private var receiving = false
+  private var live = false
+  /// The newest capture time seen in a replay (the monitor's "now" afterwards).
+  private var captureTime: Int64?
+  private var deadlineTimer: (id: EventLoop.TimerID, at: Int64)?
+  private var hookTimer: (id: EventLoop.TimerID, at: UInt64)?
+
+  public init(loop: EventLoop, driver: MonitorDriver, proximityLog: ProximityLogWriter? = nil) {
+    self.loop = loop
+    self.driver = driver
+    self.proximityLog = proximityLog
+    driver.output = { [unowned self] e in self.dispatch(e) }
+  }
+
+  /// Adds a receiver of every monitor event (in the order they happen).
+  public func observe(_ receiver: @escaping (MonitorEvent) -> Void) {
+    observers.append(receiver)
+  }
+
+  private func dispatch(_ e: MonitorEvent) {
+    if let proximityLog {
+      for p in ProximityEvent.from(e) { proximityLog.record(p) }
+    }
+    for o in observers { o(e) }
+  }
+
+  /// The monitor's present time: the wall clock live, the last capture
+  /// timestamp after a replay.
+  public var now: Int64 {
+    live ? Clock.realtimeMicros() : captureTime ?? Clock.realtimeMicros()
+  }
+
+  public var isMonitoring: Bool { started }
+
+  // MARK: Live
+
+  /// Starts scanning with `options` and monitoring on the wall clock.
+  /// `waitForAdapter`: a missing or powered-off adapter is waited for
+  /// (regions stay unknown) instead of being an error. `reapOnSignal`:
+  /// take SIGCHLD through the loop to collect finished hooks at once
+  /// (otherwise at their timeouts and with the next event).
+  public func startLive(options: LiveScanOptions, waitForAdapter: Bool, reapOnSignal: Bool) throws {
+    live = true
+    if reapOnSignal, driver.hooks != nil {
+      try loop.handleSignals([SIGCHLD]) { [unowned self] _ in
+        self.driver.hooks?.reap()
+        self.rearm()
+      }
+    }
+    started = true
+    driver.start(at: Clock.realtimeMicros(), scanning: false)
+    let s = LiveScanner(
+      loop: loop, options: options,
+      onReport: { [unowned self] micros, report in
+        self.driver.report(at: micros, report)
+        self.rearm()
+      },
+      onAdapterState: { [unowned self] state in self.adapterChanged(state) })
+    scanner = s
+    do {
+      try s.start(waitForAdapter: waitForAdapter)
+    } catch {
+      scanner = nil
+      throw error
+    }
+    rearm()
+  }
+
+  private func adapterChanged(_ state: AdapterState) {
+    adapter = state
+    onAdapterState?(state)
+    let t = Clock.realtimeMicros()
+    if state.isReceiving != receiving {
+      receiving = state.isReceiving
+      if receiving { driver.adapterUp(at: t) } else { driver.adapterDown(at: t) }
+      proximityLog?.record(
+        .adapter(AdapterLogEvent(t: t, adapter: state.adapter, kind: receiving ? .up : .down)))
+    }
+    rearm()
+  }
+
+  /// Keeps one loop timer on the monitor's next deadline (wall clock) and
+  /// one on the earliest hook timeout (monotonic).
+  private func rearm() {
+    guard live else { return }
+    let next = driver.nextDeadline
+    if deadlineTimer?.at != next {
+      if let t = deadlineTimer { loop.cancel(t.id) }
+      deadlineTimer = nil
+      if let next {
+        let delay = max(0, next - Clock.realtimeMicros())
+        let id = loop.after(nanos: UInt64(delay) * 1000) { [unowned self] in
+          self.deadlineTimer = nil
+          // A timer may wake a hair early by the wall clock; never short of its deadline.
+          self.driver.advance(to: max(Clock.realtimeMicros(), next))
+          self.rearm()
+        }
+        deadlineTimer = (id, next)
+      }
+    }
+    let hookDeadline = driver.hooks?.nextDeadline
+    if hookTimer?.at != hookDeadline {
+      if let t = hookTimer { loop.cancel(t.id) }
+      hookTimer = nil
+      if let hookDeadline {
+        let id = loop.at(hookDeadline) { [unowned self] in
+          self.hookTimer = nil
+          self.driver.hooks?.reap()
+          self.rearm()
+        }
+        hookTimer = (id, hookDeadline)
+      }
+    }
+  }
+
+  /// Stops scanning (restoring the adapter), cancels the timers and saves
+  /// the region states. The proximity log is its owner's to close.
+  public func stop() {
+    scanner?.stop()
+    scanner = nil
+    if let t = deadlineTimer { loop.cancel(t.id) }
+    if let t = hookTimer { loop.cancel(t.id) }
+    deadlineTimer = nil
+    hookTimer = nil
+    live = false
+    if started { driver.saveState() }
+  }
+
+  // MARK: Replay
+
+  /// Drives the monitor with a capture's reports and timestamps: timers
+  /// fire as capture time passes and those due by the last timestamp fire
+  /// at the end. Returns at the end of the capture (no waiting).
+  public func replay(path: String) throws {
+    let file: FileBytes
+    do { file = try FileBytes(path: path) } catch { throw ReplayError("\(path): \(error)") }
+    var replay = CaptureReplay()
+    var last: Int64 = 0
+    func begin(_ t: Int64) {
+      if !started {
+        started = true
+        driver.start(at: t, scanning: true)
+      }
+      last = max(last, t)
+      captureTime = last
+    }
+    do {
+      try file.bytes.withUnsafeBytes { bytes in
+        try replay.run(
+          bytes,
+          report: { t, r in
+            begin(t)
+            self.driver.report(at: t, r)
+          },
+          event: { t, _ in
+            begin(t)
+            self.driver.advance(to: t)
+          })
+      }
+    } catch {
+      throw ReplayError("\(path): \(error)")
+    }
+    if started { driver.advance(to: last) }
+  }
+
+  // MARK: What the agent's status shows
+
+  /// Each region's state, in config order.
+  public var regionStates: [(region: String, state: RegionState)] {
+    self.driver.config.regions.map { ($0.name, driver.monitor.state(of: $0.name) ?? .unknown) }
+  }
+
+  /// The beacons ranged in regions that are inside, nearest first (a
+  /// beacon in several regions is listed once, with the first region).
+  public func rangedBeacons() -> [(region: String, beacon: RangedBeacon)] {
+    let t = now
+    var seen: Set<BeaconID> = []
+    var out: [(String, RangedBeacon)] = []
+    for (name, state) in regionStates where state == .inside {
+      for b in driver.monitor.rangedBeacons(region: name, at: t) where seen.insert(b.id).inserted {
+        out.append((name, b))
+      }
+    }
+    return out.sorted { RangedBeacon.nearestFirst($0.1, $1.1) }
+  }
+
+  /// `monitoring`, `regions` and `beacons` for the daemon's `status`.
+  public var statusSections: [(name: String, value: () -> JSONValue)] {
+    [
+      ("monitoring", { [unowned self] in .bool(self.started) }),
+      (
+        "regions",
+        { [unowned self] in
+          .array(
+            self.regionStates.map { r in
+              var fields: [(String, JSONValue)] = [
+                ("region", .string(r.region)), ("state", .string(r.state.rawValue)),
+              ]
+              if let s = self.driver.monitor.exitTimeout(region: r.region) {
+                fields.append(("exit_after", .number(s)))
+              }
+              return .object(fields)
+            })
+        }
+      ),
+      (
+        "beacons",
+        { [unowned self] in
+          .array(
+            self.rangedBeacons().map { r in
+              // The same fields as the monitor's range lines, plus the region.
+              var fields: [(String, JSONValue)] = [("region", .string(r.region))]
+              if case .object(let f)? = try? JSONParser.parse(
+                MonitorEventFormatter.beaconJSON(r.beacon))
+              {
+                fields += f
+              }
+              return .object(fields)
+            })
+        }
+      ),
+      ("adapter", { [unowned self] in self.adapter.map { .string($0.message) } ?? .null }),
+    ]
+  }
+}
+
+public struct ReplayError: Error, CustomStringConvertible {
+  public let description: String
+  public init(_ description: String) { self.description = description }
+}
