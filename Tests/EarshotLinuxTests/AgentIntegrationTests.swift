@@ -258,7 +258,7 @@ final class DaemonMonitorTests: XCTestCase {
     _ = write(go[1], &b, 1)
 
     var events: [JSONValue] = []
-    while let e = try c.nextEvent() {
+    while let e = try c.nextEvent(timeoutMillis: 30_000) {
       events.append(e)
       if e["event"]?.string == "exit" && e["region"]?.string == "lab" { break }
     }

@@ -46,12 +46,20 @@ func runEarshot(_ args: [String]) throws -> (status: Int32, out: String, err: St
 /// `earshot run` as a subprocess on a temporary socket.
 final class AgentProcess {
   let directory: String
+  private let ownsDirectory: Bool
   let socket: String
   let process = Process()
   let logPath: String
 
-  init(config: String? = nil, arguments: [String] = []) throws {
-    directory = try makeTempDirectory()
+  /// Without `audio` the agent runs with --no-audio (a silent ring): for
+  /// tests of the protocol, which must not depend on a sound server.
+  /// `directory`: reuse another agent's socket and state directory (a restart).
+  init(
+    config: String? = nil, arguments: [String] = [], audio: Bool = false,
+    directory reuse: String? = nil
+  ) throws {
+    directory = try reuse ?? makeTempDirectory()
+    ownsDirectory = reuse == nil
     socket = directory + "/control.sock"
     logPath = directory + "/agent.log"
     _ = FileManager.default.createFile(atPath: logPath, contents: nil)
@@ -63,6 +71,7 @@ final class AgentProcess {
       process.arguments! += ["--config", path]
     }
     process.arguments! += arguments
+    if !audio { process.arguments! += ["--no-audio"] }
     process.standardError = FileHandle(forWritingAtPath: logPath)
     process.standardOutput = FileHandle.nullDevice
     try process.run()
@@ -91,7 +100,7 @@ final class AgentProcess {
 
   deinit {
     _ = stop()
-    try? FileManager.default.removeItem(atPath: directory)
+    if ownsDirectory { try? FileManager.default.removeItem(atPath: directory) }
   }
 }
 
@@ -116,7 +125,7 @@ extension ControlClient {
 
   /// Reads events until one named `name` arrives (nil if the stream ends).
   func waitFor(event name: String) throws -> JSONValue? {
-    while let e = try nextEvent() {
+    while let e = try nextEvent(timeoutMillis: 30_000) {
       if e["event"]?.string == name { return e }
     }
     return nil

@@ -49,7 +49,7 @@ final class ControlSocketProcessTests: XCTestCase {
   func testSecondAgentOnTheSameSocketIsRefused() throws {
     let agent = try AgentProcess()
     let r = try runEarshot([
-      "run", "--socket", agent.socket, "--state-dir", agent.directory + "/s2",
+      "run", "--no-audio", "--socket", agent.socket, "--state-dir", agent.directory + "/s2",
     ])
     XCTAssertEqual(r.status, 1)
     XCTAssertTrue(r.err.contains("already serving"), r.err)

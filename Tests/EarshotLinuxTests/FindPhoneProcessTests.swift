@@ -5,9 +5,9 @@ import Foundation
 import XCTest
 
 /// The find-phone flow through `earshot run` (a subprocess) over its socket.
-/// Audio is measured end to end once the ALSA player is wired in; here the
-/// agent has no alert output and rings silently, and the tests check the
-/// protocol: who gets a notice, when, and that nothing rings again.
+/// The agent runs with --no-audio (a silent ring) and the tests check the
+/// protocol: who gets a notice, when, and that nothing rings again. Audio is
+/// measured end to end in FindPhoneAudioTests.
 final class FindPhoneProcessTests: XCTestCase {
   func testDeviceStartRingsAndFoundSendsTheNotice() throws {
     let agent = try AgentProcess()
@@ -209,7 +209,9 @@ final class FindPhoneProcessTests: XCTestCase {
     _ = try c.ok(.subscribe([.find]))
     var f = try c.ok(.findStatus)["find"]
     while f?["requesters"]?.array?.contains(.string(device)) != true {
-      guard let e = try c.nextEvent() else { throw SystemError(errno: EPIPE, "agent went away") }
+      guard let e = try c.nextEvent(timeoutMillis: 30_000) else {
+        throw SystemError(errno: EPIPE, "agent went away")
+      }
       f = e["find"] ?? f
     }
   }

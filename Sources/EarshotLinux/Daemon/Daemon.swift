@@ -217,7 +217,17 @@ public final class Daemon {
     case .volumeGet:
       return [("volume", ControlProtocol.json(try mixer().currentVolume()))]
     case .volumeSet(let level):
-      return [("volume", ControlProtocol.json(try changeVolume { $0.level = level }))]
+      // Setting a level also unmutes, as desktop volume applets do.
+      return [
+        (
+          "volume",
+          ControlProtocol.json(
+            try changeVolume {
+              $0.level = level
+              $0.muted = false
+            })
+        )
+      ]
     case .volumeMute, .volumeUnmute:
       let muted = command == .volumeMute
       return [("volume", ControlProtocol.json(try changeVolume { $0.muted = muted }))]
@@ -302,7 +312,8 @@ public final class Daemon {
     guard let volume else {
       throw ControlError(
         .unavailable,
-        "no mixer is available to this agent (the ALSA mixer is not configured in this build)")
+        "no mixer is available to this agent: check [audio] mixer_card and mixer_control (the agent log says why it could not open them), or it runs with --no-audio"
+      )
     }
     return volume
   }

@@ -28,6 +28,8 @@ let runCommand = Command(
     .value(
       "config", "FILE", "Config file (default: the user's or /etc/earshot/earshot.conf if present)"),
     socketOption,
+    .flag(
+      "no-audio", "Do not open ALSA: find-phone rings silently, volume commands are unavailable"),
     .value(
       "state-dir", "DIR",
       "Where the volume is saved while ringing (default: the directory of [state] path)"),
@@ -62,12 +64,32 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
   options.findPhone = FindPhoneSettings(
     volume: config.findPhone.volume, headphoneVolume: config.findPhone.headphoneVolume,
     timeoutSeconds: config.findPhone.timeout)
-  // The ALSA alert player and mixer (the audio work) plug in here as
-  // `alert:` and `volume:`; until then find-phone rings silently and the
-  // volume commands answer "unavailable".
+  // The ALSA alert player and mixer from [audio]. Without them (--no-audio)
+  // find-phone rings silently and the volume commands answer "unavailable".
+  let audio: (alert: ALSAAlertOutput, volume: ALSAVolumeControl?)?
+  if args.has("no-audio") {
+    audio = nil
+  } else {
+    do {
+      audio = try DaemonAudio.make(
+        config.audio, findPhoneSound: config.findPhone.sound,
+        log: { Console.error("earshot run: \($0)\n") })
+    } catch {
+      throw CommandFailure("\(error)")
+    }
+  }
   let daemon: Daemon
   do {
-    daemon = try Daemon(options: options, version: version, alert: nil, volume: nil)
+    daemon = try Daemon(
+      options: options, version: version, alert: audio?.alert, volume: audio?.volume)
+    if let audio {
+      audio.alert.log = daemon.log
+      audio.alert.attach(to: daemon.loop)
+      if let volume = audio.volume {
+        volume.log = daemon.log
+        try volume.attach(to: daemon.loop)
+      }
+    }
   } catch {
     throw CommandFailure("\(error)")
   }
