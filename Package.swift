@@ -26,6 +26,11 @@ let package = Package(
       name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
       providers: [.apt(["libsndfile1-dev"])]),
 
+    // sd-bus, for BlueZ's D-Bus API (the BLE device link).
+    .systemLibrary(
+      name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
+      providers: [.apt(["libsystemd-dev"])]),
+
     .systemLibrary(
       name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
       providers: [.apt(["libmosquitto-dev"])]),
@@ -37,7 +42,7 @@ let package = Package(
     .target(
       name: "EarshotLinux",
       dependencies: [
-        "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto",
+        "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto", "CSystemd",
       ]),
 
     // The command-line front door.

@@ -4,9 +4,9 @@
 #   test:  also what the tests run against (PulseAudio, BlueZ tools, QEMU, ...)
 set -euo pipefail
 mode=${1:-build}
-build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev libmosquitto-dev)
+build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev libmosquitto-dev libsystemd-dev)
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
-      qemu-system-x86 busybox-static kmod cpio mosquitto mosquitto-clients)
+      qemu-system-x86 busybox-static kmod cpio mosquitto mosquitto-clients dbus)
 want=("${build[@]}")
 [ "$mode" = test ] && want+=("${test[@]}")
 missing=()

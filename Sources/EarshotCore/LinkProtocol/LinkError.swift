@@ -73,3 +73,21 @@ public enum LinkDecodeError: Error, Equatable, Sendable, CustomStringConvertible
   let digits = Array("0123456789abcdef".utf8)
   return String(decoding: [digits[Int(b >> 4)], digits[Int(b & 0xF)]], as: UTF8.self)
 }
+
+/// How an ATT error code travels back through BlueZ's D-Bus GATT API: the
+/// application answers WriteValue with a D-Bus error and bluetoothd turns
+/// it into the ATT code (src/gatt-database.c, dbus_error_to_att_ecode).
+/// Application codes 0x80-0x9F ride in org.bluez.Error.Failed's message.
+public enum BlueZGattError {
+  public static func dbusError(forATT code: UInt8) -> (name: String, message: String) {
+    switch code {
+    case LinkATTError.invalidAttributeValueLength:
+      return ("org.bluez.Error.InvalidValueLength", "invalid value length")
+    case LinkATTError.invalidOffset: return ("org.bluez.Error.InvalidOffset", "invalid offset")
+    case LinkATTError.insufficientAuthorization, LinkATTError.insufficientAuthentication:
+      return ("org.bluez.Error.NotAuthorized", "not authorized")
+    case 0x80...0x9F: return ("org.bluez.Error.Failed", "0x" + hex2(code))
+    default: return ("org.bluez.Error.Failed", "0x80")
+    }
+  }
+}

@@ -4,4 +4,5 @@ let commands: [Command] = [
   scanCommand,
   simulateCommand,
   benchCommand,
+  bleLinkServeCommand,
 ]
