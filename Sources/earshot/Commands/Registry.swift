@@ -5,4 +5,6 @@ let commands: [Command] = [
   simulateCommand,
   benchCommand,
   bleLinkServeCommand,
+  deviceBLECommand,
+  bleAgentCommand,
 ]
