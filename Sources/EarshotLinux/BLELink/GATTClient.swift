@@ -83,6 +83,29 @@ public final class GATTClient {
     getsockopt(s, SOL_SOCKET, SO_ERROR, &soError, &len)
     if soError != 0 { throw GATTClientError(Self.connectMessage(soError, peer, adapter)) }
     ok = true
+    if security != .low { try raiseSecurity(security, peer: peer, timeoutSeconds: timeoutSeconds) }
+  }
+
+  /// Pairs (or re-encrypts with a stored key) up to `wanted`: asking for it
+  /// on a connected socket starts SMP; the kernel holds our sends meanwhile.
+  /// The peer's requests are answered while we wait.
+  private func raiseSecurity(_ wanted: Security, peer: BDAddress, timeoutSeconds: Double) throws {
+    guard securityLevel < Int(wanted.rawValue) else { return }
+    var sec = bt_security(level: UInt8(wanted.rawValue), key_size: 0)
+    _ = setsockopt(fd, 274, 4, &sec, socklen_t(MemoryLayout<bt_security>.size))
+    let deadline = Clock.monotonicNanos() + UInt64(timeoutSeconds * 1e9)
+    while securityLevel < Int(wanted.rawValue) {
+      guard Clock.monotonicNanos() < deadline else {
+        throw GATTClientError(
+          "pairing with \(peer) did not reach security level \(wanted.rawValue) in \(timeoutSeconds) s (level \(securityLevel)): is an agent confirming it on both sides?"
+        )
+      }
+      // The kernel has no event for "security raised"; check every 50 ms.
+      let step = min(deadline, Clock.monotonicNanos() + 50_000_000)
+      if let bytes = try receive(until: step), let pdu = ATT.decode(bytes) {
+        _ = try handleUnsolicited(bytes, pdu)
+      }
+    }
   }
 
   deinit { close(fd) }
@@ -111,6 +134,9 @@ public final class GATTClient {
     case ECONNREFUSED:
       return
         "\(peer) refused the connection (\(text)): enable LE on \(adapter) through the management interface (btmgmt -i \(adapter) le on; power on)"
+    case EBUSY:
+      return
+        "another ATT client (bluetoothd?) holds the link to \(peer): disconnect it first (bluetoothctl disconnect \(peer))"
     case EACCES, EPERM:
       return "pairing with \(peer) failed (\(text)): is an agent running to confirm it?"
     default:

@@ -118,8 +118,9 @@ func runDeviceBLE(_ args: Arguments) throws -> Int32 {
       line.add("hex", value.withUnsafeBytes { $0.hexString })
       if let v = LegacyRemoteVolume.decodeVolume(value), v.isFinite, (0...1).contains(v) {
         line.add("volume", v, decimals: 4)
+      } else if let text = String(validating: value, as: UTF8.self) {
+        line.add("text", text)
       }
-      line.add("text", String(decoding: value, as: UTF8.self))
       Console.line(line.line)
       legacyAnswer = true
       return
