@@ -2,7 +2,7 @@
 SWIFT ?= swift
 PREFIX ?= /usr/local
 
-.PHONY: build demo test unit-test vm-test format
+.PHONY: build demo test install format
 
 build:
 	scripts/deps.sh build
@@ -19,3 +19,7 @@ test:
 
 format:
 	swift-format format --in-place --recursive Sources Tests Package.swift
+
+# Binary, config, sounds and systemd units (PREFIX=/usr/local, DESTDIR for packaging).
+install: build
+	scripts/install.sh $(PREFIX)

@@ -25,6 +25,9 @@ let package = Package(
     .systemLibrary(
       name: "CSndFile", path: "Sources/CSndFile", pkgConfig: "sndfile",
       providers: [.apt(["libsndfile1-dev"])]),
+    .systemLibrary(
+      name: "CSQLite3", path: "Sources/CSQLite3", pkgConfig: "sqlite3",
+      providers: [.apt(["libsqlite3-dev"])]),
 
     // sd-bus, for BlueZ's D-Bus API (the BLE device link).
     .systemLibrary(
@@ -42,14 +45,18 @@ let package = Package(
     .target(
       name: "EarshotLinux",
       dependencies: [
-        "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto", "CSystemd",
+        "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto", "CSQLite3",
+        "CSystemd",
       ]),
 
     // The command-line front door.
     .executableTarget(name: "earshot", dependencies: ["EarshotCore", "EarshotLinux"]),
 
-    .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore"]),
+    // Helpers both test targets use (shared data, resources, the built binary).
+    .target(name: "EarshotTestSupport", path: "Tests/EarshotTestSupport"),
+    .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
     .testTarget(
-      name: "EarshotLinuxTests", dependencies: ["EarshotCore", "EarshotLinux"]),
+      name: "EarshotLinuxTests",
+      dependencies: ["EarshotCore", "EarshotLinux", "EarshotTestSupport"]),
   ]
 )

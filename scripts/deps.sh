@@ -4,9 +4,11 @@
 #   test:  also what the tests run against (PulseAudio, BlueZ tools, QEMU, ...)
 set -euo pipefail
 mode=${1:-build}
-build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev libmosquitto-dev libsystemd-dev)
+build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev libmosquitto-dev libsqlite3-dev
+       libsystemd-dev)
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
-      qemu-system-x86 busybox-static kmod cpio mosquitto mosquitto-clients dbus)
+      qemu-system-x86 busybox-static kmod cpio dbus util-linux mosquitto mosquitto-clients
+      librsvg2-bin)
 want=("${build[@]}")
 [ "$mode" = test ] && want+=("${test[@]}")
 missing=()

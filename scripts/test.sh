@@ -9,5 +9,7 @@ for s in scripts/services/*.sh; do [ -e "$s" ] && "$s"; done
 swift build 2>&1 | tee /tmp/earshot-build.log
 if grep -q 'warning:' /tmp/earshot-build.log; then echo "build has warnings" >&2; exit 1; fi
 swift test
+# A short run of every fuzz target (crashers kept in Tests/fuzz/corpus replay first).
+scripts/fuzz.sh all 50000
 if [ -x Tests/vm/run ]; then Tests/vm/run; fi
 echo "all tests passed in $(( $(date +%s) - start )) s"

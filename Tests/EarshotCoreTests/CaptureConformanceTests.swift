@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import XCTest
 
 @testable import EarshotCore

@@ -1,4 +1,5 @@
 import CBlueZ
+import CLinux
 import EarshotCore
 
 #if canImport(Glibc)

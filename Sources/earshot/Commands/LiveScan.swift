@@ -1,7 +1,56 @@
 import EarshotCore
 import EarshotLinux
 
-/// Live scanning over a raw HCI socket.
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Live scanning over a raw HCI socket: reports go to the printer (one
+/// line each, flushed at once) and, with --write, every HCI packet seen or
+/// sent to the btsnoop file. Stops on SIGINT/SIGTERM or after --duration,
+/// restoring the adapter.
 func runLiveScan(_ args: Arguments, printer: inout ReportPrinter, sink: FileSink?) throws -> Int32 {
-  throw CommandFailure("live scanning is not built yet; use --input FILE to replay a capture")
+  var options = LiveScanOptions()
+  options.adapter = args.value("adapter")
+  options.scanType = args.has("passive") ? .passive : .active
+  options.commandSet = args.has("legacy") ? .legacy : args.has("extended") ? .extended : nil
+  options.bringUp = args.has("bring-up")
+  let duration = try args.double("duration")
+  if let duration, duration <= 0 { throw UsageError("--duration expects a positive number") }
+
+  Console.lineBuffered = true
+  let loop = try EventLoop()
+  var live = printer
+  var writeError: (any Error)?
+  let scanner = LiveScanner(
+    loop: loop, options: options,
+    onReport: { micros, report in live.print(micros, report) },
+    onAdapterState: { state in Console.error("earshot scan: \(state.message)\n") })
+  if let sink {
+    scanner.onPacket = { micros, packet in
+      do {
+        try sink.write(BtsnoopWriter.record(h4: packet, micros: micros))
+      } catch {
+        writeError = error
+        loop.stop()
+      }
+    }
+  }
+  func finish() {
+    scanner.stop()
+    loop.stop()
+  }
+  try loop.handleSignals([SIGINT, SIGTERM]) { _ in finish() }
+  if let duration { loop.after(seconds: duration) { finish() } }
+  do {
+    try scanner.start()
+  } catch let e as ScanError {
+    throw CommandFailure(e.description)
+  }
+  try loop.run()
+  scanner.stop()
+  printer = live
+  if let writeError { throw CommandFailure("\(writeError)") }
+  try sink?.flush()
+  return 0
 }

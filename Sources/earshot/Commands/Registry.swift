@@ -2,8 +2,17 @@
 /// its own file under Commands/.
 let commands: [Command] = [
   scanCommand,
+  monitorCommand,
+  checkConfigCommand,
   simulateCommand,
   benchCommand,
+  runCommand,
+  statusCommand,
+  eventsCommand,
+  foundCommand,
+  deviceCommand,
+  logCommand,
+  plotCommand,
   bleLinkServeCommand,
   deviceBLECommand,
   bleAgentCommand,

@@ -1,17 +1,19 @@
 import Foundation
 import XCTest
 
+/// Helpers shared by the test targets.
+
 /// Where the shared conformance data lives: `../shared/data` beside the
 /// repository. Missing data skips outside CI and fails in CI (`CI=true`).
-enum SharedData {
-  static let root: URL = {
+public enum SharedData {
+  public static let root: URL = {
     let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
       .deletingLastPathComponent()
       .deletingLastPathComponent()
     return repo.deletingLastPathComponent().appendingPathComponent("shared/data")
   }()
 
-  static func url(_ relative: String) throws -> URL {
+  public static func url(_ relative: String) throws -> URL {
     let url = root.appendingPathComponent(relative)
     guard FileManager.default.fileExists(atPath: url.path) else {
       try requireResource("shared test data \(url.path)")
@@ -19,13 +21,14 @@ enum SharedData {
     return url
   }
 
-  static func bytes(_ relative: String) throws -> [UInt8] {
+  public static func bytes(_ relative: String) throws -> [UInt8] {
     [UInt8](try Data(contentsOf: url(relative)))
   }
 }
 
 /// Reports a missing resource: a failure in CI, a skip elsewhere.
-func requireResource(_ what: String, file: StaticString = #filePath, line: UInt = #line) throws
+public func requireResource(_ what: String, file: StaticString = #filePath, line: UInt = #line)
+  throws
   -> Never
 {
   if ProcessInfo.processInfo.environment["CI"] == "true" {
@@ -35,13 +38,13 @@ func requireResource(_ what: String, file: StaticString = #filePath, line: UInt 
   throw XCTSkip("skipped: \(what) is not available (this fails in CI)")
 }
 
-func hex(_ s: String) -> [UInt8] {
+public func hex(_ s: String) -> [UInt8] {
   guard let b = EarshotTestHex.parse(s) else { fatalError("bad hex in test: \(s)") }
   return b
 }
 
-enum EarshotTestHex {
-  static func parse(_ s: String) -> [UInt8]? {
+public enum EarshotTestHex {
+  public static func parse(_ s: String) -> [UInt8]? {
     var out = [UInt8]()
     var chars = Array(s.utf8.filter { $0 != 32 })
     guard chars.count % 2 == 0 else { return nil }
@@ -57,8 +60,8 @@ enum EarshotTestHex {
 }
 
 /// The built `earshot` binary, next to the test bundle in .build/<config>/.
-enum Earshot {
-  static let binary: String = {
+public enum Earshot {
+  public static let binary: String = {
     let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     for candidate in [dir, dir.deletingLastPathComponent()] {
       let path = candidate.appendingPathComponent("earshot").path
@@ -67,14 +70,16 @@ enum Earshot {
     return ".build/debug/earshot"
   }()
 
-  struct Result {
-    let status: Int32
-    let stdout: String
-    let stderr: String
+  public struct Result {
+    public let status: Int32
+    public let stdout: String
+    public let stderr: String
   }
 
   /// Runs a command to completion and captures its output.
-  static func run(_ args: [String], executable: String = Earshot.binary, stdin: String? = nil)
+  public static func run(
+    _ args: [String], executable: String = Earshot.binary, stdin: String? = nil
+  )
     throws -> Result
   {
     let p = Process()
@@ -102,7 +107,7 @@ enum Earshot {
       stderr: String(decoding: errData, as: UTF8.self))
   }
 
-  static func tool(_ name: String) -> String? {
+  public static func tool(_ name: String) -> String? {
     for dir in ["/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"] {
       let path = "\(dir)/\(name)"
       if FileManager.default.isExecutableFile(atPath: path) { return path }

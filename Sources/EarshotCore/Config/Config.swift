@@ -1,0 +1,439 @@
+/// Everything `earshot.conf` can say, typed, with defaults filled in.
+/// Built from a `ConfigDocument` by `Config.build`, which reports every
+/// problem with its file, line and key.
+public struct Config: Sendable {
+  public var scanner = ScannerConfig()
+  public var ranging = RangingConfig()
+  public var monitor = MonitorConfig()
+  public var regions: [RegionConfig] = []
+  public var audio = AudioConfig()
+  public var findPhone = FindPhoneConfig()
+  public var control = ControlConfig()
+  public var state = StateConfig()
+  public var mqtt = MQTTConfig()
+  public var log = ProximityLogConfig()
+
+  public init(paths: ConfigPaths = .system) {
+    control.socket = paths.controlSocket
+    state.path = paths.stateFile
+  }
+}
+
+/// Defaults that differ between the system service and a user's own agent.
+public struct ConfigPaths: Sendable {
+  public var controlSocket: String
+  public var stateFile: String
+  public init(controlSocket: String, stateFile: String) {
+    self.controlSocket = controlSocket
+    self.stateFile = stateFile
+  }
+  public static let system = ConfigPaths(
+    controlSocket: "/run/earshot/control.sock", stateFile: "/var/lib/earshot/state")
+  /// For a user service: `$XDG_RUNTIME_DIR` and `$XDG_STATE_HOME`.
+  public static func user(runtimeDir: String, stateHome: String) -> ConfigPaths {
+    ConfigPaths(
+      controlSocket: runtimeDir + "/earshot.sock", stateFile: stateHome + "/earshot/state")
+  }
+}
+
+public struct ScannerConfig: Sendable, Equatable {
+  /// `nil`: the first LE-capable adapter.
+  public var adapter: String? = nil
+  public var passive = false
+  public var mode = ScanMode.auto
+  public init() {}
+}
+
+public enum ScanMode: String, Sendable, CaseIterable {
+  case legacy, extended, auto
+}
+
+public struct RangingConfig: Sendable, Equatable {
+  public var pathLossExponent = 2.0
+  /// dB added to every RSSI: this receiver's offset from the reference
+  /// receiver that beacons calibrate their measured power with.
+  public var rssiOffset = 0.0
+  /// Seconds without a report after which a beacon's proximity is unknown.
+  public var staleAfter = 5.0
+  /// Seconds between range updates.
+  public var interval = 1.0
+  public init() {}
+
+  public var model: PathLossModel {
+    PathLossModel(exponent: pathLossExponent, rssiOffset: rssiOffset)
+  }
+}
+
+public struct MonitorConfig: Sendable, Equatable {
+  /// Default for regions that do not set `exit_after`.
+  public var exitAfter = ExitAfter.seconds(30)
+  /// `exit_after = auto` never waits less than this.
+  public var autoFloor = 10.0
+  /// ... nor more than this.
+  public var autoCeiling = 300.0
+  public init() {}
+}
+
+public enum ExitAfter: Sendable, Equatable, CustomStringConvertible {
+  case seconds(Double)
+  case auto
+
+  static func parse(_ v: String) throws -> ExitAfter {
+    if v == "auto" { return .auto }
+    guard let d = Double(v), d.isFinite else {
+      throw ConfigValueError("expected a number of seconds or 'auto', got '\(v)'")
+    }
+    guard d >= 1, d <= 86_400 else {
+      throw ConfigValueError("\(v) is out of range; expected 1 to 86400 seconds, or 'auto'")
+    }
+    return .seconds(d)
+  }
+
+  public var description: String {
+    switch self {
+    case .seconds(let s): ConfigValue.show(s)
+    case .auto: "auto"
+    }
+  }
+}
+
+public struct RegionConfig: Sendable, Equatable {
+  public var name: String
+  /// Line of the `[region "NAME"]` header, for messages.
+  public var line: Int
+  public var uuid: BeaconUUID? = nil
+  public var major: UInt16? = nil
+  public var minor: UInt16? = nil
+  /// `nil` until resolved against `[monitor] exit_after`.
+  public var exitAfter: ExitAfter? = nil
+  public var onEnter: [String]? = nil
+  public var onExit: [String]? = nil
+  public var hookTimeout = 10.0
+
+  public init(name: String, line: Int) {
+    self.name = name
+    self.line = line
+  }
+
+  public func matches(_ id: BeaconID) -> Bool {
+    guard id.uuid == uuid else { return false }
+    if let major, id.major != major { return false }
+    if let minor, id.minor != minor { return false }
+    return true
+  }
+
+  /// `uuid[:major[:minor]]`, to recognise the region in a state file.
+  public var identity: String {
+    var s = uuid?.description ?? "-"
+    if let major { s += ":\(major)" }
+    if let minor { s += ":\(minor)" }
+    return s
+  }
+}
+
+public struct AudioConfig: Sendable, Equatable {
+  public var device = "default"
+  public var fallback: [String] = []
+  public var mixerCard = "default"
+  public var mixerControl = "Master"
+  public var sound = "ring"
+  public var frequency = 880.0
+  public var ramp = 3.0
+  public init() {}
+}
+
+public struct FindPhoneConfig: Sendable, Equatable {
+  public var volume = 0.9
+  public var headphoneVolume = 0.3
+  public var timeout = 60.0
+  /// `nil`: `[audio] sound`.
+  public var sound: String? = nil
+  public init() {}
+}
+
+public struct ControlConfig: Sendable, Equatable {
+  public var socket = ""
+  /// A group whose members may use the socket besides root and the agent's user.
+  public var group: String? = nil
+  public init() {}
+}
+
+/// `[mqtt]`: off until `host` is set.
+public struct MQTTConfig: Sendable, Equatable {
+  public var host: String? = nil
+  public var port = 1883
+  public var username: String? = nil
+  /// A file holding the password (kept out of the config, which is often world-readable).
+  public var passwordFile: String? = nil
+  public var tls = false
+  public var ca: String? = nil
+  public var cert: String? = nil
+  public var key: String? = nil
+  /// `nil`: `earshot-<hostname>`.
+  public var clientID: String? = nil
+  /// `nil`: `earshot/<hostname>`.
+  public var baseTopic: String? = nil
+  public var qos = 1
+  public var retain = true
+  public var discovery = true
+  public var discoveryPrefix = "homeassistant"
+  /// Seconds between two publications of one beacon's distance.
+  public var beaconInterval = 10.0
+  public init() {}
+
+  public var enabled: Bool { host != nil }
+}
+
+public struct StateConfig: Sendable, Equatable {
+  public var path = ""
+  public init() {}
+}
+
+// MARK: - The key tables: one per section, the single place keys are defined.
+
+extension Config {
+  static func words(_ v: String) -> String { v }
+
+  public static let sections: [SectionTable] =
+    [
+      .make(
+        "scanner", "The Bluetooth adapter and how it scans.",
+        [
+          .init(
+            "adapter", "Adapter to scan with (hci0, ...); auto = the first LE-capable one.",
+            set: { s, v in s.adapter = v == "auto" ? nil : try ConfigValue.nonEmpty(v) },
+            show: { $0.adapter ?? "auto" }),
+          .init(
+            "passive", "Passive scanning: listen only, send no scan requests.",
+            set: { s, v in s.passive = try ConfigValue.bool(v) }, show: { String($0.passive) }),
+          .init(
+            "mode",
+            "legacy, extended or auto (extended scan commands when the controller has them).",
+            set: { s, v in
+              s.mode = ScanMode(
+                rawValue: try ConfigValue.choice(v, ScanMode.allCases.map(\.rawValue)))!
+            }, show: { $0.mode.rawValue }),
+        ], initial: ScannerConfig(), get: { $0.scanner }, put: { $0.scanner = $1 }),
+      .make(
+        "ranging", "Distance estimates from RSSI (log-distance path-loss model).",
+        [
+          .init(
+            "path_loss_exponent",
+            "n in rssi = power - 10 n log10(d): 2 in free space, 2.5-4 indoors with people and walls.",
+            set: { s, v in s.pathLossExponent = try ConfigValue.double(v, in: 1...6) },
+            show: { ConfigValue.show($0.pathLossExponent) }),
+          .init(
+            "rssi_offset",
+            "dB added to every RSSI to calibrate this receiver against the beacons' 1 m reference.",
+            set: { s, v in s.rssiOffset = try ConfigValue.double(v, in: -40...40) },
+            show: { ConfigValue.show($0.rssiOffset) }),
+          .init(
+            "stale_after", "Seconds without a report after which a beacon's proximity is unknown.",
+            set: { s, v in s.staleAfter = try ConfigValue.double(v, in: 1...600) },
+            show: { ConfigValue.show($0.staleAfter) }),
+          .init(
+            "interval", "Seconds between range updates of a region with beacons inside.",
+            set: { s, v in s.interval = try ConfigValue.double(v, in: 0.1...3600) },
+            show: { ConfigValue.show($0.interval) }),
+        ], initial: RangingConfig(), get: { $0.ranging }, put: { $0.ranging = $1 }),
+      .make(
+        "monitor", "Region monitoring defaults.",
+        [
+          .init(
+            "exit_after",
+            "Default for regions: seconds without a report before exit, or auto.",
+            set: { s, v in s.exitAfter = try ExitAfter.parse(v) },
+            show: { $0.exitAfter.description }
+          ),
+          .init(
+            "auto_floor", "exit_after = auto never exits sooner than this many seconds.",
+            set: { s, v in s.autoFloor = try ConfigValue.double(v, in: 1...3600) },
+            show: { ConfigValue.show($0.autoFloor) }),
+          .init(
+            "auto_ceiling", "exit_after = auto never waits longer than this many seconds.",
+            set: { s, v in s.autoCeiling = try ConfigValue.double(v, in: 1...86_400) },
+            show: { ConfigValue.show($0.autoCeiling) }),
+        ], initial: MonitorConfig(), get: { $0.monitor }, put: { $0.monitor = $1 }),
+      .make(
+        "audio", "The alert player and the mixer (used by find-phone).",
+        [
+          .init(
+            "device", "ALSA PCM to play alerts on.",
+            set: { s, v in s.device = try ConfigValue.nonEmpty(v) }, show: { $0.device }),
+          .init(
+            "fallback",
+            "PCMs tried in order when device is busy or missing, separated by spaces (ALSA names hold commas).",
+            set: { s, v in
+              s.fallback = v.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+            },
+            show: { words($0.fallback.joined(separator: " ")) }),
+          .init(
+            "mixer_card", "ALSA card whose mixer sets the volume.",
+            set: { s, v in s.mixerCard = try ConfigValue.nonEmpty(v) }, show: { $0.mixerCard }),
+          .init(
+            "mixer_control", "Mixer control for the volume.",
+            set: { s, v in s.mixerControl = try ConfigValue.nonEmpty(v) },
+            show: { $0.mixerControl }),
+          .init(
+            "sound", "Alert sound: ring, chirp, or a file name in sounds/ or a path.",
+            set: { s, v in s.sound = try ConfigValue.nonEmpty(v) }, show: { $0.sound }),
+          .init(
+            "frequency", "Base frequency in Hz of the synthesized patterns.",
+            set: { s, v in s.frequency = try ConfigValue.double(v, in: 100...8000) },
+            show: { ConfigValue.show($0.frequency) }),
+          .init(
+            "ramp", "Seconds over which the alert's gain rises to full (0 = at once).",
+            set: { s, v in s.ramp = try ConfigValue.double(v, in: 0...60) },
+            show: { ConfigValue.show($0.ramp) }),
+        ], initial: AudioConfig(), get: { $0.audio }, put: { $0.audio = $1 }),
+      .make(
+        "find-phone", "Ringing the laptop when a device asks.",
+        [
+          .init(
+            "volume", "Volume (0-1) the alert raises the output to.",
+            set: { s, v in s.volume = try ConfigValue.double(v, in: 0...1) },
+            show: { ConfigValue.show($0.volume) }),
+          .init(
+            "headphone_volume", "Cap (0-1) on that volume when the output is headphones.",
+            set: { s, v in s.headphoneVolume = try ConfigValue.double(v, in: 0...1) },
+            show: { ConfigValue.show($0.headphoneVolume) }),
+          .init(
+            "timeout", "Seconds after which ringing stops by itself.",
+            set: { s, v in s.timeout = try ConfigValue.double(v, in: 1...3600) },
+            show: { ConfigValue.show($0.timeout) }),
+          .init(
+            "sound", "Alert sound for find-phone; empty = [audio] sound.",
+            set: { s, v in s.sound = v.isEmpty ? nil : v }, show: { words($0.sound ?? "") }),
+        ], initial: FindPhoneConfig(), get: { $0.findPhone }, put: { $0.findPhone = $1 }),
+      .make(
+        "control", "The local control socket.",
+        [
+          .init(
+            "socket",
+            "Unix socket path (user agent: $XDG_RUNTIME_DIR/earshot.sock).",
+            set: { s, v in s.socket = try ConfigValue.nonEmpty(v) }, show: { $0.socket }),
+          .init(
+            "group", "Group allowed to use the socket besides root and the agent's user.",
+            set: { s, v in s.group = v.isEmpty ? nil : v }, show: { words($0.group ?? "") }),
+        ], initial: ControlConfig(), get: { $0.control }, put: { $0.control = $1 }),
+      .make(
+        "state", "Where region states survive restarts.",
+        [
+          .init(
+            "path", "State file (user agent: $XDG_STATE_HOME/earshot/state).",
+            set: { s, v in s.path = try ConfigValue.nonEmpty(v) }, show: { $0.path })
+        ], initial: StateConfig(), get: { $0.state }, put: { $0.state = $1 }),
+    ] + [mqttSection, logSection]
+
+  static let mqttKeys: [ConfigKey<MQTTConfig>] = [
+    .init(
+      "host", "Broker host name or address; empty = MQTT off.",
+      set: { s, v in s.host = v.isEmpty ? nil : v }, show: { words($0.host ?? "") }),
+    .init(
+      "port", "Broker port (1883, or 8883 with TLS).",
+      set: { s, v in s.port = try ConfigValue.integer(v, in: 1...65535) },
+      show: { String($0.port) }),
+    .init(
+      "username", "User name, if the broker wants one.",
+      set: { s, v in s.username = v.isEmpty ? nil : v }, show: { words($0.username ?? "") }),
+    .init(
+      "password_file", "File whose first line is the password.",
+      set: { s, v in s.passwordFile = v.isEmpty ? nil : v },
+      show: { words($0.passwordFile ?? "") }),
+    .init(
+      "tls", "Use TLS (set ca, and cert/key for client certificates).",
+      set: { s, v in s.tls = try ConfigValue.bool(v) }, show: { String($0.tls) }),
+    .init(
+      "ca", "CA certificate file for TLS.",
+      set: { s, v in s.ca = v.isEmpty ? nil : v }, show: { words($0.ca ?? "") }),
+    .init(
+      "cert", "Client certificate file for TLS.",
+      set: { s, v in s.cert = v.isEmpty ? nil : v }, show: { words($0.cert ?? "") }),
+    .init(
+      "key", "Client key file for TLS.",
+      set: { s, v in s.key = v.isEmpty ? nil : v }, show: { words($0.key ?? "") }),
+    .init(
+      "client_id", "MQTT client id; empty = earshot-<hostname>.",
+      set: { s, v in s.clientID = v.isEmpty ? nil : v }, show: { words($0.clientID ?? "") }),
+    .init(
+      "base_topic", "Topic prefix; empty = earshot/<hostname>.",
+      set: { s, v in s.baseTopic = v.isEmpty ? nil : v }, show: { words($0.baseTopic ?? "") }),
+    .init(
+      "qos", "QoS of published messages (0, 1 or 2).",
+      set: { s, v in s.qos = try ConfigValue.integer(v, in: 0...2) }, show: { String($0.qos) }),
+    .init(
+      "retain", "Retain state messages (region states, beacons, volume).",
+      set: { s, v in s.retain = try ConfigValue.bool(v) }, show: { String($0.retain) }),
+    .init(
+      "discovery", "Publish Home Assistant discovery configs.",
+      set: { s, v in s.discovery = try ConfigValue.bool(v) }, show: { String($0.discovery) }),
+    .init(
+      "discovery_prefix", "Home Assistant's discovery prefix.",
+      set: { s, v in s.discoveryPrefix = try ConfigValue.nonEmpty(v) },
+      show: { $0.discoveryPrefix }),
+    .init(
+      "beacon_interval", "Seconds between two distance updates of one beacon.",
+      set: { s, v in s.beaconInterval = try ConfigValue.double(v, in: 0...3600) },
+      show: { ConfigValue.show($0.beaconInterval) }),
+  ]
+
+  static let mqttSection = SectionTable.make(
+    "mqtt", "Publishing to an MQTT broker, with Home Assistant discovery.", mqttKeys,
+    initial: MQTTConfig(), get: { $0.mqtt }, put: { $0.mqtt = $1 })
+
+  static let logKeys: [ConfigKey<ProximityLogConfig>] = [
+    .init(
+      "enabled", "Keep the log (a history of who was near is personal data: off by default).",
+      set: { s, v in s.enabled = try ConfigValue.bool(v) },
+      show: { $0.enabled ? "true" : "false" }),
+    .init(
+      "path",
+      "SQLite file; empty = /var/lib/earshot/proximity.sqlite, or "
+        + "$XDG_STATE_HOME/earshot/proximity.sqlite for a user agent.",
+      set: { s, v in s.path = v.isEmpty ? nil : v }, show: { words($0.path ?? "") }),
+    .init(
+      "interval", "Seconds per sighting row: one row per beacon per interval.",
+      set: { s, v in s.interval = try ConfigValue.double(v, in: 1...3600) },
+      show: { ConfigValue.show($0.interval) }),
+    .init(
+      "keep_days", "Days of history kept (older rows are deleted hourly); 0 keeps all.",
+      set: { s, v in s.keepDays = try ConfigValue.double(v, in: 0...36500) },
+      show: { ConfigValue.show($0.keepDays) }),
+
+  ]
+
+  static let logSection = SectionTable.make(
+    "log", "The proximity log: a SQLite history of region events and sightings.", logKeys,
+    initial: ProximityLogConfig(), get: { $0.log }, put: { $0.log = $1 })
+
+  /// Keys of `[region "NAME"]`.
+  public static let regionKeys: [ConfigKey<RegionConfig>] = [
+    .init(
+      "uuid", "The iBeacon proximity UUID (required).",
+      set: { r, v in r.uuid = try ConfigValue.uuid(v) }, show: { $0.uuid?.description ?? "" }),
+    .init(
+      "major", "Narrow the region to this major (0-65535).",
+      set: { r, v in r.major = UInt16(try ConfigValue.integer(v, in: 0...65535)) },
+      show: { $0.major.map { String($0) } ?? "" }),
+    .init(
+      "minor", "Narrow further to this minor (needs major).",
+      set: { r, v in r.minor = UInt16(try ConfigValue.integer(v, in: 0...65535)) },
+      show: { $0.minor.map { String($0) } ?? "" }),
+    .init(
+      "exit_after", "Seconds with no report before exit, or auto; default [monitor] exit_after.",
+      set: { r, v in r.exitAfter = try ExitAfter.parse(v) },
+      show: { $0.exitAfter?.description ?? "" }),
+    .init(
+      "on_enter", "Command run on enter: split like a shell would, run without one.",
+      set: { r, v in r.onEnter = try ConfigValue.command(v) },
+      show: { $0.onEnter.map(ShellWords.join) ?? "" }),
+    .init(
+      "on_exit", "Command run on exit.",
+      set: { r, v in r.onExit = try ConfigValue.command(v) },
+      show: { $0.onExit.map(ShellWords.join) ?? "" }),
+    .init(
+      "hook_timeout", "Seconds a hook may run before it is killed.",
+      set: { r, v in r.hookTimeout = try ConfigValue.double(v, in: 0.1...3600) },
+      show: { ConfigValue.show($0.hookTimeout) }),
+  ]
+}

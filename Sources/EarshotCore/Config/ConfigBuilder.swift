@@ -1,0 +1,164 @@
+extension Config {
+  /// Validates a document and builds the typed config. Every problem is
+  /// collected (so one run shows everything to fix) and thrown together as
+  /// `ConfigErrors`.
+  public static func build(_ doc: ConfigDocument, paths: ConfigPaths = .system) throws -> Config {
+    var config = Config(paths: paths)
+    var errors = doc.syntaxErrors
+    let tables = Dictionary(uniqueKeysWithValues: sections.map { ($0.name, $0) })
+    let regionTable = Dictionary(uniqueKeysWithValues: regionKeys.map { ($0.name, $0) })
+    func fail(_ line: Int, _ section: String?, _ key: String?, _ message: String) {
+      errors.append(
+        ConfigError(file: doc.file, line: line, section: section, key: key, message: message))
+    }
+
+    // Headers: unknown sections, bad or duplicate region names.
+    var regionIndex: [String: Int] = [:]  // raw section text -> index in config.regions
+    var seenSingletons: [String: Int] = [:]
+    for h in doc.headers {
+      if let name = regionName(h.name) {
+        switch name {
+        case .failure(let message):
+          fail(h.line, h.name, nil, message)
+        case .success(let n):
+          if let first = regionIndex[h.name] {
+            fail(
+              h.line, h.name, nil,
+              "duplicate region name '\(n)' (first defined on line \(config.regions[first].line)); give each region its own name"
+            )
+          } else {
+            regionIndex[h.name] = config.regions.count
+            config.regions.append(RegionConfig(name: n, line: h.line))
+          }
+        }
+      } else if tables[h.name] != nil {
+        if let first = seenSingletons[h.name] {
+          fail(
+            h.line, h.name, nil,
+            "section appears twice (first on line \(first)); merge the two")
+        } else {
+          seenSingletons[h.name] = h.line
+        }
+      } else {
+        fail(
+          h.line, h.name, nil,
+          "unknown section; known sections: \(sections.map(\.name).joined(separator: ", ")), region \"NAME\""
+        )
+      }
+    }
+
+    // Entries.
+    var seenKeys: [String: Int] = [:]  // "section\0key" -> line
+    var lastKey: String? = nil
+    for e in doc.entries {
+      defer { lastKey = e.key }
+      if e.section.isEmpty {
+        fail(e.line, nil, e.key, "key outside any section; put it under a [section] header")
+        continue
+      }
+      let id = e.section + "\u{0}" + e.key
+      if let first = seenKeys[id] {
+        if e.continuation, lastKey == e.key {
+          fail(
+            e.line, e.section, e.key,
+            "this line starts with whitespace, so it continues the value of '\(e.key)'; values are one line: remove the indentation"
+          )
+        } else {
+          fail(e.line, e.section, e.key, "set twice (first on line \(first)); keep one")
+        }
+        continue
+      }
+      seenKeys[id] = e.line
+      do {
+        if let index = regionIndex[e.section] {
+          guard let key = regionTable[e.key] else {
+            fail(
+              e.line, e.section, e.key,
+              "unknown key; region keys: \(regionKeys.map(\.name).joined(separator: ", "))")
+            continue
+          }
+          try key.set(&config.regions[index], e.value)
+        } else if let table = tables[e.section] {
+          guard try table.set(&config, e.key, e.value) else {
+            fail(
+              e.line, e.section, e.key,
+              "unknown key; [\(table.name)] keys: \(table.keys.map(\.name).joined(separator: ", "))"
+            )
+            continue
+          }
+        }
+        // Entries of unknown or malformed sections were reported with the header.
+      } catch let v as ConfigValueError {
+        fail(e.line, e.section, e.key, v.message)
+      }
+    }
+
+    // Whole-region rules.
+    for (raw, index) in regionIndex.sorted(by: { $0.value < $1.value }) {
+      var r = config.regions[index]
+      if r.uuid == nil, seenKeys[raw + "\u{0}uuid"] == nil {
+        fail(r.line, raw, "uuid", "a region needs a uuid")
+      }
+      if r.minor != nil, r.major == nil {
+        fail(
+          seenKeys[raw + "\u{0}minor"] ?? r.line, raw, "minor",
+          "minor without major; set major too (a minor alone matches beacons of every major)")
+      }
+      if r.exitAfter == nil { r.exitAfter = config.monitor.exitAfter }
+      config.regions[index] = r
+    }
+    if config.monitor.autoFloor > config.monitor.autoCeiling {
+      fail(
+        seenKeys["monitor\u{0}auto_floor"] ?? 0, "monitor", "auto_floor",
+        "auto_floor is above auto_ceiling")
+    }
+
+    if !errors.isEmpty {
+      throw ConfigErrors(errors.sorted { ($0.line, $0.key ?? "") < ($1.line, $1.key ?? "") })
+    }
+    return config
+  }
+
+  enum NameResult {
+    case success(String)
+    case failure(String)
+  }
+
+  /// `region "desk"` -> "desk"; `nil` if the header is not a region at all.
+  static func regionName(_ header: String) -> NameResult? {
+    guard header == "region" || header.hasPrefix("region ") || header.hasPrefix("region\"") else {
+      return nil
+    }
+    let rest = ConfigValue.trim(header.dropFirst("region".count))
+    guard rest.count >= 2, rest.first == "\"", rest.last == "\"" else {
+      return .failure("a region header is [region \"NAME\"] with the name in double quotes")
+    }
+    let name = String(rest.dropFirst().dropLast())
+    guard !name.isEmpty else { return .failure("the region name is empty") }
+    for s in name.unicodeScalars where s.value < 0x20 || s == "\"" || s == "\\" || s.value == 0x7F {
+      return .failure("a region name cannot hold quotes, backslashes or control characters")
+    }
+    return .success(name)
+  }
+
+  /// The effective settings as an INI file, defaults filled in: what
+  /// `earshot check-config` prints.
+  public func render() -> String {
+    var out = ""
+    for table in Config.sections {
+      out += "[\(table.name)]\n"
+      for (k, v) in table.render(self) { out += "\(k) = \(v)\n" }
+      out += "\n"
+    }
+    for r in regions {
+      out += "[region \"\(r.name)\"]\n"
+      for k in Config.regionKeys {
+        let v = k.show(r)
+        if v.isEmpty { continue }  // unset: major/minor match any, no hook
+        out += "\(k.name) = \(v)\n"
+      }
+      out += "\n"
+    }
+    return out
+  }
+}

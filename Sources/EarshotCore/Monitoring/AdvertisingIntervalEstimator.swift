@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Learns a beacon's advertising interval and loss from the gaps between
+/// its reports, for `exit_after = auto`.
+///
+/// The interval is a low percentile of the gaps (the gaps with nothing lost
+/// in between); the loss rate follows from the mean gap (mean = interval /
+/// (1 - loss)), taken at an upper confidence bound. The timeout is the number of consecutive missed intervals
+/// that has a one-in-a-billion chance under that loss, at least 5, and never
+/// less than three times the longest gap seen lately (bursts of loss, a body
+/// in the way), clamped to [floor, ceiling]. So a 100 ms beacon exits after
+/// the floor, and a 1 s beacon under 30 % loss waits ~19 s and does not flap.
+public struct AdvertisingIntervalEstimator: Sendable {
+  public static let capacity = 256
+  /// Fewer gaps than this and the estimate is not trusted yet.
+  public static let minimumGaps = 8
+  /// Reports closer than this are one advertising event seen twice (three
+  /// channels, or an advertisement and its scan response).
+  public static let minimumGapMicros: Int64 = 20_000
+
+  private var gaps: [Int64] = []
+  private var next = 0
+  private var lastReport: Int64? = nil
+
+  public init() {}
+
+  public mutating func observe(at t: Int64) {
+    guard let last = lastReport else {
+      lastReport = t
+      return
+    }
+    let gap = t - last
+    // Keep measuring from the advertising event's first report.
+    guard gap >= Self.minimumGapMicros else { return }
+    lastReport = t
+    if gaps.count < Self.capacity {
+      gaps.append(gap)
+    } else {
+      gaps[next] = gap
+      next = (next + 1) % Self.capacity
+    }
+    update()
+  }
+
+  /// A gap across scanning downtime says nothing about the beacon.
+  public mutating func interrupt() { lastReport = nil }
+
+  /// Statistics recomputed as gaps arrive (every gap at first, then every
+  /// 16th), so that asking for the timeout costs nothing.
+  private var stats: (interval: Double, loss: Double, upper: Double, longest: Double)? = nil
+  private var sinceUpdate = 0
+
+  private mutating func update() {
+    sinceUpdate += 1
+    guard gaps.count >= Self.minimumGaps, gaps.count < 64 || sinceUpdate >= 16 || stats == nil
+    else { return }
+    sinceUpdate = 0
+    let sorted = gaps.sorted()
+    let interval = Double(sorted[sorted.count / 10]) / 1e6
+    let span = Double(gaps.reduce(0, +)) / 1e6
+    let mean = span / Double(gaps.count)
+    let loss = min(0.95, max(0, 1 - interval / mean))
+    // An upper confidence bound (about 97.5 %): with few gaps seen the
+    // estimate is noisy, and underestimating loss is what causes false exits.
+    let events = max(1, span / interval)
+    let p = max(loss, 0.05)
+    let upper = min(0.95, loss + 2 * (p * (1 - p) / events).squareRoot())
+    stats = (interval, loss, upper, Double(sorted.last!) / 1e6)
+  }
+
+  public var intervalSeconds: Double? { stats?.interval }
+  public var lossRate: Double? { stats?.loss }
+  public var lossUpperBound: Double? { stats?.upper }
+
+  /// Seconds without a report before this beacon counts as gone, or `nil`
+  /// while too little has been seen.
+  public func timeout(floor: Double, ceiling: Double) -> Double? {
+    guard let (interval, _, loss, longest) = stats else { return nil }
+    var misses = 5.0
+    if loss > 0.01 { misses = max(misses, (log(1e-9) / log(loss)).rounded(.up)) }
+    let t = max(interval * (misses + 1), 3 * longest)
+    return min(ceiling, max(floor, t))
+  }
+}

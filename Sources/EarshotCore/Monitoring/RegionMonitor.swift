@@ -1,0 +1,272 @@
+/// A region's state as CoreLocation names them.
+public enum RegionState: String, Sendable, Equatable {
+  case inside, outside, unknown
+}
+
+/// What the monitor tells the world.
+public struct MonitorEvent: Sendable, Equatable {
+  public enum Kind: String, Sendable {
+    /// The state became known (or unknown) without a transition to act on.
+    case state
+    case enter, exit
+    /// The beacons inside, nearest first (once per ranging interval).
+    case range
+  }
+
+  public let t: Int64
+  public let kind: Kind
+  public let region: String
+  public let state: RegionState
+  /// For `range`: the beacons, nearest first. For enter/exit: the beacon
+  /// that caused it (on exit, its last estimate before it went quiet).
+  public let beacons: [RangedBeacon]
+}
+
+/// Region monitoring as a pure state machine: reports, adapter up/down and
+/// the passing of time go in (time injected, in microseconds of whatever
+/// clock drives it: capture timestamps in replay, the system clock live);
+/// events come out, and `nextDeadline` says when to call `advance` next.
+///
+/// States: every region starts `unknown`. A matching report makes it
+/// `inside`. While scanning, `exit_after` seconds with no report make it
+/// `outside`, where that span counts only time spent scanning. The adapter
+/// going down (or scanning stopping) makes every region `unknown`.
+///
+/// Events: what a consumer has last been told (`known`, which survives
+/// restarts through `snapshot`) decides what a change means. A change from
+/// one known state to the other is an `enter` or `exit`; learning a state
+/// that matches what was last told, or with nothing told before, is a
+/// `state` event, never an enter or exit. So a restart with the beacon still
+/// there gives no enter, and a beacon that left while the agent was down
+/// gives an exit once `exit_after` has passed since scanning resumed.
+public struct RegionMonitor: Sendable {
+  struct Region: Sendable {
+    let config: RegionConfig
+    var state: RegionState = .unknown
+    var known: RegionState? = nil
+    var lastSeen: Int64? = nil
+    var lastBeacon: BeaconID? = nil
+    var nextRange: Int64? = nil
+  }
+
+  public let ranging: RangingConfig
+  public let monitor: MonitorConfig
+  public let emitRange: Bool
+  private var regions: [Region]
+  private var tracks: [BeaconID: BeaconTrack] = [:]
+  private var intervals: [BeaconID: AdvertisingIntervalEstimator] = [:]
+  private var scanningSince: Int64? = nil
+  private var now: Int64 = .min
+  private var started = false
+
+  public init(config: Config, emitRange: Bool = true, snapshot: MonitorSnapshot? = nil) {
+    ranging = config.ranging
+    monitor = config.monitor
+    self.emitRange = emitRange
+    regions = config.regions.map { Region(config: $0) }
+    if let snapshot {
+      for i in regions.indices {
+        guard let saved = snapshot.regions.first(where: { $0.name == regions[i].config.name }),
+          saved.identity == regions[i].config.identity
+        else { continue }  // a region redefined since is a new region
+        regions[i].known = saved.known
+        regions[i].lastSeen = saved.lastSeen
+      }
+    }
+  }
+
+  // MARK: Inputs
+
+  /// The first call: announces every region as `unknown`.
+  public mutating func start(at t: Int64, scanning: Bool) -> [MonitorEvent] {
+    started = true
+    now = t
+    if scanning { scanningSince = t }
+    return regions.map {
+      MonitorEvent(t: t, kind: .state, region: $0.config.name, state: .unknown, beacons: [])
+    }
+  }
+
+  public mutating func adapterUp(at t: Int64) -> [MonitorEvent] {
+    var out = advance(to: t)
+    if !started { out += start(at: t, scanning: true) }
+    if scanningSince == nil { scanningSince = t }
+    return out
+  }
+
+  public mutating func adapterDown(at t: Int64) -> [MonitorEvent] {
+    var out = advance(to: t)
+    scanningSince = nil
+    for k in intervals.keys { intervals[k]!.interrupt() }
+    for i in regions.indices where regions[i].state != .unknown {
+      regions[i].state = .unknown
+      regions[i].nextRange = nil
+      out.append(event(t, .state, i))
+    }
+    return out
+  }
+
+  /// One iBeacon report. Reports are evidence of presence even without an
+  /// RSSI or with an implausible measured power; ranging is what those spoil.
+  public mutating func report(
+    at t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?
+  ) -> [MonitorEvent] {
+    var out = advance(to: t)
+    let matching = regions.indices.filter { regions[$0].config.matches(beacon.id) }
+    guard !matching.isEmpty else { return out }
+    if !started { out += start(at: t, scanning: true) }
+    if scanningSince == nil { scanningSince = t }
+
+    if tracks[beacon.id] == nil {
+      tracks[beacon.id] = BeaconTrack(
+        id: beacon.id, address: address, measuredPower: beacon.measuredPower, at: t)
+    }
+    tracks[beacon.id]!.observe(
+      address: address, rssi: rssi, measuredPower: beacon.measuredPower, at: t)
+    intervals[beacon.id, default: AdvertisingIntervalEstimator()].observe(at: t)
+
+    for i in matching {
+      regions[i].lastSeen = t
+      regions[i].lastBeacon = beacon.id
+      guard regions[i].state != .inside else { continue }
+      let kind: MonitorEvent.Kind = regions[i].known == .outside ? .enter : .state
+      regions[i].state = .inside
+      regions[i].known = .inside
+      if emitRange { regions[i].nextRange = nextTick(after: t) }
+      let trigger = tracks[beacon.id]!.ranged(
+        at: t, model: ranging.model, staleAfter: ranging.staleAfter)
+      out.append(event(t, kind, i, beacons: [trigger]))
+    }
+    return out
+  }
+
+  /// Fires every timer due at or before `t`, in time order.
+  public mutating func advance(to t: Int64) -> [MonitorEvent] {
+    var out: [MonitorEvent] = []
+    while let timer = earliestTimer(), timer.0 <= t {
+      now = timer.0
+      if timer.2 {
+        fireExit(timer.1, at: timer.0, into: &out)
+      } else {
+        fireRange(timer.1, at: timer.0, into: &out)
+      }
+    }
+    if t > now { now = t }
+    return out
+  }
+
+  // MARK: Queries
+
+  /// When `advance` next has something to do; `nil` if nothing is pending.
+  public var nextDeadline: Int64? { earliestTimer()?.0 }
+
+  public func state(of region: String) -> RegionState? {
+    regions.first { $0.config.name == region }?.state
+  }
+
+  /// The beacons of a region at `t`, nearest first.
+  public func rangedBeacons(region: String, at t: Int64) -> [RangedBeacon] {
+    guard let i = regions.firstIndex(where: { $0.config.name == region }) else { return [] }
+    return ranged(i, at: t)
+  }
+
+  /// The seconds `exit_after` currently stands for in a region.
+  public func exitTimeout(region: String) -> Double? {
+    regions.firstIndex { $0.config.name == region }.map { timeout($0) }
+  }
+
+  public var snapshot: MonitorSnapshot {
+    MonitorSnapshot(
+      regions: regions.compactMap { r in
+        r.known.map {
+          MonitorSnapshot.Entry(
+            name: r.config.name, identity: r.config.identity, known: $0, lastSeen: r.lastSeen)
+        }
+      })
+  }
+
+  // MARK: Timers
+
+  private func earliestTimer() -> (Int64, Int, Bool)? {
+    var best: (Int64, Int, Bool)? = nil
+    for i in regions.indices {
+      if let d = exitDeadline(i), best == nil || d < best!.0 || (d == best!.0 && !best!.2) {
+        best = (d, i, true)
+      }
+      if let d = regions[i].nextRange, best == nil || d < best!.0 { best = (d, i, false) }
+    }
+    return best
+  }
+
+  /// When the region is due to be declared outside: exit_after of scanning
+  /// after the later of its last report and the start of scanning.
+  private func exitDeadline(_ i: Int) -> Int64? {
+    guard let since = scanningSince, regions[i].state != .outside else { return nil }
+    let from = max(regions[i].lastSeen ?? since, since)
+    return from + Int64((timeout(i) * 1e6).rounded())
+  }
+
+  private mutating func fireExit(_ i: Int, at t: Int64, into out: inout [MonitorEvent]) {
+    let kind: MonitorEvent.Kind = regions[i].known == .inside ? .exit : .state
+    let last = regions[i].lastBeacon.flatMap { tracks[$0] }
+    regions[i].state = .outside
+    regions[i].known = .outside
+    regions[i].nextRange = nil
+    let trigger = last.map {
+      [$0.ranged(at: $0.lastSeen, model: ranging.model, staleAfter: ranging.staleAfter)]
+    }
+    out.append(event(t, kind, i, beacons: kind == .exit ? trigger ?? [] : []))
+  }
+
+  private mutating func fireRange(_ i: Int, at t: Int64, into out: inout [MonitorEvent]) {
+    guard regions[i].state == .inside else {
+      regions[i].nextRange = nil
+      return
+    }
+    regions[i].nextRange = t + Int64((ranging.interval * 1e6).rounded())
+    out.append(event(t, .range, i, beacons: ranged(i, at: t)))
+  }
+
+  private func ranged(_ i: Int, at t: Int64) -> [RangedBeacon] {
+    // The beacons that currently keep the region inside.
+    let horizon = t - Int64((timeout(i) * 1e6).rounded())
+    return tracks.values
+      .filter { regions[i].config.matches($0.id) && $0.lastSeen >= horizon }
+      .map { $0.ranged(at: t, model: ranging.model, staleAfter: ranging.staleAfter) }
+      .sorted(by: RangedBeacon.nearestFirst)
+  }
+
+  /// Seconds without a report before exit for region `i`.
+  private func timeout(_ i: Int) -> Double {
+    switch regions[i].config.exitAfter ?? monitor.exitAfter {
+    case .seconds(let s): return s
+    case .auto:
+      // The slowest of the region's recently seen beacons sets the pace;
+      // with too little seen yet, a cautious 30 s.
+      let recent = (regions[i].lastSeen ?? .min) &- Int64(monitor.autoCeiling * 1e6)
+      var worst: Double? = nil
+      for (id, est) in intervals where regions[i].config.matches(id) {
+        guard let track = tracks[id], track.lastSeen >= recent else { continue }
+        let t =
+          est.timeout(floor: monitor.autoFloor, ceiling: monitor.autoCeiling)
+          ?? min(monitor.autoCeiling, max(monitor.autoFloor, 30))
+        worst = max(worst ?? 0, t)
+      }
+      return worst ?? min(monitor.autoCeiling, max(monitor.autoFloor, 30))
+    }
+  }
+
+  /// The next multiple of the ranging interval strictly after `t`.
+  private func nextTick(after t: Int64) -> Int64 {
+    let step = max(1, Int64((ranging.interval * 1e6).rounded()))
+    let q = t >= 0 ? t / step : (t - step + 1) / step
+    return (q + 1) * step
+  }
+
+  private func event(
+    _ t: Int64, _ kind: MonitorEvent.Kind, _ i: Int, beacons: [RangedBeacon] = []
+  ) -> MonitorEvent {
+    MonitorEvent(
+      t: t, kind: kind, region: regions[i].config.name, state: regions[i].state, beacons: beacons)
+  }
+}

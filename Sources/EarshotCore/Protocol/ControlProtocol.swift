@@ -1,0 +1,295 @@
+/// Event streams a client can subscribe to.
+public enum ControlTopic: String, CaseIterable, Sendable {
+  case regions, ranging, volume, find
+}
+
+/// What a control-socket client asks for. The wire name is `cmd`.
+public enum ControlCommand: Equatable, Sendable {
+  case status
+  case volumeGet
+  case volumeSet(Double)
+  case volumeMute
+  case volumeUnmute
+  case findStatus
+  case found
+  case subscribe([ControlTopic])
+  case unsubscribe([ControlTopic])
+  /// This connection speaks for a device (the local device link).
+  case deviceRegister(name: String)
+  /// Device requests; the connection must be registered.
+  case findStart
+  case findStop
+  case noticeAck(NoticeID)
+  case noticeFail(NoticeID, reason: String)
+
+  public var name: String {
+    switch self {
+    case .status: return "status"
+    case .volumeGet: return "volume.get"
+    case .volumeSet: return "volume.set"
+    case .volumeMute: return "volume.mute"
+    case .volumeUnmute: return "volume.unmute"
+    case .findStatus: return "find.status"
+    case .found: return "found"
+    case .subscribe: return "subscribe"
+    case .unsubscribe: return "unsubscribe"
+    case .deviceRegister: return "device.register"
+    case .findStart: return "find.start"
+    case .findStop: return "find.stop"
+    case .noticeAck: return "notice.ack"
+    case .noticeFail: return "notice.fail"
+    }
+  }
+
+  public static let names = [
+    "status", "volume.get", "volume.set", "volume.mute", "volume.unmute", "find.status", "found",
+    "subscribe", "unsubscribe", "device.register", "find.start", "find.stop", "notice.ack",
+    "notice.fail",
+  ]
+}
+
+public struct ControlRequest: Equatable, Sendable {
+  /// An integer or a string, echoed in the response.
+  public var id: JSONValue
+  public var command: ControlCommand
+
+  public init(id: JSONValue, command: ControlCommand) {
+    self.id = id
+    self.command = command
+  }
+
+  /// The request as one line (without the newline), for clients.
+  public var encoded: String {
+    var fields: [(String, JSONValue)] = [("id", id), ("cmd", .string(command.name))]
+    switch command {
+    case .volumeSet(let level): fields.append(("level", .number(level)))
+    case .subscribe(let topics), .unsubscribe(let topics):
+      fields.append(("topics", .array(topics.map { .string($0.rawValue) })))
+    case .deviceRegister(let name): fields.append(("name", .string(name)))
+    case .noticeAck(let n): fields.append(("notice", .int(n)))
+    case .noticeFail(let n, let reason):
+      fields.append(("notice", .int(n)))
+      fields.append(("reason", .string(reason)))
+    default: break
+    }
+    return JSONValue.object(fields).encoded
+  }
+}
+
+/// An error response's `error` object. Codes are stable; messages say what to do.
+public struct ControlError: Error, Equatable, Sendable {
+  public enum Code: String, Sendable {
+    case parseError = "parse_error"
+    case lineTooLong = "line_too_long"
+    case invalidRequest = "invalid_request"
+    case missingField = "missing_field"
+    case unknownCommand = "unknown_command"
+    case notRegistered = "not_registered"
+    case notRinging = "not_ringing"
+    case unknownNotice = "unknown_notice"
+    case unavailable
+    case busy
+    case failed
+    case permissionDenied = "permission_denied"
+    case tooManyClients = "too_many_clients"
+  }
+  public var code: Code
+  public var message: String
+
+  public init(_ code: Code, _ message: String) {
+    self.code = code
+    self.message = message
+  }
+}
+
+/// The control socket's wire format: one JSON object per line each way.
+/// Requests: `{"id":7,"cmd":"volume.set","level":0.5}`. Every request gets
+/// exactly one response with its id: `{"id":7,"ok":true,...}` or
+/// `{"id":7,"ok":false,"error":{"code":"...","message":"..."}}`; `id` is
+/// null when it could not be read. Lines without an `id` are events:
+/// `{"event":"find",...}` for subscribers, `{"event":"notice",...}` for devices.
+public enum ControlProtocol {
+  /// Longest accepted line in bytes; longer ones get `line_too_long`.
+  public static let maxLineBytes = 64 * 1024
+  /// Longest device name.
+  public static let maxNameBytes = 64
+
+  public struct Rejection: Error, Equatable, Sendable {
+    public var id: JSONValue
+    public var error: ControlError
+  }
+
+  public static func parse(line: [UInt8]) -> Result<ControlRequest, Rejection> {
+    let value: JSONValue
+    do {
+      value = try JSONParser.parse(line)
+    } catch {
+      return .failure(
+        Rejection(id: .null, error: ControlError(.parseError, "malformed JSON: \(error)")))
+    }
+    guard case .object = value else {
+      return .failure(
+        Rejection(id: .null, error: ControlError(.invalidRequest, "a request is a JSON object")))
+    }
+    guard let id = value["id"] else {
+      return .failure(
+        Rejection(
+          id: .null,
+          error: ControlError(
+            .missingField, "missing \"id\": give each request an integer or string id")
+        ))
+    }
+    guard id.integer != nil || id.string != nil else {
+      return .failure(
+        Rejection(
+          id: .null, error: ControlError(.invalidRequest, "\"id\" must be an integer or a string")))
+    }
+    do {
+      return .success(ControlRequest(id: id, command: try command(value)))
+    } catch let e as ControlError {
+      return .failure(Rejection(id: id, error: e))
+    } catch {
+      return .failure(Rejection(id: id, error: ControlError(.invalidRequest, "\(error)")))
+    }
+  }
+
+  private static func command(_ v: JSONValue) throws -> ControlCommand {
+    guard let cmdValue = v["cmd"] else {
+      throw ControlError(
+        .missingField, "missing \"cmd\"; one of: \(ControlCommand.names.joined(separator: ", "))")
+    }
+    guard let cmd = cmdValue.string else {
+      throw ControlError(.invalidRequest, "\"cmd\" must be a string")
+    }
+    switch cmd {
+    case "status": return .status
+    case "volume.get": return .volumeGet
+    case "volume.set":
+      guard let field = v["level"] else {
+        throw ControlError(.missingField, "volume.set needs \"level\" (0.0 to 1.0)")
+      }
+      guard let level = field.number, (0...1).contains(level) else {
+        throw ControlError(.invalidRequest, "\"level\" must be a number from 0.0 to 1.0")
+      }
+      return .volumeSet(level)
+    case "volume.mute": return .volumeMute
+    case "volume.unmute": return .volumeUnmute
+    case "find.status": return .findStatus
+    case "found": return .found
+    case "subscribe", "unsubscribe":
+      guard let field = v["topics"] else {
+        throw ControlError(
+          .missingField,
+          "\(cmd) needs \"topics\": a list of \(ControlTopic.allCases.map(\.rawValue).joined(separator: ", "))"
+        )
+      }
+      guard let list = field.array, !list.isEmpty else {
+        throw ControlError(.invalidRequest, "\"topics\" must be a non-empty list of strings")
+      }
+      var topics: [ControlTopic] = []
+      for item in list {
+        guard let s = item.string, let t = ControlTopic(rawValue: s) else {
+          throw ControlError(
+            .invalidRequest,
+            "unknown topic \(item.encoded); topics are \(ControlTopic.allCases.map(\.rawValue).joined(separator: ", "))"
+          )
+        }
+        if !topics.contains(t) { topics.append(t) }
+      }
+      return cmd == "subscribe" ? .subscribe(topics) : .unsubscribe(topics)
+    case "device.register":
+      guard let field = v["name"] else {
+        throw ControlError(.missingField, "device.register needs \"name\"")
+      }
+      guard let name = field.string, validName(name) else {
+        throw ControlError(
+          .invalidRequest,
+          "\"name\" must be 1 to \(maxNameBytes) bytes of printable text")
+      }
+      return .deviceRegister(name: name)
+    case "find.start": return .findStart
+    case "find.stop": return .findStop
+    case "notice.ack", "notice.fail":
+      guard let field = v["notice"] else {
+        throw ControlError(.missingField, "\(cmd) needs \"notice\", the id from the notice event")
+      }
+      guard let n = field.integer, n > 0 else {
+        throw ControlError(.invalidRequest, "\"notice\" must be a positive integer")
+      }
+      if cmd == "notice.ack" { return .noticeAck(NoticeID(n)) }
+      let reason = v["reason"]?.string ?? "the device refused the notice"
+      return .noticeFail(NoticeID(n), reason: reason)
+    default:
+      throw ControlError(
+        .unknownCommand,
+        "unknown command \(JSONLine.quoted(cmd)); commands: \(ControlCommand.names.joined(separator: ", "))"
+      )
+    }
+  }
+
+  public static func validName(_ name: String) -> Bool {
+    !name.isEmpty && name.utf8.count <= maxNameBytes
+      && name.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F }
+  }
+
+  // MARK: Server messages
+
+  public static func success(id: JSONValue, _ fields: [(String, JSONValue)] = []) -> String {
+    JSONValue.object([("id", id), ("ok", .bool(true))] + fields).encoded
+  }
+
+  public static func failure(id: JSONValue, _ error: ControlError) -> String {
+    JSONValue.object([
+      ("id", id), ("ok", .bool(false)),
+      (
+        "error",
+        .object([("code", .string(error.code.rawValue)), ("message", .string(error.message))])
+      ),
+    ]).encoded
+  }
+
+  public static func event(_ name: String, _ fields: [(String, JSONValue)]) -> String {
+    JSONValue.object([("event", .string(name))] + fields).encoded
+  }
+
+  // MARK: Shapes shared by responses and events
+
+  public static func json(_ v: VolumeSetting) -> JSONValue {
+    .object([("level", .number((v.level * 1000).rounded() / 1000)), ("muted", .bool(v.muted))])
+  }
+
+  public static func json(_ s: FindStatus, now: UInt64) -> JSONValue {
+    var fields: [(String, JSONValue)] = [
+      ("state", .string(s.state.rawValue)),
+      ("requesters", .array(s.requesters.map { .string($0.description) })),
+      ("notifying", .array(s.notifying.map { .string($0.description) })),
+    ]
+    if let d = s.deadline {
+      let left = d > now ? Double(d - now) / 1e9 : 0
+      fields.append(("seconds_left", .number((left * 10).rounded() / 10)))
+    }
+    fields.append(("level", s.level.map { .number($0) } ?? .null))
+    fields.append(("headphones", .bool(s.headphones)))
+    fields.append(("last_end", s.lastEnd.map { .string($0.rawValue) } ?? .null))
+    fields.append(("outstanding_notices", .int(s.outstandingNotices)))
+    return .object(fields)
+  }
+
+  /// What a find request's reply means on the wire.
+  public static func json(_ reply: FindReply) -> JSONValue {
+    switch reply {
+    case .ringing: return .string("ringing")
+    case .joined: return .string("joined")
+    case .alreadyRequested: return .string("already_requested")
+    case .queued: return .string("queued")
+    case .stopped: return .string("stopped")
+    case .withdrawn: return .string("withdrawn")
+    case .notRequested: return .string("not_requested")
+    case .stopping: return .string("stopping")
+    case .alreadyStopping: return .string("already_stopping")
+    case .notRinging: return .string("not_ringing")
+    case .noticeRecorded: return .string("recorded")
+    case .unknownNotice: return .string("unknown_notice")
+    }
+  }
+}

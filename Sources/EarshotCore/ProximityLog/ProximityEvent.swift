@@ -1,0 +1,128 @@
+/// What the proximity log records. Its own model, so the log does not
+/// depend on the monitor's types: a thin adapter maps monitor events (or
+/// the JSON lines `earshot monitor` prints) onto these.
+///
+/// Times are microseconds since the Unix epoch, like every timestamp in
+/// Earshot (capture time in replay, the system clock live).
+public enum ProximityEvent: Sendable, Equatable {
+  case region(RegionLogEvent)
+  case sighting(BeaconSighting)
+  case adapter(AdapterLogEvent)
+  case findPhone(FindPhoneLogEvent)
+  case volume(VolumeLogEvent)
+
+  public var t: Int64 {
+    switch self {
+    case .region(let e): e.t
+    case .sighting(let e): e.t
+    case .adapter(let e): e.t
+    case .findPhone(let e): e.t
+    case .volume(let e): e.t
+    }
+  }
+}
+
+/// A region's state as the monitor reports it.
+public enum PresenceState: String, Sendable, Equatable, CaseIterable {
+  case inside, outside, unknown
+}
+
+/// A region transition (`enter`, `exit`) or a state learned without one
+/// (`state`: at start-up, after the adapter comes back, or going unknown).
+public struct RegionLogEvent: Sendable, Equatable {
+  public enum Kind: String, Sendable, CaseIterable {
+    case enter, exit, state
+  }
+
+  public var t: Int64
+  public var region: String
+  public var kind: Kind
+  public var state: PresenceState
+  /// The beacon that caused an enter or exit, when the monitor names one.
+  public var beacon: BeaconID?
+
+  public init(t: Int64, region: String, kind: Kind, state: PresenceState, beacon: BeaconID? = nil) {
+    self.t = t
+    self.region = region
+    self.kind = kind
+    self.state = state
+    self.beacon = beacon
+  }
+}
+
+/// One sighting of a beacon (a report, or a ranging update). The log keeps
+/// these downsampled, not one row each.
+public struct BeaconSighting: Sendable, Equatable {
+  public var t: Int64
+  public var beacon: BeaconID
+  public var address: BDAddress?
+  /// dBm; `nil` when the controller did not report one.
+  public var rssi: Double?
+  /// Metres, when ranging could estimate it.
+  public var distance: Double?
+  /// The region it was ranged in, if any: the log remembers which beacons
+  /// belong to which region so `--region` and the plot can use it.
+  public var region: String?
+
+  public init(
+    t: Int64, beacon: BeaconID, address: BDAddress? = nil, rssi: Double? = nil,
+    distance: Double? = nil, region: String? = nil
+  ) {
+    self.t = t
+    self.beacon = beacon
+    self.address = address
+    self.rssi = rssi
+    self.distance = distance
+    self.region = region
+  }
+}
+
+public struct AdapterLogEvent: Sendable, Equatable {
+  public enum Kind: String, Sendable, CaseIterable {
+    case up, down
+  }
+  public var t: Int64
+  public var adapter: String
+  public var kind: Kind
+
+  public init(t: Int64, adapter: String, kind: Kind) {
+    self.t = t
+    self.adapter = adapter
+    self.kind = kind
+  }
+}
+
+public struct FindPhoneLogEvent: Sendable, Equatable {
+  public enum Kind: String, Sendable, CaseIterable {
+    case started, stopped, found
+    /// The result of telling the device it was found (`detail`: ok, or why not).
+    case notice
+  }
+  public var t: Int64
+  public var kind: Kind
+  public var device: String
+  public var detail: String?
+
+  public init(t: Int64, kind: Kind, device: String, detail: String? = nil) {
+    self.t = t
+    self.kind = kind
+    self.device = device
+    self.detail = detail
+  }
+}
+
+public struct VolumeLogEvent: Sendable, Equatable {
+  public var t: Int64
+  /// 0...1 after the change.
+  public var volume: Double
+  public var muted: Bool
+  /// Who changed it (a device name, "find-phone", "restore", ...).
+  public var source: String?
+
+  public init(t: Int64, volume: Double, muted: Bool = false, source: String? = nil) {
+    self.t = t
+    self.volume = volume
+    self.muted = muted
+    self.source = source
+  }
+}

@@ -1,0 +1,80 @@
+/// Smooths one beacon's RSSI so that it is stable yet follows a walk.
+///
+/// Two stages, because RSSI noise has two shapes:
+/// 1. A median of the last few samples (at most 5, none older than 3 s)
+///    removes single outliers (a reflection, a body in the way) outright;
+///    a mean or a plain Kalman filter would be dragged by them. With a
+///    1 s beacon the window holds about 3 samples, so it adds ~1 s of lag,
+///    not 5 s.
+/// 2. A scalar Kalman filter (random-walk model) smooths the medians and
+///    weighs them by elapsed time, so beacons of any rate behave alike. It
+///    adapts: when the innovation stays large with the same sign twice in a
+///    row (a trend, which the median has already confirmed is no outlier)
+///    the estimate's variance is raised, so the gain jumps and the filter
+///    catches up in a second or two. room-assistant's fixed-gain Kalman
+///    lags a walking person by ten seconds or more; this one does not, and
+///    a steady beacon still reads within about a dB.
+public struct RSSIFilter: Sendable {
+  public static let windowCount = 5
+  public static let windowMicros: Int64 = 3_000_000
+  /// Measurement noise of a median (dB^2), and drift allowed per second.
+  public var measurementVariance = 9.0
+  public var processVariancePerSecond = 1.5
+
+  private var window: [(t: Int64, rssi: Double)] = []
+  private var estimate: Double? = nil
+  private var variance = 0.0
+  private var lastTime: Int64 = 0
+  private var lastInnovationSign = 0
+
+  public init() {}
+
+  public var value: Double? { estimate }
+
+  public mutating func reset() {
+    window.removeAll()
+    estimate = nil
+    lastInnovationSign = 0
+  }
+
+  /// Adds a sample at `t` microseconds and returns the new estimate.
+  @discardableResult
+  public mutating func add(_ rssi: Double, at t: Int64) -> Double {
+    window.append((t, rssi))
+    if window.count > Self.windowCount { window.removeFirst() }
+    while let first = window.first, t - first.t > Self.windowMicros, window.count > 1 {
+      window.removeFirst()
+    }
+    let m = median(window.map(\.rssi))
+    guard let x = estimate else {
+      estimate = m
+      variance = measurementVariance
+      lastTime = t
+      return m
+    }
+    let dt = max(0, Double(t - lastTime) / 1e6)
+    lastTime = t
+    var p = variance + processVariancePerSecond * dt
+    let innovation = m - x
+    let sign = innovation > 0 ? 1 : -1
+    // Normalised innovation beyond 2 sigma, twice in the same direction: a
+    // real change. Open the gain in proportion to how far off we are.
+    if innovation * innovation > 4 * (p + measurementVariance) {
+      if sign == lastInnovationSign { p += innovation * innovation }
+      lastInnovationSign = sign
+    } else {
+      lastInnovationSign = 0
+    }
+    let k = p / (p + measurementVariance)
+    let next = x + k * innovation
+    estimate = next
+    variance = (1 - k) * p
+    return next
+  }
+
+  private func median(_ v: [Double]) -> Double {
+    let s = v.sorted()
+    let n = s.count
+    return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2
+  }
+}

@@ -1,0 +1,158 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A scripted situation with ground truth, turned into the reports a
+/// scanner would see: beacons with their advertising interval, loss,
+/// distance over time and presence intervals, advertiser address changes,
+/// and adapter downtime. Deterministic for a given seed. Used by
+/// `earshot simulate scenario` and the monitor's tests.
+public struct Scenario: Sendable {
+  public var start: Int64 = 1_767_225_600_000_000
+  public var duration = 600.0
+  public var seed: UInt64 = 1
+  /// Standard deviation of RSSI noise in dB.
+  public var noise = 3.0
+  /// Fraction of reports whose RSSI is a wild outlier (-20 dB).
+  public var outliers = 0.0
+  public var model = PathLossModel()
+  public var beacons: [ScenarioBeacon] = []
+  /// Seconds from `start` during which the adapter is down.
+  public var adapterDown: [Range<Double>] = []
+
+  public init() {}
+
+  public enum Event: Sendable, Equatable {
+    case report(t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?)
+    case adapterDown(t: Int64)
+    case adapterUp(t: Int64)
+
+    public var t: Int64 {
+      switch self {
+      case .report(let t, _, _, _), .adapterDown(let t), .adapterUp(let t): t
+      }
+    }
+  }
+
+  public func micros(_ seconds: Double) -> Int64 { start + Int64((seconds * 1e6).rounded()) }
+
+  /// Every report and adapter change, in time order.
+  public func events() -> [Event] {
+    var rng = SplitMix(seed: seed)
+    var out: [Event] = []
+    for down in adapterDown {
+      out.append(.adapterDown(t: micros(down.lowerBound)))
+      out.append(.adapterUp(t: micros(down.upperBound)))
+    }
+    for b in beacons {
+      var s = b.phase
+      while s < duration {
+        defer { s += b.interval }
+        // Advertising events carry a 0-10 ms random delay (Core spec advDelay).
+        let t = s + Double(rng.next() % 10_000) / 1e6
+        guard b.isPresent(at: t), !adapterDown.contains(where: { $0.contains(t) }) else {
+          continue
+        }
+        if rng.unit() < b.loss { continue }
+        let d = max(0.05, b.distance(at: t))
+        var rssi = model.rssi(distance: d, measuredPower: Double(b.calibratedPower ?? b.power))
+        rssi += noise * rng.gaussian()
+        if rng.unit() < outliers { rssi -= 20 }
+        let clamped = Int8(max(-127, min(20, rssi.rounded())))
+        out.append(
+          .report(
+            t: micros(t), beacon: IBeacon(id: b.id, measuredPower: b.power),
+            address: b.address(at: t), rssi: clamped))
+      }
+    }
+    return out.enumerated().sorted { ($0.element.t, $0.offset) < ($1.element.t, $1.offset) }
+      .map(\.element)
+  }
+
+  /// The reports as a btsnoop capture (adapter changes cannot be written).
+  public func capture(extended: Bool = false) -> SyntheticCapture {
+    var c = SyntheticCapture()
+    for e in events() {
+      if case .report(let t, let beacon, let address, let rssi) = e {
+        c.appendBeacon(micros: t, beacon: beacon, address: address, rssi: rssi, extended: extended)
+      }
+    }
+    return c
+  }
+
+  /// Ground truth for a region: the union of its beacons' presence, in
+  /// seconds from `start`.
+  public func presence(matching region: RegionConfig) -> [Range<Double>] {
+    let all = beacons.filter { region.matches($0.id) }.flatMap(\.present)
+      .sorted { $0.lowerBound < $1.lowerBound }
+    var merged: [Range<Double>] = []
+    for r in all {
+      if let last = merged.last, r.lowerBound <= last.upperBound {
+        merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, r.upperBound)
+      } else {
+        merged.append(r)
+      }
+    }
+    return merged
+  }
+}
+
+public struct ScenarioBeacon: Sendable {
+  public var name: String
+  public var id: BeaconID
+  /// Measured power the beacon advertises.
+  public var power: Int8 = -59
+  /// Its real RSSI at 1 m when `power` is nonsense (+116); default `power`.
+  public var calibratedPower: Int8? = nil
+  public var interval = 1.0
+  /// First advertising event, seconds from the start.
+  public var phase = 0.0
+  public var loss = 0.0
+  public var present: [Range<Double>] = []
+  /// (seconds, metres), linear in between; constant outside.
+  public var distance: [(t: Double, metres: Double)] = [(0, 1)]
+  /// Addresses with the second each takes over.
+  public var addresses: [(from: Double, address: BDAddress)] = []
+
+  public init(name: String, id: BeaconID) {
+    self.name = name
+    self.id = id
+    addresses = [(0, BDAddress(raw: 0xC000_0000_0000 | UInt64(id.minor) << 8 | UInt64(id.major)))]
+  }
+
+  public func isPresent(at t: Double) -> Bool { present.contains { $0.contains(t) } }
+
+  public func distance(at t: Double) -> Double {
+    guard let first = distance.first else { return 1 }
+    if t <= first.t { return first.metres }
+    for (a, b) in zip(distance, distance.dropFirst()) where t <= b.t {
+      return a.metres + (b.metres - a.metres) * (t - a.t) / (b.t - a.t)
+    }
+    return distance.last!.metres
+  }
+
+  public func address(at t: Double) -> BDAddress {
+    addresses.last { $0.from <= t }?.address ?? addresses[0].address
+  }
+}
+
+/// A small, fast, deterministic generator (SplitMix64).
+struct SplitMix: Sendable {
+  var state: UInt64
+  init(seed: UInt64) { state = seed }
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+  /// Uniform in [0, 1).
+  mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+  /// Standard normal (Box-Muller).
+  mutating func gaussian() -> Double {
+    let u = max(unit(), 1e-12)
+    let v = unit()
+    return sqrt(-2 * log(u)) * cos(2 * Double.pi * v)
+  }
+}

@@ -1,0 +1,139 @@
+/// Reads a scenario description (INI, through the same reader as the
+/// config):
+///
+///     [scenario]
+///     start = 1767225600        ; Unix seconds
+///     duration = 600            ; seconds
+///     seed = 1
+///     noise = 3                 ; RSSI noise, dB (standard deviation)
+///     outliers = 0.02           ; fraction of reports 20 dB low
+///     path_loss_exponent = 2
+///     [adapter]
+///     down = 200-230, 400-410   ; seconds from start
+///     [beacon "desk"]
+///     uuid = 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182
+///     major = 1
+///     minor = 10
+///     power = -59               ; measured power it advertises
+///     calibrated_power = -59    ; its real RSSI at 1 m (when power lies)
+///     interval = 1.0            ; advertising interval, s
+///     phase = 0                 ; first advertisement, s
+///     loss = 0.3                ; fraction of advertisements missed
+///     present = 10-300, 400-600 ; presence intervals (ground truth)
+///     distance = 0:1, 60:5      ; seconds:metres, linear in between
+///     addresses = 0:C1:00:00:00:00:01, 120:C1:00:00:00:00:02
+extension Scenario {
+  public static func build(_ doc: ConfigDocument) throws -> Scenario {
+    var s = Scenario()
+    var errors = doc.syntaxErrors
+    var beaconIndex: [String: Int] = [:]
+    var ids: [Int: (uuid: BeaconUUID?, major: UInt16, minor: UInt16)] = [:]
+    for h in doc.headers {
+      if h.name == "scenario" || h.name == "adapter" { continue }
+      if h.name.hasPrefix("beacon \""), h.name.hasSuffix("\""), h.name.count > 9 {
+        let name = String(h.name.dropFirst(8).dropLast())
+        if beaconIndex[h.name] == nil {
+          beaconIndex[h.name] = s.beacons.count
+          ids[s.beacons.count] = (nil, 0, 0)
+          s.beacons.append(
+            ScenarioBeacon(
+              name: name, id: BeaconID(uuid: BeaconUUID(high: 0, low: 0), major: 0, minor: 0)))
+        }
+        continue
+      }
+      errors.append(
+        ConfigError(
+          file: doc.file, line: h.line, section: h.name,
+          message: "unknown section; use [scenario], [adapter] or [beacon \"NAME\"]"))
+    }
+    for e in doc.entries {
+      do {
+        switch (e.section, e.key) {
+        case ("scenario", "start"):
+          s.start = Int64(try ConfigValue.double(e.value, in: 0...4e9) * 1e6)
+        case ("scenario", "duration"): s.duration = try ConfigValue.double(e.value, in: 1...1e7)
+        case ("scenario", "seed"):
+          s.seed = UInt64(try ConfigValue.integer(e.value, in: 0...Int.max))
+        case ("scenario", "noise"): s.noise = try ConfigValue.double(e.value, in: 0...30)
+        case ("scenario", "outliers"): s.outliers = try ConfigValue.double(e.value, in: 0...1)
+        case ("scenario", "path_loss_exponent"):
+          s.model.exponent = try ConfigValue.double(e.value, in: 1...6)
+        case ("adapter", "down"): s.adapterDown = try ranges(e.value)
+        default:
+          guard let i = beaconIndex[e.section] else {
+            throw ConfigValueError("unknown key")
+          }
+          try setBeacon(&s.beacons[i], &ids[i]!, e.key, e.value)
+        }
+      } catch let v as ConfigValueError {
+        errors.append(
+          ConfigError(
+            file: doc.file, line: e.line, section: e.section, key: e.key, message: v.message))
+      }
+    }
+    for (i, id) in ids {
+      guard let uuid = id.uuid else {
+        errors.append(
+          ConfigError(
+            file: doc.file, line: 0, section: "beacon \"\(s.beacons[i].name)\"", key: "uuid",
+            message: "a beacon needs a uuid"))
+        continue
+      }
+      s.beacons[i].id = BeaconID(uuid: uuid, major: id.major, minor: id.minor)
+      if s.beacons[i].addresses.count == 1 && s.beacons[i].addresses[0].from == 0 {
+        s.beacons[i].addresses = [
+          (
+            0,
+            BDAddress(
+              raw: 0xC000_0000_0000 | UInt64(i) << 32 | UInt64(id.major) << 16 | UInt64(id.minor))
+          )
+        ]
+      }
+    }
+    if !errors.isEmpty { throw ConfigErrors(errors) }
+    return s
+  }
+
+  static func setBeacon(
+    _ b: inout ScenarioBeacon, _ id: inout (uuid: BeaconUUID?, major: UInt16, minor: UInt16),
+    _ key: String, _ v: String
+  ) throws {
+    switch key {
+    case "uuid": id.uuid = try ConfigValue.uuid(v)
+    case "major": id.major = UInt16(try ConfigValue.integer(v, in: 0...65535))
+    case "minor": id.minor = UInt16(try ConfigValue.integer(v, in: 0...65535))
+    case "power": b.power = Int8(try ConfigValue.integer(v, in: -128...127))
+    case "calibrated_power": b.calibratedPower = Int8(try ConfigValue.integer(v, in: -128...127))
+    case "interval": b.interval = try ConfigValue.double(v, in: 0.02...60)
+    case "phase": b.phase = try ConfigValue.double(v, in: 0...1e7)
+    case "loss": b.loss = try ConfigValue.double(v, in: 0...0.99)
+    case "present": b.present = try ranges(v)
+    case "distance":
+      b.distance = try ConfigValue.list(v).map { item in
+        let p = item.split(separator: ":")
+        guard p.count == 2, let t = Double(p[0]), let d = Double(p[1]), d > 0 else {
+          throw ConfigValueError("expected SECONDS:METRES pairs, got '\(item)'")
+        }
+        return (t, d)
+      }
+    case "addresses":
+      b.addresses = try ConfigValue.list(v).map { item in
+        guard let colon = item.firstIndex(of: ":"), let t = Double(item[..<colon]),
+          let a = BDAddress(item[item.index(after: colon)...])
+        else { throw ConfigValueError("expected SECONDS:AA:BB:CC:DD:EE:FF, got '\(item)'") }
+        return (t, a)
+      }
+    default: throw ConfigValueError("unknown key")
+    }
+  }
+
+  static func ranges(_ v: String) throws -> [Range<Double>] {
+    try ConfigValue.list(v).map { item in
+      let p = item.split(separator: "-")
+      guard p.count == 2, let a = Double(p[0]), let b = Double(p[1]), a < b else {
+        throw ConfigValueError("expected FROM-TO seconds, got '\(item)'")
+      }
+      return a..<b
+    }
+  }
+}

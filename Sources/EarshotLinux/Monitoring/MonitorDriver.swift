@@ -1,0 +1,92 @@
+import EarshotCore
+
+/// Carries out what the region monitor decides: prints its events, runs the
+/// hooks, and saves the state file when a region's known state changes.
+///
+/// Fed by any source of (time, AdvertisingReport) plus adapter up/down: a
+/// capture replay, or the live HCI scanner, whose event loop calls
+/// `report`, `adapterUp`/`adapterDown`, arms a timer for `nextDeadline`
+/// (and `hooks.nextDeadline` on the monotonic clock), calls `advance` when
+/// it fires and `hooks.reap()` on SIGCHLD. Times are microseconds since the
+/// Unix epoch.
+public final class MonitorDriver {
+  public private(set) var monitor: RegionMonitor
+  public let config: Config
+  public let hooks: HookRunner?
+  public let stateFile: StateFile?
+  let output: (MonitorEvent) -> Void
+  let log: (String) -> Void
+
+  public init(
+    config: Config, emitRange: Bool, stateFile: StateFile?, runHooks: Bool,
+    output: @escaping (MonitorEvent) -> Void, log: @escaping (String) -> Void
+  ) throws {
+    self.config = config
+    self.stateFile = stateFile
+    self.output = output
+    self.log = log
+    hooks = runHooks ? HookRunner(log: log) : nil
+    let snapshot = try stateFile.flatMap { try MonitorSnapshot.load(from: $0) }
+    monitor = RegionMonitor(config: config, emitRange: emitRange, snapshot: snapshot)
+  }
+
+  public func start(at t: Int64, scanning: Bool) {
+    handle(monitor.start(at: t, scanning: scanning))
+  }
+
+  /// An advertising report; anything that is not an iBeacon only moves time.
+  public func report(at t: Int64, _ report: AdvertisingReport) {
+    guard let beacon = IBeacon.decode(advertisingData: report.data) else {
+      handle(monitor.advance(to: t))
+      return
+    }
+    handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
+  }
+
+  public func adapterUp(at t: Int64) { handle(monitor.adapterUp(at: t)) }
+  public func adapterDown(at t: Int64) { handle(monitor.adapterDown(at: t)) }
+  public func advance(to t: Int64) { handle(monitor.advance(to: t)) }
+
+  /// When `advance` must next be called (capture or wall-clock time).
+  public var nextDeadline: Int64? { monitor.nextDeadline }
+
+  /// Lets running hooks finish (or time out). For the end of a replay.
+  public func finish() { hooks?.finish() }
+
+  func handle(_ events: [MonitorEvent]) {
+    guard !events.isEmpty else {
+      hooks?.reap()
+      return
+    }
+    var changed = false
+    for e in events {
+      output(e)
+      if e.kind != .range && e.state != .unknown { changed = true }
+      if e.kind == .enter || e.kind == .exit { runHook(e) }
+    }
+    if changed, let stateFile {
+      do { try stateFile.write(monitor.snapshot.encode()) } catch {
+        log("cannot save region states: \(error)")
+      }
+    }
+    hooks?.reap()
+  }
+
+  func runHook(_ e: MonitorEvent) {
+    guard let hooks, let region = config.regions.first(where: { $0.name == e.region }),
+      let argv = e.kind == .enter ? region.onEnter : region.onExit
+    else { return }
+    let b = e.beacons.first
+    let env: [(String, String)] = [
+      ("EARSHOT_REGION", e.region),
+      ("EARSHOT_EVENT", e.kind.rawValue),
+      ("EARSHOT_UUID", (b?.id.uuid ?? region.uuid)?.description ?? ""),
+      ("EARSHOT_MAJOR", (b.map { String($0.id.major) }) ?? region.major.map { String($0) } ?? ""),
+      ("EARSHOT_MINOR", (b.map { String($0.id.minor) }) ?? region.minor.map { String($0) } ?? ""),
+      ("EARSHOT_DISTANCE", b?.accuracy.map { JSONLine.format($0, decimals: 2) } ?? ""),
+    ]
+    hooks.spawn(
+      argv, environment: env, timeout: region.hookTimeout,
+      label: "region \(e.region) on_\(e.kind.rawValue) \(argv[0])")
+  }
+}

@@ -1,0 +1,260 @@
+import CBlueZ
+import EarshotCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One Bluetooth adapter as the kernel lists it (HCIGETDEVLIST, HCIGETDEVINFO).
+public struct HCIAdapter: Equatable, Sendable {
+  public let id: UInt16
+  /// "hci0"
+  public let name: String
+  public let address: BDAddress
+  public let isUp: Bool
+  /// The LMP feature "LE Supported (Controller)". Features are read when the
+  /// adapter is first powered, so a never-powered adapter shows none.
+  public let supportsLE: Bool
+  public let featuresKnown: Bool
+
+  /// Every adapter the kernel has, in index order. An empty list when the
+  /// kernel has no Bluetooth support loaded.
+  public static func list() throws -> [HCIAdapter] {
+    let fd = socket(
+      AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+    if fd < 0 {
+      if errno == EAFNOSUPPORT { return [] }
+      throw SystemError(errno: errno, "socket(AF_BLUETOOTH)")
+    }
+    defer { close(fd) }
+    // struct hci_dev_list_req: u16 dev_num, then {u16 dev_id; u32 dev_opt} entries at offset 4.
+    let maxDevices = 32
+    var buffer = [UInt8](repeating: 0, count: 4 + 8 * maxDevices)
+    buffer[0] = UInt8(maxDevices)
+    let rc = buffer.withUnsafeMutableBytes {
+      earshot_ioctl_ptr(fd, earshot_hcigetdevlist(), $0.baseAddress)
+    }
+    guard rc == 0 else { throw SystemError(errno: errno, "HCIGETDEVLIST") }
+    let count = Int(buffer[0]) | Int(buffer[1]) << 8
+    var adapters: [HCIAdapter] = []
+    for i in 0..<min(count, maxDevices) {
+      let id = UInt16(buffer[4 + 8 * i]) | UInt16(buffer[5 + 8 * i]) << 8
+      if let a = try? info(fd: fd, id: id) { adapters.append(a) }
+    }
+    return adapters.sorted { $0.id < $1.id }
+  }
+
+  public static func info(id: UInt16) throws -> HCIAdapter {
+    let fd = socket(
+      AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+    guard fd >= 0 else { throw SystemError(errno: errno, "socket(AF_BLUETOOTH)") }
+    defer { close(fd) }
+    return try info(fd: fd, id: id)
+  }
+
+  private static func info(fd: Int32, id: UInt16) throws -> HCIAdapter {
+    var di = hci_dev_info()
+    di.dev_id = id
+    guard earshot_ioctl_ptr(fd, earshot_hcigetdevinfo(), &di) == 0 else {
+      throw SystemError(errno: errno, "HCIGETDEVINFO hci\(id)")
+    }
+    let name = withUnsafeBytes(of: di.name) { raw in
+      String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+    let features = withUnsafeBytes(of: di.features) { Array($0) }
+    let address = withUnsafeBytes(of: di.bdaddr) { raw in
+      var v: UInt64 = 0
+      for i in 0..<6 { v |= UInt64(raw[i]) << (8 * i) }
+      return BDAddress(raw: v)
+    }
+    return HCIAdapter(
+      id: id, name: name.isEmpty ? "hci\(id)" : name, address: address,
+      isUp: di.flags & (1 << UInt32(HCI_UP)) != 0,
+      supportsLE: features[4] & 0x40 != 0,
+      featuresKnown: features.contains { $0 != 0 })
+  }
+
+  /// Powers the adapter on (HCIDEVUP), as `hciconfig hciN up` does. Needs
+  /// CAP_NET_ADMIN. Already up is fine.
+  public static func bringUp(id: UInt16) throws {
+    let fd = socket(
+      AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+    guard fd >= 0 else { throw SystemError(errno: errno, "socket(AF_BLUETOOTH)") }
+    defer { close(fd) }
+    if earshot_ioctl_int(fd, earshot_hcidevup(), Int32(id)) != 0 && errno != EALREADY {
+      throw SystemError(errno: errno, "HCIDEVUP hci\(id)")
+    }
+  }
+
+  /// "hci3" -> 3
+  public static func index(fromName name: String) -> UInt16? {
+    guard name.hasPrefix("hci") else { return nil }
+    return UInt16(name.dropFirst(3))
+  }
+}
+
+/// A raw HCI socket (AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI) on HCI_CHANNEL_RAW,
+/// bound to one adapter or to none (then it only hears the kernel's
+/// adapter lifecycle events). Non-blocking: reads return `nil` when empty.
+public final class HCISocket {
+  public let fd: Int32
+  /// The adapter index, or `nil` for an unbound (HCI_DEV_NONE) socket.
+  public let device: UInt16?
+  /// The filter the socket had before `setFilter`, to put back on close.
+  private var originalFilter: hci_filter?
+  private var closed = false
+
+  public init(device: UInt16?) throws {
+    let fd = socket(
+      AF_BLUETOOTH,
+      Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+      BTPROTO_HCI)
+    guard fd >= 0 else { throw SystemError(errno: errno, "socket(AF_BLUETOOTH, SOCK_RAW)") }
+    var addr = sockaddr_hci()
+    addr.hci_family = sa_family_t(AF_BLUETOOTH)
+    addr.hci_dev = device ?? UInt16(HCI_DEV_NONE)
+    addr.hci_channel = UInt16(HCI_CHANNEL_RAW)
+    let rc = withUnsafePointer(to: &addr) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_hci>.size))
+      }
+    }
+    guard rc == 0 else {
+      let e = errno
+      _ = Glibc.close(fd)
+      throw SystemError(errno: e, "bind hci\(device.map(String.init) ?? "(none)")")
+    }
+    self.fd = fd
+    self.device = device
+  }
+
+  deinit { close() }
+
+  /// Restores the original filter and closes the socket.
+  public func close() {
+    guard !closed else { return }
+    closed = true
+    if var f = originalFilter {
+      _ = setsockopt(fd, SOL_HCI, HCI_FILTER, &f, socklen_t(MemoryLayout<hci_filter>.size))
+    }
+    _ = Glibc.close(fd)
+  }
+
+  // MARK: Filter
+
+  public func filter() throws -> hci_filter {
+    var f = hci_filter()
+    var len = socklen_t(MemoryLayout<hci_filter>.size)
+    guard getsockopt(fd, SOL_HCI, HCI_FILTER, &f, &len) == 0 else {
+      throw SystemError(errno: errno, "getsockopt HCI_FILTER")
+    }
+    return f
+  }
+
+  /// Installs `f`, remembering the socket's previous filter the first time.
+  public func setFilter(_ f: hci_filter) throws {
+    if originalFilter == nil { originalFilter = try filter() }
+    var f = f
+    guard setsockopt(fd, SOL_HCI, HCI_FILTER, &f, socklen_t(MemoryLayout<hci_filter>.size)) == 0
+    else { throw SystemError(errno: errno, "setsockopt HCI_FILTER") }
+  }
+
+  /// What a scanner needs: LE Meta events (advertising reports), Command
+  /// Complete and Command Status (answers to its commands), Hardware Error;
+  /// and copies of the commands other programs send (so it notices when
+  /// bluetoothd starts or stops a scan).
+  public static var scannerFilter: hci_filter {
+    var f = hci_filter()
+    hci_filter_clear(&f)
+    hci_filter_set_ptype(Int32(HCI_EVENT_PKT), &f)
+    hci_filter_set_ptype(Int32(HCI_COMMAND_PKT), &f)
+    hci_filter_set_event(Int32(EVT_LE_META_EVENT), &f)
+    hci_filter_set_event(Int32(EVT_CMD_COMPLETE), &f)
+    hci_filter_set_event(Int32(EVT_CMD_STATUS), &f)
+    hci_filter_set_event(Int32(EVT_HARDWARE_ERROR), &f)
+    return f
+  }
+
+  /// Only the kernel's adapter lifecycle events (registered, removed, up,
+  /// down), for an unbound socket.
+  public static var lifecycleFilter: hci_filter {
+    var f = hci_filter()
+    hci_filter_clear(&f)
+    hci_filter_set_ptype(Int32(HCI_EVENT_PKT), &f)
+    hci_filter_set_event(Int32(EVT_STACK_INTERNAL), &f)
+    return f
+  }
+
+  // MARK: I/O
+
+  /// Writes one command. Throws `SystemError` (EPERM without CAP_NET_RAW,
+  /// ENETDOWN when the adapter is down, EPIPE/ENODEV when it is gone).
+  public func send(_ command: HCICommand) throws {
+    let packet = command.packet
+    while true {
+      let n = packet.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+      if n == packet.count { return }
+      if n < 0 && errno == EINTR { continue }
+      throw SystemError(errno: n < 0 ? errno : EIO, "sending \(command.opcode.name)")
+    }
+  }
+
+  /// Reads one packet (H4 indicator first) into `buffer`; `nil` when there
+  /// is nothing to read.
+  public func receive(into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
+    while true {
+      let n = read(fd, buffer.baseAddress, buffer.count)
+      if n >= 0 { return n }
+      switch errno {
+      case EINTR: continue
+      case EAGAIN, EWOULDBLOCK: return nil
+      default: throw SystemError(errno: errno, "reading hci\(device.map(String.init) ?? "")")
+      }
+    }
+  }
+
+  /// Sends `command` and waits (poll, not sleep) up to `timeout` seconds for
+  /// its Command Complete or Command Status. Every other packet read
+  /// meanwhile goes to `other`, so no advertising report is lost.
+  public func request(
+    _ command: HCICommand, timeout: Double,
+    other: (UnsafeRawBufferPointer) -> Void
+  ) throws -> CommandResponse {
+    try send(command)
+    let deadline = Clock.monotonicNanos() + UInt64(timeout * 1e9)
+    var buffer = [UInt8](repeating: 0, count: 1100)
+    while true {
+      let now = Clock.monotonicNanos()
+      guard now < deadline else { throw HCITimeout(opcode: command.opcode) }
+      var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      let ms = Int32(min(Int(Int32.max), Int((deadline - now + 999_999) / 1_000_000)))
+      let rc = poll(&p, 1, ms)
+      if rc < 0 {
+        if errno == EINTR { continue }
+        throw SystemError(errno: errno, "poll")
+      }
+      if rc == 0 { continue }
+      while let n = try buffer.withUnsafeMutableBytes({ try receive(into: $0) }) {
+        let done: CommandResponse? = buffer.withUnsafeBytes { raw in
+          let packet = UnsafeRawBufferPointer(rebasing: raw[0..<n])
+          if n > 1, packet[0] == 0x04,
+            let response = CommandResponse(event: UnsafeRawBufferPointer(rebasing: packet[1...])),
+            response.opcode == command.opcode
+          {
+            other(packet)
+            return response
+          }
+          other(packet)
+          return nil
+        }
+        if let done { return done }
+      }
+    }
+  }
+}
+
+/// The controller did not answer a command in time.
+public struct HCITimeout: Error, CustomStringConvertible {
+  public let opcode: HCIOpcode
+  public var description: String { "no answer to \(opcode.name) from the controller" }
+}

@@ -1,0 +1,123 @@
+import EarshotCore
+import EarshotLinux
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+let plotCommand = Command(
+  name: "plot",
+  summary: "Draw the proximity log as an SVG: RSSI and distance per beacon, presence per region",
+  details: """
+    One panel per beacon: mean RSSI (solid, left axis) and distance (dashed, right axis) over
+    time, with the inside intervals of the regions it was ranged in shaded. Below, a presence
+    timeline: one bar row per region (coloured inside, grey unknown). One local day per plot by
+    default: --day, or the day of the log's latest record; --since/--until for any window.
+    --png also renders a PNG with rsvg-convert (Debian package librsvg2-bin).
+    """,
+  options: [
+    .value("db", "FILE", "The proximity log (default as for 'earshot log')"),
+    .value("day", "YYYY-MM-DD", "The local day to draw"),
+    .value("since", "TIME", "Window start (as for 'earshot log')"),
+    .value("until", "TIME", "Window end (default: since + 1 day)"),
+    .value("region", "NAME", "Only this region and its beacons"),
+    .value("beacon", "UUID[:MAJOR[:MINOR]]", "Only this beacon (or these beacons)"),
+    .value("out", "FILE.svg", "Where to write the SVG (required)"),
+    .value("png", "FILE.png", "Also render a PNG (needs rsvg-convert)"),
+    .value("title", "TEXT", "Title (default: Proximity, and the day)"),
+  ],
+  run: runPlot)
+
+func runPlot(_ args: Arguments) throws -> Int32 {
+  guard args.positionals.isEmpty else {
+    throw UsageError("unexpected argument '\(args.positionals[0])'")
+  }
+  guard let out = args.value("out") else { throw UsageError("--out FILE.svg is required") }
+  if args.value("day") != nil && (args.value("since") != nil || args.value("until") != nil) {
+    throw UsageError("--day and --since/--until exclude each other")
+  }
+  let offset = LocalTimeZone.offset
+  let now = Clock.realtimeMicros()
+  let path = args.value("db") ?? ProximityLogPaths.defaultPath()
+  let reader: ProximityLogReader
+  do { reader = try ProximityLogReader(path: path) } catch { throw CommandFailure("\(error)") }
+
+  var q = LogQuery(region: args.value("region"))
+  if let b = args.value("beacon") {
+    do { q.beacon = try BeaconFilter(parsing: b) } catch { throw UsageError("--beacon: \(error)") }
+  }
+  var title = args.value("title")
+  if let day = args.value("day") {
+    do {
+      let (s, e) = try LogTime.day(day, offset: offset)
+      q.since = s
+      q.until = e
+    } catch { throw UsageError("--day expects YYYY-MM-DD, not '\(day)'") }
+    if title == nil { title = "Proximity, \(day)" }
+  } else if let since = args.value("since") {
+    q.since = try parseLogTime(since, "--since", now: now)
+    q.until =
+      try args.value("until").map { try parseLogTime($0, "--until", now: now) }
+      ?? q.since! + 86_400_000_000
+  } else if let until = args.value("until") {
+    q.until = try parseLogTime(until, "--until", now: now)
+    q.since = q.until! - 86_400_000_000
+  } else {
+    let latest = (try? reader.store.lastTime()) ?? nil
+    let day = LogTime.dayContaining(latest ?? now, offset: offset)
+    q.since = day.start
+    q.until = day.end
+  }
+  guard q.since! < q.until! else { throw UsageError("--since must be before --until") }
+  if title == nil {
+    let c = LogTime.components(q.since!, offset: offset)
+    let d = "\(c.year)-\(LogTime.pad(c.month))-\(LogTime.pad(c.day))"
+    title = q.until! - q.since! == 86_400_000_000 && c.hour == 0 ? "Proximity, \(d)" : "Proximity"
+  }
+  let svg: String
+  do {
+    svg = ProximityPlot.svg(try reader.plotInput(q, title: title!, offset: offset))
+  } catch { throw CommandFailure("\(error)") }
+  do {
+    let sink = try FileSink(creating: out)
+    try sink.write(Array(svg.utf8))
+    try sink.flush()
+  } catch { throw CommandFailure("\(error)") }
+
+  if let png = args.value("png") {
+    guard let tool = findInPath("rsvg-convert") else {
+      throw CommandFailure(
+        "wrote \(out), but --png needs rsvg-convert: install it (apt-get install librsvg2-bin)")
+    }
+    let status = try runTool(tool, ["rsvg-convert", "--format", "png", "--output", png, out])
+    guard status == 0 else {
+      throw CommandFailure(
+        "rsvg-convert failed (exit status \(status)) converting \(out) to \(png)")
+    }
+  }
+  return 0
+}
+
+func findInPath(_ name: String) -> String? {
+  let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
+  for dir in path.split(separator: ":") {
+    let candidate = "\(dir)/\(name)"
+    if access(candidate, X_OK) == 0 { return candidate }
+  }
+  return nil
+}
+
+/// Runs a program directly (no shell) and waits for it.
+func runTool(_ path: String, _ argv: [String]) throws -> Int32 {
+  var cArgs: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+  defer { for p in cArgs { free(p) } }
+  var pid: pid_t = 0
+  let rc = posix_spawn(&pid, path, nil, nil, &cArgs, environ)
+  guard rc == 0 else { throw CommandFailure("\(SystemError(errno: rc, "cannot run \(path)"))") }
+  var status: Int32 = 0
+  while waitpid(pid, &status, 0) < 0 {
+    if errno != EINTR { throw CommandFailure("\(SystemError(errno: errno, "waitpid"))") }
+  }
+  // WIFEXITED / WEXITSTATUS by hand: the macros are not imported.
+  return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+}

@@ -1,0 +1,96 @@
+import EarshotTestSupport
+import XCTest
+
+@testable import EarshotCore
+
+let testUUID = BeaconUUID("8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182")!
+
+func region(
+  _ name: String, major: UInt16? = nil, minor: UInt16? = nil, exitAfter: ExitAfter = .auto
+) -> RegionConfig {
+  var r = RegionConfig(name: name, line: 1)
+  r.uuid = testUUID
+  r.major = major
+  r.minor = minor
+  r.exitAfter = exitAfter
+  return r
+}
+
+func beacon(
+  _ name: String, major: UInt16, minor: UInt16, interval: Double, loss: Double,
+  present: [Range<Double>], distance: [(t: Double, metres: Double)] = [(0, 1.5)]
+) -> ScenarioBeacon {
+  var b = ScenarioBeacon(name: name, id: BeaconID(uuid: testUUID, major: major, minor: minor))
+  b.interval = interval
+  b.loss = loss
+  b.present = present
+  b.distance = distance
+  return b
+}
+
+/// Runs scenario events through a monitor the way the driver does.
+func runScenario(
+  _ s: Scenario, _ config: Config, snapshot: MonitorSnapshot? = nil, emitRange: Bool = false,
+  events: [Scenario.Event]? = nil, startAt: Double = 0, until: Double? = nil
+) -> (RegionMonitor, [MonitorEvent]) {
+  var m = RegionMonitor(config: config, emitRange: emitRange, snapshot: snapshot)
+  var out = m.start(at: s.micros(startAt), scanning: true)
+  for e in events ?? s.events() where e.t >= s.micros(startAt) {
+    switch e {
+    case .report(let t, let b, let a, let rssi):
+      out += m.report(at: t, beacon: b, address: a, rssi: rssi)
+    case .adapterDown(let t): out += m.adapterDown(at: t)
+    case .adapterUp(let t): out += m.adapterUp(at: t)
+    }
+  }
+  out += m.advance(to: s.micros(until ?? s.duration))
+  return (m, out)
+}
+
+/// Asserts the monitor's events for `region` against ground truth: an
+/// enter (or, for presence at the start, a `state inside`) within
+/// `enterBound` of each arrival, an exit within `exitBound` of each
+/// departure, and no exit or outside state while present (no false exits).
+func assertMatchesTruth(
+  _ events: [MonitorEvent], region: String, truth: [Range<Double>], scenario s: Scenario,
+  enterBound: Double, exitBound: Double, startAt: Double = 0,
+  file: StaticString = #filePath, line: UInt = #line
+) {
+  let mine = events.filter { $0.region == region && $0.kind != .range }
+  func secs(_ e: MonitorEvent) -> Double { Double(e.t - s.start) / 1e6 }
+  var expectedEnters = 0
+  var expectedExits = 0
+  for p in truth {
+    if p.lowerBound <= startAt {
+      XCTAssertTrue(
+        mine.contains {
+          $0.kind == .state && $0.state == .inside && secs($0) <= startAt + enterBound
+        },
+        "\(region): present at start, expected state inside", file: file, line: line)
+    } else {
+      expectedEnters += 1
+      XCTAssertTrue(
+        mine.contains {
+          $0.kind == .enter && secs($0) >= p.lowerBound && secs($0) <= p.lowerBound + enterBound
+        }, "\(region): no enter within \(enterBound) s of \(p.lowerBound)", file: file, line: line)
+    }
+    if p.upperBound + exitBound <= s.duration {
+      expectedExits += 1
+      XCTAssertTrue(
+        mine.contains {
+          $0.kind == .exit && secs($0) >= p.upperBound && secs($0) <= p.upperBound + exitBound
+        }, "\(region): no exit within \(exitBound) s of \(p.upperBound)", file: file, line: line)
+    }
+  }
+  for e in mine where e.state == .outside {
+    XCTAssertFalse(
+      truth.contains { $0.contains(secs(e)) }, "\(region): false exit at \(secs(e)) s", file: file,
+      line: line)
+  }
+  XCTAssertEqual(
+    mine.filter { $0.kind == .enter }.count, expectedEnters, "\(region) enters", file: file,
+    line: line)
+  XCTAssertEqual(
+    mine.filter { $0.kind == .exit }.count, expectedExits, "\(region) exits", file: file, line: line
+  )
+}

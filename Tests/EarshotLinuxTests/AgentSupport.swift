@@ -1,0 +1,135 @@
+import EarshotCore
+import EarshotLinux
+import EarshotTestSupport
+import Foundation
+import XCTest
+
+/// A fresh temporary directory, removed by the caller's teardown.
+func makeTempDirectory() throws -> String {
+  var template = Array("/tmp/earshot-test-XXXXXX".utf8CString)
+  guard let p = mkdtemp(&template) else { throw SystemError(errno: errno, "mkdtemp") }
+  return String(cString: p)
+}
+
+/// The `earshot` binary that `swift build` put beside the test bundle.
+func earshotBinary() throws -> String {
+  let candidates = [
+    URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+      .appendingPathComponent("earshot").path,
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+      .deletingLastPathComponent().appendingPathComponent(".build/debug/earshot").path,
+  ]
+  for c in candidates where FileManager.default.isExecutableFile(atPath: c) { return c }
+  XCTFail("the earshot binary is not built (looked in \(candidates)); run 'swift build' first")
+  throw XCTSkip("no earshot binary")
+}
+
+/// Runs `earshot ARGS` to completion and returns its status and output.
+@discardableResult
+func runEarshot(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+  let p = Process()
+  p.executableURL = URL(fileURLWithPath: try earshotBinary())
+  p.arguments = args
+  let out = Pipe()
+  let err = Pipe()
+  p.standardOutput = out
+  p.standardError = err
+  try p.run()
+  let o = out.fileHandleForReading.readDataToEndOfFile()
+  let e = err.fileHandleForReading.readDataToEndOfFile()
+  p.waitUntilExit()
+  return (
+    p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self)
+  )
+}
+
+/// `earshot run` as a subprocess on a temporary socket.
+final class AgentProcess {
+  let directory: String
+  let socket: String
+  let process = Process()
+  let logPath: String
+
+  init(config: String? = nil) throws {
+    directory = try makeTempDirectory()
+    socket = directory + "/control.sock"
+    logPath = directory + "/agent.log"
+    _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+    process.executableURL = URL(fileURLWithPath: try earshotBinary())
+    process.arguments = ["run", "--socket", socket, "--state-dir", directory + "/state"]
+    if let config {
+      let path = directory + "/earshot.conf"
+      try config.write(toFile: path, atomically: true, encoding: .utf8)
+      process.arguments! += ["--config", path]
+    }
+    process.standardError = FileHandle(forWritingAtPath: logPath)
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    // Ready when the socket accepts a connection (or the agent has died).
+    while true {
+      if let c = try? ControlClient(path: socket), (try? c.call(.findStatus)) != nil { break }
+      guard process.isRunning else {
+        throw SystemError(errno: ECHILD, "earshot run exited: \(log)")
+      }
+      usleep(20_000)
+    }
+  }
+
+  var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+  func client() throws -> ControlClient { try ControlClient(path: socket) }
+
+  /// SIGTERM, then the exit status.
+  func stop() -> Int32 {
+    if process.isRunning {
+      process.terminate()
+      process.waitUntilExit()
+    }
+    return process.terminationStatus
+  }
+
+  deinit {
+    _ = stop()
+    try? FileManager.default.removeItem(atPath: directory)
+  }
+}
+
+extension ControlClient {
+  /// Calls and asserts success; returns the response.
+  func ok(_ command: ControlCommand, file: StaticString = #filePath, line: UInt = #line) throws
+    -> JSONValue
+  {
+    let r = try call(command)
+    XCTAssertEqual(
+      r["ok"], .bool(true), "\(command.name) failed: \(r.encoded)", file: file, line: line)
+    return r
+  }
+
+  /// Registers as a device and subscribes to find events.
+  static func device(_ name: String, at path: String) throws -> ControlClient {
+    let c = try ControlClient(path: path)
+    _ = try c.ok(.deviceRegister(name: name))
+    _ = try c.ok(.subscribe([.find]))
+    return c
+  }
+
+  /// Reads events until one named `name` arrives (nil if the stream ends).
+  func waitFor(event name: String) throws -> JSONValue? {
+    while let e = try nextEvent() {
+      if e["event"]?.string == name { return e }
+    }
+    return nil
+  }
+
+  /// Events that arrive before the response to a fresh request: proves
+  /// what has (not) been sent so far, without waiting on a clock.
+  func eventsSoFar() throws -> [JSONValue] {
+    let id = try send(.findStatus)
+    var seen = takeQueuedEvents()
+    while let m = try readMessage() {
+      if m["id"] == id { return seen }
+      seen.append(m)
+    }
+    return seen
+  }
+}

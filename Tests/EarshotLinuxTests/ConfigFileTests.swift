@@ -1,0 +1,137 @@
+import EarshotTestSupport
+import Foundation
+import XCTest
+
+@testable import EarshotCore
+@testable import EarshotLinux
+
+final class ConfigFileTests: XCTestCase {
+  let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
+  func errors(_ text: String) -> [ConfigError] {
+    do {
+      _ = try Config.build(IniReader.parse(text, file: "t.conf"))
+      return []
+    } catch let e as ConfigErrors {
+      return e.errors
+    } catch {
+      XCTFail("\(error)")
+      return []
+    }
+  }
+
+  func testShippedExampleLoadsAndDocumentsEveryKey() throws {
+    let path = repo.appendingPathComponent("etc/earshot.conf").path
+    let config = try Config.load(path: path, paths: .system)
+    XCTAssertEqual(config.regions.map(\.name), ["desk", "lab"])
+    XCTAssertEqual(config.regions[0].minor, 10)
+    XCTAssertEqual(config.regions[1].exitAfter, .auto)
+    let text = try String(contentsOfFile: path, encoding: .utf8)
+    for table in Config.sections {
+      XCTAssertTrue(text.contains("[\(table.name)]"), table.name)
+      for key in table.keys {
+        let line = ";\(key.name) = \(key.defaultValue)"
+        XCTAssertTrue(
+          text.contains(line.trimmingCharacters(in: .whitespaces)), "example lacks '\(line)'")
+      }
+    }
+    for key in Config.regionKeys { XCTAssertTrue(text.contains("\(key.name) ="), key.name) }
+    // The effective settings read back to the same config.
+    let again = try Config.build(IniReader.parse(config.render(), file: "render"))
+    func unlined(_ r: [RegionConfig]) -> [RegionConfig] {
+      r.map {
+        var x = $0
+        x.line = 0
+        return x
+      }
+    }
+    XCTAssertEqual(unlined(again.regions), unlined(config.regions))
+    XCTAssertEqual(again.audio, config.audio)
+  }
+
+  func testLineNumbersStayExactAcrossCommentsBlanksAndLongLines() {
+    let long = "; " + String(repeating: "x", count: 300)
+    let text = """
+      # comment
+      ; another
+
+      [scanner]
+      \(long)
+      adapter = hci0
+      mode = sideways
+      [ranging]
+      path_loss_exponent = 2,5
+      """
+    let e = errors(text)
+    XCTAssertEqual(e.map(\.line), [5, 7, 9])
+    XCTAssertEqual(e[1].key, "mode")
+    XCTAssertTrue(e[1].description.hasPrefix("t.conf:7: [scanner] mode: expected one of legacy"))
+    XCTAssertTrue(e[0].message.contains("longer than"))
+    XCTAssertEqual(e[2].key, "path_loss_exponent")
+  }
+
+  func testRegionRules() {
+    let u = "8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182"
+    let e = errors(
+      """
+      [region "a"]
+      uuid = \(u)
+      minor = 1
+      [region "b"]
+      uuid = 8F2C1A3E5B7D4E90A1C23D4E5F60718
+      [region "a"]
+      uuid = \(u)
+      [region "c"]
+      major = 70000
+      exit_after = soon
+      on_enter = /bin/echo 'oops
+      [region c]
+      uuid = \(u)
+      [region "d"]
+      uuid = \(u)
+      hook_timeout = -1
+      colour = red
+      """)
+    let byLine = Dictionary(grouping: e, by: \.line).mapValues { $0.map(\.message).joined() }
+    XCTAssertTrue(byLine[3]!.contains("minor without major"))
+    XCTAssertTrue(byLine[5]!.contains("not a UUID"))
+    XCTAssertTrue(byLine[6]!.contains("duplicate region name 'a'"))
+    XCTAssertTrue(byLine[8]!.contains("needs a uuid"))
+    XCTAssertTrue(byLine[9]!.contains("out of range"))
+    XCTAssertTrue(byLine[10]!.contains("'auto'"))
+    XCTAssertTrue(byLine[11]!.contains("unterminated single quote"))
+    XCTAssertTrue(byLine[12]!.contains("double quotes"))
+    XCTAssertTrue(byLine[16]!.contains("out of range"))
+    XCTAssertTrue(byLine[17]!.contains("unknown key"))
+  }
+
+  func testValuesAndDefaults() throws {
+    let c = try Config.build(
+      IniReader.parse(
+        """
+        [scanner]
+        passive = yes
+        mode = extended
+        [monitor]
+        exit_after = 45
+        [audio]
+        fallback = plughw:0,0  hw:1,0
+        [region "desk"]
+        uuid = 8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182
+        major = 1
+        on_exit = /usr/local/bin/lights "off now" ; trailing comment
+        """, file: "t.conf"),
+      paths: .user(runtimeDir: "/run/user/1000", stateHome: "/home/u/.local/state"))
+    XCTAssertTrue(c.scanner.passive)
+    XCTAssertEqual(c.scanner.mode, .extended)
+    XCTAssertEqual(c.audio.fallback, ["plughw:0,0", "hw:1,0"])
+    XCTAssertEqual(c.regions[0].exitAfter, .seconds(45), "the [monitor] default")
+    XCTAssertEqual(c.regions[0].onExit, ["/usr/local/bin/lights", "off now"])
+    XCTAssertEqual(c.control.socket, "/run/user/1000/earshot.sock")
+    XCTAssertEqual(c.state.path, "/home/u/.local/state/earshot/state")
+    XCTAssertEqual(c.findPhone.volume, 0.9)
+    XCTAssertEqual(c.findPhone.headphoneVolume, 0.3)
+    XCTAssertEqual(c.findPhone.timeout, 60)
+  }
+}

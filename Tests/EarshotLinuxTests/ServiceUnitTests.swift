@@ -1,0 +1,53 @@
+import EarshotTestSupport
+import Foundation
+import XCTest
+
+/// The shipped systemd units pass `systemd-analyze verify` once installed
+/// with the binary where they point.
+final class ServiceUnitTests: XCTestCase {
+  func testUnitsInstallAndVerify() throws {
+    guard let analyze = Earshot.tool("systemd-analyze") else {
+      try requireResource("systemd-analyze (package systemd)")
+    }
+    let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+      .deletingLastPathComponent()
+      .deletingLastPathComponent()
+    let root = NSTemporaryDirectory() + "earshot-install-\(getpid())"
+    defer { try? FileManager.default.removeItem(atPath: root) }
+    // Install into a staging root with the binary the tests built.
+    let staged = root + "/build/.build/release"
+    try FileManager.default.createDirectory(atPath: staged, withIntermediateDirectories: true)
+    try FileManager.default.copyItem(atPath: Earshot.binary, toPath: staged + "/earshot")
+    for item in ["scripts", "etc", "sounds", "README.md"]
+    where FileManager.default.fileExists(atPath: repo.appendingPathComponent(item).path) {
+      try FileManager.default.copyItem(
+        atPath: repo.appendingPathComponent(item).path, toPath: root + "/build/" + item)
+    }
+    let install = try Earshot.run(
+      ["-c", "cd \(root)/build && DESTDIR=\(root)/dest scripts/install.sh /usr/local"],
+      executable: "/bin/bash")
+    XCTAssertEqual(install.status, 0, install.stderr)
+    let binary = root + "/dest/usr/local/bin/earshot"
+    XCTAssertTrue(FileManager.default.isExecutableFile(atPath: binary))
+    for unit in ["etc/systemd/system/earshot.service", "etc/systemd/user/earshot.service"] {
+      let path = root + "/dest/" + unit
+      // Point ExecStart at the staged binary so verify can check it exists.
+      let text = try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(
+        of: "/usr/local/bin/earshot", with: binary)
+      let check = root + "/earshot.service"
+      try text.write(toFile: check, atomically: true, encoding: .utf8)
+      let r = try Earshot.run(["verify", check], executable: analyze)
+      XCTAssertEqual(r.status, 0, r.stderr)
+      // Warnings about the host's own units are not ours: only lines naming our file count.
+      let ours = (r.stdout + r.stderr).split(separator: "\n").filter {
+        $0.contains("earshot.service")
+      }
+      XCTAssertTrue(ours.isEmpty, "\(unit):\n\(ours.joined(separator: "\n"))")
+      XCTAssertTrue(text.contains("ProtectSystem=strict"))
+      XCTAssertTrue(text.contains("StateDirectory=earshot"))
+    }
+    let system = try String(
+      contentsOfFile: root + "/dest/etc/systemd/system/earshot.service", encoding: .utf8)
+    XCTAssertTrue(system.contains("AmbientCapabilities=CAP_NET_RAW CAP_NET_ADMIN"))
+  }
+}

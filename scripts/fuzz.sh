@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds and runs the libFuzzer targets in Tests/fuzz (swiftc
+# -sanitize=fuzzer,address, the core's sources compiled in).
+# Usage: scripts/fuzz.sh [TARGET|all] [RUNS]   e.g. scripts/fuzz.sh all 10000000
+# Seeds: the shared captures and vectors, plus Tests/fuzz/corpus/TARGET, where
+# any crasher found is kept and replayed as a regression on every run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which=${1:-all}
+runs=${2:-100000}
+shared=../shared/data/ble
+out=.build/fuzz
+mkdir -p "$out"
+targets=()
+for f in Tests/fuzz/*.swift; do targets+=("$(basename "$f" .swift)"); done
+[ "$which" = all ] || targets=("$which")
+
+seed() {  # seed corpus for a target into $1
+  local dir=$1 target=$2
+  mkdir -p "$dir"
+  case $target in
+    captures)  # the first 8 KiB of each capture: headers plus many records
+      if [ -d "$shared/captures" ]; then
+        for c in "$shared"/captures/*; do head -c 8192 "$c" >"$dir/$(basename "$c")"; done
+      fi ;;
+    *) [ -d "$shared/vectors" ] && python3 - "$shared/vectors" "$dir" <<'PY'
+import json, glob, os, sys
+n = 0
+for f in glob.glob(os.path.join(sys.argv[1], '*.json')):
+    for v in json.load(open(f))['vectors']:
+        open(os.path.join(sys.argv[2], 'v%d' % n), 'wb').write(bytes.fromhex(v['hex'])); n += 1
+PY
+    ;;
+  esac
+  return 0
+}
+
+status=0
+for t in "${targets[@]}"; do
+  bin=$out/fuzz-$t
+  if [ ! -x "$bin" ] || [ -n "$(find Sources/EarshotCore Tests/fuzz/$t.swift -newer "$bin" -name '*.swift' | head -1)" ]; then
+    if ! swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name EarshotFuzz \
+      $(find Sources/EarshotCore -name '*.swift') "Tests/fuzz/$t.swift" -o "$bin" >"$out/$t.build.log" 2>&1; then
+      grep -v 'Cannot export local symbol' "$out/$t.build.log" >&2
+      echo "fuzz $t: the target does not build" >&2
+      exit 1
+    fi
+  fi
+  corpus=$out/corpus-$t
+  seed "$corpus" "$t"
+  kept=Tests/fuzz/corpus/$t
+  mkdir -p "$kept"
+  max_len=4096; [ "$t" = captures ] && max_len=8192
+  echo "fuzz $t: $runs runs"
+  if ! "$bin" -runs="$runs" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$kept/crash-" "$corpus" "$kept" >"$out/$t.log" 2>&1; then
+    echo "fuzz $t FAILED: see $out/$t.log; the input is kept in $kept" >&2
+    tail -30 "$out/$t.log" >&2
+    status=1
+  else
+    grep -E '^Done' "$out/$t.log" || true
+  fi
+done
+exit $status
