@@ -107,6 +107,12 @@ public final class GATTClient {
         _ = try handleUnsolicited(bytes, pdu)
       }
     }
+    // The level is the link's; the socket takes sends again once the
+    // channel is back to connected, which makes it writable.
+    var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+    let left =
+      deadline > Clock.monotonicNanos() ? (deadline - Clock.monotonicNanos()) / 1_000_000 : 0
+    _ = poll(&p, 1, Int32(min(left, 10_000)))
   }
 
   deinit { close(fd) }
@@ -152,7 +158,9 @@ public final class GATTClient {
     while true {
       let n = pdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
       if n == pdu.count { return }
-      if n < 0 && (errno == EAGAIN || errno == EINTR) && tries < 200 {
+      // EAGAIN/ENOTCONN: the kernel holds the channel while the link's
+      // security changes; it comes back within a second or two.
+      if n < 0 && (errno == EAGAIN || errno == EINTR || errno == ENOTCONN) && tries < 50 {
         // The socket is suspended while the link's security is raised.
         tries += 1
         var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
