@@ -89,6 +89,25 @@ final class LinkCodecTests: XCTestCase {
     XCTAssertEqual(LinkDecodeError.nonZeroOffset(3).attErrorCode, 0x07)
   }
 
+  /// How each ATT code travels through BlueZ's WriteValue error.
+  func testBlueZErrorMapping() {
+    XCTAssertEqual(
+      BlueZGattError.dbusError(forATT: 0x0D).name, "org.bluez.Error.InvalidValueLength")
+    XCTAssertEqual(BlueZGattError.dbusError(forATT: 0x07).name, "org.bluez.Error.InvalidOffset")
+    XCTAssertEqual(BlueZGattError.dbusError(forATT: 0x08).name, "org.bluez.Error.NotAuthorized")
+    XCTAssertEqual(BlueZGattError.dbusError(forATT: 0x81).name, "org.bluez.Error.Failed")
+    XCTAssertEqual(BlueZGattError.dbusError(forATT: 0x81).message, "0x81")
+    XCTAssertEqual(BlueZGattError.dbusError(forATT: 0x9F).message, "0x9f")
+    // Every decode error's code has a route.
+    for e: LinkDecodeError in [
+      .tooShort(0), .unknownOpcode(5), .outOfRange(field: "x", value: 1),
+      .invalidText(field: "t"), .nonZeroOffset(1), .legacyNotFinite,
+    ] {
+      XCTAssertTrue(
+        BlueZGattError.dbusError(forATT: e.attErrorCode).name.hasPrefix("org.bluez.Error."))
+    }
+  }
+
   func testErrorMessagesSayWhatIsWrong() {
     XCTAssertEqual(
       LinkDecodeError.unknownOpcode(0x05).description,
