@@ -38,6 +38,13 @@ let package = Package(
       name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
       providers: [.apt(["libmosquitto-dev"])]),
 
+    // Video4Linux2 from the kernel headers (no library to link).
+    .systemLibrary(name: "CV4L2", path: "Sources/CV4L2"),
+    // libjpeg-turbo: encodes camera frames as JPEG (see Shutter/JPEGEncoder.swift).
+    .systemLibrary(
+      name: "CJPEG", path: "Sources/CJPEG", pkgConfig: "libjpeg",
+      providers: [.apt(["libjpeg62-turbo-dev"])]),
+
     // Pure Swift: bytes in, values and decisions out. No files, sockets or clocks.
     .target(name: "EarshotCore"),
 
@@ -46,7 +53,7 @@ let package = Package(
       name: "EarshotLinux",
       dependencies: [
         "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto", "CSQLite3",
-        "CSystemd",
+        "CV4L2", "CJPEG", "CSystemd",
       ]),
 
     // The command-line front door.

@@ -12,6 +12,8 @@ public struct Config: Sendable {
   public var state = StateConfig()
   public var mqtt = MQTTConfig()
   public var log = ProximityLogConfig()
+  public var shutter = ShutterSettings()
+  public var media = MediaSettings()
 
   public init(paths: ConfigPaths = .system) {
     control.socket = paths.controlSocket
@@ -323,7 +325,7 @@ extension Config {
             "path", "State file (user agent: $XDG_STATE_HOME/earshot/state).",
             set: { s, v in s.path = try ConfigValue.nonEmpty(v) }, show: { $0.path })
         ], initial: StateConfig(), get: { $0.state }, put: { $0.state = $1 }),
-    ] + [mqttSection, logSection]
+    ] + [mqttSection, logSection] + shutterAndMediaSections
 
   static let mqttKeys: [ConfigKey<MQTTConfig>] = [
     .init(

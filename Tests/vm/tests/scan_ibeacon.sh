@@ -30,7 +30,12 @@ check "legacy scan: iBeacon received ($n lines)" [ "$n" -ge 2 ]
 "$EARSHOT" scan --duration 2 >auto.out 2>auto.err
 check "no --adapter: the first LE adapter (hci0) is used" grep -q '^earshot scan: hci0: scanning' auto.err
 
-"$EARSHOT" scan --adapter hci0 --passive --all --format json --duration 2 >pas.out 2>pas.err
+# Wait for beacons rather than a fixed time: under TCG on a loaded machine
+# two seconds may pass before the first report.
+"$EARSHOT" scan --adapter hci0 --passive --all --format json >pas.out 2>pas.err &
+pid=$!
+wait_for 30 grep -q "\"uuid\":\"$BEACON_UUID\"" pas.out
+kill -INT "$pid" 2>/dev/null; wait "$pid"
 check "--passive scans passively" grep -q 'hci0: scanning (extended commands, passive)' pas.err
 check "--all prints the report with its AD structures" grep -q '"ad":\[{"type":"flags"' pas.out
 

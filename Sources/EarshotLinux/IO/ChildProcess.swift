@@ -1,0 +1,162 @@
+import EarshotCore
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Runs a program (no shell) on the event loop and reports once when it has
+/// finished: its exit status and what it printed (stdout and stderr
+/// together, bounded). Its output pipe is watched; end-of-file means it
+/// is done (it is then reaped without blocking). A deadline kills its
+/// whole process group. Used for `[shutter] capture_command` and
+/// `dbus-send`.
+public final class ChildProcess {
+  public struct Result: Sendable {
+    /// Exit status, or nil when it was killed by a signal (or the timeout).
+    public let status: Int32?
+    public let timedOut: Bool
+    public let output: String
+  }
+
+  public let argv: [String]
+  public private(set) var pid: pid_t = 0
+  private let loop: EventLoop
+  private var pipeFD: Int32 = -1
+  private var output: [UInt8] = []
+  private var timer: EventLoop.TimerID?
+  private var timedOut = false
+  private var done: ((Result) -> Void)?
+  private static let maxOutput = 16 * 1024
+
+  /// Starts `argv`; `environment` is added to ours. Throws when it cannot
+  /// start (not installed, not executable).
+  public init(
+    _ argv: [String], environment: [(String, String)] = [], timeout: Double, loop: EventLoop,
+    done: @escaping (Result) -> Void
+  ) throws {
+    precondition(!argv.isEmpty)
+    self.argv = argv
+    self.loop = loop
+    self.done = done
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { throw SystemError(errno: errno, "pipe") }
+    for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+
+    var env: [String] = []
+    let names = Set(environment.map(\.0))
+    var p = environ
+    while let entry = p.pointee {
+      let s = String(cString: entry)
+      if let eq = s.firstIndex(of: "="), !names.contains(String(s[..<eq])) { env.append(s) }
+      p += 1
+    }
+    env += environment.map { "\($0.0)=\($0.1)" }
+
+    var attr = posix_spawnattr_t()
+    posix_spawnattr_init(&attr)
+    defer { posix_spawnattr_destroy(&attr) }
+    // The loop blocks signals for its signalfd; the child must not inherit that.
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for s in [SIGPIPE, SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2] {
+      sigaddset(&defaults, s)
+    }
+    posix_spawnattr_setsigdefault(&attr, &defaults)
+    var mask = sigset_t()
+    sigemptyset(&mask)
+    posix_spawnattr_setsigmask(&attr, &mask)
+    posix_spawnattr_setpgroup(&attr, 0)
+    posix_spawnattr_setflags(
+      &attr, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+
+    let cArgs = argv.map { strdup($0) } + [nil]
+    let cEnv = env.map { strdup($0) } + [nil]
+    defer {
+      for a in cArgs { free(a) }
+      for e in cEnv { free(e) }
+    }
+    var child: pid_t = 0
+    let rc = posix_spawnp(&child, argv[0], &actions, &attr, cArgs, cEnv)
+    close(fds[1])
+    guard rc == 0 else {
+      close(fds[0])
+      throw SystemError(errno: rc, "cannot run \(argv[0])")
+    }
+    pid = child
+    pipeFD = fds[0]
+    _ = fcntl(pipeFD, F_SETFL, fcntl(pipeFD, F_GETFL) | O_NONBLOCK)
+    try loop.watch(pipeFD, events: EventLoop.readable) { [weak self] _ in self?.readable() }
+    timer = loop.after(seconds: timeout) { [weak self] in self?.expire() }
+  }
+
+  private func readable() {
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let n = chunk.withUnsafeMutableBytes { read(pipeFD, $0.baseAddress, $0.count) }
+      if n > 0 {
+        if output.count < ChildProcess.maxOutput {
+          output.append(contentsOf: chunk[0..<min(n, ChildProcess.maxOutput - output.count)])
+        }
+        continue
+      }
+      if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
+      // End of file (or a broken pipe): the child is done with its output.
+      loop.unwatch(pipeFD)
+      close(pipeFD)
+      pipeFD = -1
+      reap()
+      return
+    }
+  }
+
+  /// Collects the exit status; re-checks shortly if the child closed its
+  /// output but has not exited yet.
+  private func reap() {
+    guard done != nil else { return }
+    var status: Int32 = 0
+    let r = waitpid(pid, &status, WNOHANG)
+    if r == 0 {
+      loop.after(seconds: 0.02) { [weak self] in self?.reap() }
+      return
+    }
+    if let timer { loop.cancel(timer) }
+    timer = nil
+    let exited = r == pid && (status & 0x7F) == 0
+    let code: Int32? = exited ? (status >> 8) & 0xFF : nil
+    let finish = done
+    done = nil
+    finish?(
+      Result(
+        status: code, timedOut: timedOut,
+        output: String(decoding: output, as: UTF8.self)))
+  }
+
+  private func expire() {
+    timer = nil
+    guard done != nil else { return }
+    timedOut = true
+    kill(-pid, SIGKILL)  // the whole group: whatever it started too
+    if pipeFD < 0 { reap() }  // else end-of-file follows the kill
+  }
+
+  /// Kills it without reporting (the owner lost interest).
+  public func cancel() {
+    done = nil
+    if let timer { loop.cancel(timer) }
+    timer = nil
+    if pipeFD >= 0 {
+      loop.unwatch(pipeFD)
+      close(pipeFD)
+      pipeFD = -1
+    }
+    kill(-pid, SIGKILL)
+    var status: Int32 = 0
+    _ = waitpid(pid, &status, 0)
+  }
+}
