@@ -29,6 +29,11 @@ let package = Package(
       name: "CSQLite3", path: "Sources/CSQLite3", pkgConfig: "sqlite3",
       providers: [.apt(["libsqlite3-dev"])]),
 
+    // sd-bus, for BlueZ's D-Bus API (the BLE device link).
+    .systemLibrary(
+      name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
+      providers: [.apt(["libsystemd-dev"])]),
+
     .systemLibrary(
       name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
       providers: [.apt(["libmosquitto-dev"])]),
@@ -48,7 +53,7 @@ let package = Package(
       name: "EarshotLinux",
       dependencies: [
         "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto", "CSQLite3",
-        "CV4L2", "CJPEG",
+        "CV4L2", "CJPEG", "CSystemd",
       ]),
 
     // The command-line front door.

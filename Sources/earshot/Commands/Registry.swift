@@ -20,4 +20,7 @@ let commands: [Command] = [
   volumeCommand,
   logCommand,
   plotCommand,
+  bleLinkServeCommand,
+  deviceBLECommand,
+  bleAgentCommand,
 ]

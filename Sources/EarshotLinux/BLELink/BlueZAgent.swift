@@ -1,0 +1,61 @@
+import EarshotCore
+
+/// A BlueZ pairing agent (org.bluez.Agent1) that reports every request and
+/// answers it by `accept`: for a headless machine acting as the accessory,
+/// and for the kernel test bed. A desktop normally has its own agent.
+public final class BlueZAgent {
+  public static let path = "/org/earshot/agent"
+  private let bus: DBusConnection
+  public let capability: String
+  /// Accept pairing requests (true) or reject them.
+  public var accept: Bool
+  /// (method, device path, passkey or nil)
+  public var onRequest: ((String, String, UInt32?) -> Void)?
+  public var onLog: ((String) -> Void)?
+
+  public init(loop: EventLoop, capability: String, accept: Bool, busAddress: String? = nil) throws {
+    bus = try DBusConnection(loop: loop, address: busAddress)
+    self.capability = capability
+    self.accept = accept
+    try bus.serve(prefix: Self.path) { [unowned self] call in self.handle(call) }
+  }
+
+  /// Registers with bluetoothd and asks to be the default agent.
+  public func register(done: @escaping (Result<Void, DBusError>) -> Void) {
+    bus.call(
+      destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
+      member: "RegisterAgent", [.objectPath(Self.path), .string(capability)]
+    ) { [weak self] r in
+      guard let self else { return }
+      if case .failure(let e) = r { return done(.failure(e)) }
+      self.bus.call(
+        destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
+        member: "RequestDefaultAgent", [.objectPath(Self.path)]
+      ) { r in done(r.map { _ in () }) }
+    }
+  }
+
+  private func handle(_ call: DBusCall) -> Bool {
+    guard call.interface == "org.bluez.Agent1" else { return false }
+    let args = call.arguments
+    let device = args.first?.stringValue ?? ""
+    var passkey: UInt32? = nil
+    if args.count >= 2, case .uint32(let p) = args[1] { passkey = p }
+    onRequest?(call.member, device, passkey)
+    let reject = ("org.bluez.Error.Rejected", "rejected by earshot ble-agent (run with --accept)")
+    switch call.member {
+    case "Release", "Cancel", "DisplayPasskey", "DisplayPinCode":
+      call.reply()
+    case "RequestConfirmation", "RequestAuthorization", "AuthorizeService":
+      if accept { call.reply() } else { call.replyError(reject.0, reject.1) }
+    case "RequestPasskey":
+      // Without a keyboard there is no passkey to type: refuse.
+      call.replyError(reject.0, "no passkey entry on this machine")
+    case "RequestPinCode":
+      call.replyError(reject.0, "no PIN entry on this machine")
+    default:
+      return false
+    }
+    return true
+  }
+}

@@ -1,0 +1,224 @@
+import EarshotCore
+import EarshotTestSupport
+import Foundation
+import XCTest
+
+@testable import EarshotLinux
+
+/// The link's D-Bus side against a real dbus-daemon (a private bus). A
+/// second connection takes the name org.bluez and answers Device1 property
+/// reads the way bluetoothd does, and calls WriteValue as bluetoothd does
+/// when a device writes. The real bluetoothd runs in the kernel test bed
+/// (Tests/vm); this test pins down the D-Bus shapes and the write path.
+final class BLELinkDBusTests: XCTestCase {
+  private var daemon: Process?
+  private var dir = ""
+
+  override func tearDown() {
+    daemon?.terminate()
+    daemon?.waitUntilExit()
+    if !dir.isEmpty { try? FileManager.default.removeItem(atPath: dir) }
+  }
+
+  private func startBus() throws -> String {
+    guard let binary = Earshot.tool("dbus-daemon") else {
+      try requireResource("dbus-daemon (package dbus)")
+    }
+    dir = NSTemporaryDirectory() + "earshot-dbus-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let conf = """
+      <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+       "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+      <busconfig><type>session</type><listen>unix:path=\(dir)/bus</listen>
+      <auth>EXTERNAL</auth><policy context="default"><allow send_destination="*"/><allow receive_sender="*"/>
+      <allow own="*"/><allow user="*"/></policy></busconfig>
+      """
+    try conf.write(toFile: dir + "/bus.conf", atomically: true, encoding: .utf8)
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: binary)
+    p.arguments = ["--config-file=\(dir)/bus.conf", "--nofork"]
+    try p.run()
+    daemon = p
+    for _ in 0..<200 where !FileManager.default.fileExists(atPath: dir + "/bus") {
+      usleep(10_000)
+    }
+    guard FileManager.default.fileExists(atPath: dir + "/bus") else {
+      XCTFail("dbus-daemon did not start")
+      throw XCTSkip("no bus")
+    }
+    return "unix:path=\(dir)/bus"
+  }
+
+  func testGattObjectsAndTheWritePath() throws {
+    let address = try startBus()
+    let loop = try EventLoop()
+    var config = LinkConfig()
+    config.enabled = true
+    config.allow = try LinkAllow.parse("AA:BB:CC:DD:EE:01")
+    config.legacyRemoteVolume = true
+    let server = try BLELinkServer(
+      loop: loop, config: config, name: "lab", features: [.find, .volume], busAddress: address)
+    var logs: [String] = []
+    var events: [BLELinkServer.Event] = []
+    server.onLog = { logs.append($0) }
+    server.onEvent = { event in
+      events.append(event)
+      switch event {
+      case .request(let frame, _):
+        server.send(.ok(.findStart(.ringing), to: frame))
+      case .legacy(.volume, _):
+        server.sendLegacyVolume(0.25)
+      default: break
+      }
+    }
+
+    // bluetoothd's stand-in: Device1 properties for three devices.
+    let bluez = try DBusConnection(loop: loop, address: address)
+    try bluez.requestName("org.bluez")
+    let devices: [String: (String, Bool)] = [
+      "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01": ("AA:BB:CC:DD:EE:01", true),
+      "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_02": ("AA:BB:CC:DD:EE:02", false),
+      "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03": ("AA:BB:CC:DD:EE:03", true),
+    ]
+    try bluez.serve(prefix: "/org/bluez") { call in
+      guard call.member == "GetAll", let d = devices[call.path] else { return false }
+      call.reply([
+        .properties([
+          ("Address", .string(d.0)), ("Paired", .bool(d.1)), ("Bonded", .bool(d.1)),
+        ])
+      ])
+      return true
+    }
+    var notified: [(String, [UInt8])] = []
+    try bluez.match(
+      "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'"
+    ) { path, _, args in
+      if args.count == 3, let v = args[1]["Value"]?.bytesValue { notified.append((path, v)) }
+    }
+
+    let peer = server.busName
+    var tree: [DBusValue] = []
+    var results: [String: String] = [:]
+    let write = "/org/earshot/link/service0/write"
+    let legacy = "/org/earshot/link/service1/write"
+    let dev1 = "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_01"
+    let cases: [(String, String, [UInt8], String?, UInt16)] = [
+      ("find_start", write, hex("01 07"), dev1, 0),
+      ("info", write, hex("00 05"), dev1, 0),
+      ("out_of_range", write, hex("11 01 e9 03"), dev1, 0),
+      ("short", write, hex("11 01 f4"), dev1, 0),
+      ("unknown_op", write, hex("05 01"), dev1, 0),
+      ("offset", write, hex("01 01"), dev1, 2),
+      ("not_bonded", write, hex("01 01"), "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_02", 0),
+      ("not_allowed", write, hex("01 01"), "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_03", 0),
+      ("no_device", write, hex("01 01"), nil, 0),
+      ("req_name", legacy, Array("REQ_NAME".utf8), dev1, 0),
+      ("req_volume", legacy, Array("REQ_VOLUME".utf8), dev1, 0),
+      ("set_volume", legacy, LegacyRemoteVolume.encodeVolume(0.25), dev1, 0),
+      ("legacy_short", legacy, hex("00 00 00 00 00 00 d0"), dev1, 0),
+      ("legacy_nan", legacy, LegacyRemoteVolume.encodeVolume(.nan), dev1, 0),
+    ]
+    bluez.call(
+      destination: peer, path: "/org/earshot/link",
+      interface: "org.freedesktop.DBus.ObjectManager", member: "GetManagedObjects"
+    ) { result in
+      tree = (try? result.get()) ?? []
+      // Writes one after another, as bluetoothd serializes a device's writes.
+      func next(_ i: Int) {
+        guard i < cases.count else {
+          loop.after(seconds: 0.2) { loop.stop() }
+          return
+        }
+        let (label, path, bytes, device, offset) = cases[i]
+        var options: [(String, DBusValue)] = [
+          ("type", .string("request")), ("link", .string("LE")),
+        ]
+        if let device { options.append(("device", .objectPath(device))) }
+        if offset != 0 { options.append(("offset", .uint16(offset))) }
+        bluez.call(
+          destination: peer, path: path, interface: "org.bluez.GattCharacteristic1",
+          member: "WriteValue", [.bytes(bytes), .properties(options)]
+        ) { r in
+          switch r {
+          case .success: results[label] = "ok"
+          case .failure(.remote(let name, let message)): results[label] = "\(name) \(message)"
+          case .failure(let e): results[label] = "\(e)"
+          }
+          next(i + 1)
+        }
+      }
+      next(0)
+    }
+    loop.after(seconds: 10) { loop.stop() }
+    try loop.run()
+
+    // The object tree BlueZ reads: two services, four characteristics.
+    let objects = tree.first?.entries.map(\.0).sorted() ?? []
+    XCTAssertEqual(
+      objects,
+      [
+        "/org/earshot/link/service0", "/org/earshot/link/service0/notify",
+        "/org/earshot/link/service0/write", "/org/earshot/link/service1",
+        "/org/earshot/link/service1/notify", "/org/earshot/link/service1/write",
+      ])
+    let writeProps = tree.first?["/org/earshot/link/service0/write"]?[
+      "org.bluez.GattCharacteristic1"]
+    XCTAssertEqual(writeProps?["UUID"]?.stringValue, LinkUUID.write)
+    XCTAssertEqual(writeProps?["Flags"], .strings(["encrypt-authenticated-write"]))
+    let notifyProps = tree.first?["/org/earshot/link/service0/notify"]?[
+      "org.bluez.GattCharacteristic1"]
+    XCTAssertEqual(notifyProps?["Flags"], .strings(["encrypt-authenticated-notify"]))
+    XCTAssertEqual(
+      tree.first?["/org/earshot/link/service0"]?["org.bluez.GattService1"]?["UUID"]?.stringValue,
+      LinkUUID.service)
+
+    XCTAssertEqual(results["find_start"], "ok")
+    XCTAssertEqual(results["info"], "ok")
+    XCTAssertEqual(results["out_of_range"], "org.bluez.Error.Failed 0x81")
+    XCTAssertEqual(results["short"], "org.bluez.Error.InvalidValueLength invalid value length")
+    XCTAssertEqual(results["unknown_op"], "org.bluez.Error.Failed 0x80")
+    XCTAssertEqual(results["offset"], "org.bluez.Error.InvalidOffset invalid offset")
+    XCTAssertEqual(results["not_bonded"], "org.bluez.Error.NotAuthorized not authorized")
+    XCTAssertEqual(results["not_allowed"], "org.bluez.Error.NotAuthorized not authorized")
+    XCTAssertEqual(results["no_device"], "org.bluez.Error.NotAuthorized not authorized")
+    XCTAssertEqual(results["req_name"], "ok")
+    XCTAssertEqual(results["req_volume"], "ok")
+    XCTAssertEqual(results["set_volume"], "ok")
+    XCTAssertEqual(
+      results["legacy_short"], "org.bluez.Error.InvalidValueLength invalid value length")
+    XCTAssertEqual(results["legacy_nan"], "org.bluez.Error.Failed 0x81")
+
+    // Exactly the accepted requests reached the agent.
+    let dev = BDAddress("AA:BB:CC:DD:EE:01")!
+    XCTAssertEqual(
+      events,
+      [
+        .request(LinkRequestFrame(seq: 7, request: .findStart), from: dev),
+        .legacy(.volume, from: dev), .legacy(.setVolume(0.25), from: dev),
+      ])
+    // Notifications, in order: the find_start response, info (answered by
+    // the server), the name, the volume.
+    XCTAssertEqual(
+      notified.map(\.0),
+      [
+        "/org/earshot/link/service0/notify", "/org/earshot/link/service0/notify",
+        "/org/earshot/link/service1/notify", "/org/earshot/link/service1/notify",
+      ])
+    XCTAssertEqual(
+      notified.map(\.1),
+      [
+        hex("81 07 00 00"), hex("80 05 00 01 03"), Array("lab".utf8),
+        LegacyRemoteVolume.encodeVolume(0.25),
+      ])
+    // Refusals are logged with the address and the reason.
+    XCTAssertTrue(
+      logs.contains {
+        $0.contains("refused a write from AA:BB:CC:DD:EE:02") && $0.contains("not bonded")
+      }, "\(logs)")
+    XCTAssertTrue(
+      logs.contains {
+        $0.contains("refused a write from AA:BB:CC:DD:EE:03") && $0.contains("[link] allow")
+      }, "\(logs)")
+    XCTAssertTrue(logs.contains { $0.contains("malformed write from AA:BB:CC:DD:EE:01") })
+  }
+}
