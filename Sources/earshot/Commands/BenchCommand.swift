@@ -27,7 +27,8 @@ let benchCommand = Command(
     .value("input", "FILE", "Capture to decode (btsnoop, pcap, pcapng)"),
     .value("seconds", "S", "How long to run each stage (default 2)"),
     .value("reports", "N", "Reports in the synthetic capture (default 200000)"),
-    .value("config", "FILE", "Regions for the monitor stages (default: three over the synthetic room)"),
+    .value(
+      "config", "FILE", "Regions for the monitor stages (default: three over the synthetic room)"),
     .value("rate", "N", "Reports per second for the live path (default 1000)"),
     .value("beacons", "N", "Distinct beacons for the memory stage (default 10000)"),
     .value("alert-device", "PCM", "Measure find-phone on this ALSA device (e.g. default)"),
@@ -162,11 +163,15 @@ func runBench(_ args: Arguments) throws -> Int32 {
   row(
     "live: CPU at \(f(live.reportsPerSecond, 0)) reports/s", f(live.cpuPercent, 2) + " %",
     "< 1 % of one core")
-  row("live: loop wakeups per second", f(live.wakeupsPerSecond, 0), "<= reports/s (no busy polling)")
+  row(
+    "live: loop wakeups per second", f(live.wakeupsPerSecond, 0), "<= reports/s (no busy polling)")
   row(
     "memory: \(memory.beacons) beacons, VmRSS", f(Double(memory.rssKB) / 1024, 1) + " MB",
     "< 20 MB")
   row("memory: VmHWM (peak)", f(Double(memory.hwmKB) / 1024, 1) + " MB", "")
+  row(
+    "memory: RssAnon (private)", f(Double(memory.anonKB) / 1024, 1) + " MB",
+    "VmRSS less shared library pages")
   row("memory: VmRSS before tracking", f(Double(memory.baselineKB) / 1024, 1) + " MB", "")
   if let find {
     if let failure = find.failure {

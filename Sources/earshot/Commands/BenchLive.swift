@@ -1,3 +1,4 @@
+import CLinux
 import EarshotCore
 import EarshotLinux
 
@@ -28,7 +29,7 @@ enum BenchLive {
   static func run(events: [[UInt8]], config: Config, rate: Int, seconds: Double) throws -> Result {
     guard !events.isEmpty else { throw CommandFailure("bench: no advertising events to replay") }
     var pair: [Int32] = [0, 0]
-    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0
+    guard socketpair(AF_UNIX, earshot_sock_seqpacket | earshot_sock_cloexec, 0, &pair) == 0
     else { throw SystemError(errno: errno, "socketpair") }
     let count = Int((Double(rate) * seconds).rounded())
     let packets = PacketTable(events: events)
@@ -84,6 +85,8 @@ enum BenchLive {
       while true {
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if n == 0 {
+          // The writer closed right after its last packet.
+          last = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups)
           loop.stop()
           return
         }
@@ -102,9 +105,9 @@ enum BenchLive {
         }
         rearm()
       }
-      // Count from the first report to the last, so start-up is left out.
-      let mark = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups)
-      if first == nil { first = mark } else { last = mark }
+      // Count from the first report to the end, so start-up is left out
+      // (and no clock is read per wakeup but the one the monitor needs).
+      if first == nil { first = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups) }
     }
     try loop.run()
     loop.unwatch(fd)

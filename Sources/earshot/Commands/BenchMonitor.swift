@@ -80,6 +80,8 @@ enum BenchMonitor {
     let baselineKB: Int
     let rssKB: Int
     let hwmKB: Int
+    /// Private memory (RssAnon): VmRSS less the shared libraries' pages.
+    let anonKB: Int
     let beacons: Int
   }
 
@@ -106,7 +108,8 @@ enum BenchMonitor {
           rssi: -60, data: d))!
     }
     let uuidBytes = Array(data[9..<25])
-    guard let at = (0...(event.count - 16)).first(where: { Array(event[$0..<$0 + 16]) == uuidBytes })
+    guard
+      let at = (0...(event.count - 16)).first(where: { Array(event[$0..<$0 + 16]) == uuidBytes })
     else { throw CommandFailure("bench: cannot find the UUID in the encoded event") }
     let major = at + 16
     let address = 6  // after event code, length, subevent, count, event type, address type
@@ -132,22 +135,25 @@ enum BenchMonitor {
     let after = ProcStatus.read()
     guard ranged > 0 else { throw CommandFailure("bench: the monitor ranged no beacons") }
     return Memory(
-      baselineKB: baseline.rssKB, rssKB: after.rssKB, hwmKB: after.hwmKB, beacons: count)
+      baselineKB: baseline.rssKB, rssKB: after.rssKB, hwmKB: after.hwmKB, anonKB: after.anonKB,
+      beacons: count)
   }
 }
 
 /// VmRSS and VmHWM of this process, from /proc/self/status (kB).
 enum ProcStatus {
-  static func read() -> (rssKB: Int, hwmKB: Int) {
-    guard let bytes = try? FileBytes(path: "/proc/self/status").bytes else { return (0, 0) }
+  static func read() -> (rssKB: Int, hwmKB: Int, anonKB: Int) {
+    guard let bytes = try? FileBytes(path: "/proc/self/status").bytes else { return (0, 0, 0) }
     var rss = 0
     var hwm = 0
+    var anon = 0
     for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
       let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
       guard fields.count >= 2, let kb = Int(fields[1]) else { continue }
       if fields[0] == "VmRSS:" { rss = kb }
       if fields[0] == "VmHWM:" { hwm = kb }
+      if fields[0] == "RssAnon:" { anon = kb }
     }
-    return (rss, hwm)
+    return (rss, hwm, anon)
   }
 }

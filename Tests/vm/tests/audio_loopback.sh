@@ -55,7 +55,7 @@ play() {
 }
 
 # --- beep: a steady 1000 Hz, 0.3 s on, 0.2 s off -------------------------
-play beep 1.0
+play beep 1.5
 check "beep: exit 0" [ "$PLAY_RC" -eq 0 ]
 check "beep: played on $PLAY" grep -q "\"event\":\"playing\",\"device\":\"$PLAY\",\"sound\":\"beep\"" beep.out
 check "beep: stopped by its duration" grep -q '"event":"stopped","reason":"duration"' beep.out
@@ -67,21 +67,35 @@ gap=$(peak beep.wav 1 "$(awk -v t="$t0" 'BEGIN {print t + 0.33}')" 0.14)
 echo "  beep pause peak $gap"
 check "beep: silent in its pause" below "$gap" 0.01
 
-# --- ring: 800 and 1000 Hz alternating every 50 ms -----------------------
-play ring 0.6
-check "ring: exit 0" [ "$PLAY_RC" -eq 0 ]
+# --- ring: 800 and 1000 Hz alternating every 50 ms; stopped by SIGINT ----
+# (0.4 s after it says it plays: well inside the ring's 1.2 s of tone).
+record 4 ring.wav
+"$EARSHOT" alert --device "$PLAY" --sound ring --buffer $BUFFER >ring.out 2>ring.err &
+pid=$!
+wait_for 10 grep -q '"event":"playing"' ring.out
+sleep 0.4
+kill -INT $pid
+wait $pid
+PLAY_RC=$?
+wait "$REC_PID"
+cat ring.out ring.err
+check "ring: SIGINT exits 0" [ "$PLAY_RC" -eq 0 ]
+check "ring: stopped by the signal" grep -q '"event":"stopped","reason":"signal"' ring.out
 t0=$(onset ring.wav)
 echo "  ring onset at $t0 s"
 check_freq "ring first tone" ring.wav "$(awk -v t="$t0" 'BEGIN {print t + 0.005}')" 0.04 800 25
 check_freq "ring second tone" ring.wav "$(awk -v t="$t0" 'BEGIN {print t + 0.055}')" 0.04 1000 25
-check_freq "ring third tone" ring.wav "$(awk -v t="$t0" 'BEGIN {print t + 0.105}')" 0.04 800 25
-# Silence after stop: the ring is all tone for 1.2 s, so it sounds until
-# the stop, --duration (0.6 s) after the request, and from one buffer after
-# that to the end of the recording the capture is digital silence. The
-# request came start_ms before the first write, which is the onset.
+# (Not further: under emulation an underrun now and then inserts a gap, which
+# shifts the later tones against the onset; "recoveries" counts them.)
+# Silence after stop: the player's first write is the onset; it reports
+# that write start_ms after the request and the stop `seconds` after it,
+# so the stop is due at onset - start_ms + seconds in the recording. The
+# ring sounds until then and the capture is digital silence from one
+# buffer after it to the end of the recording.
 start=$(sed -n 's/.*"start_ms":\([0-9.]*\).*/\1/p' ring.out)
-stop=$(awk -v t="$t0" -v s="$start" 'BEGIN {print t + 0.6 - s / 1000}')
-echo "  ring onset $t0 s, start_ms $start, so the stop is due at $stop s"
+played=$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' ring.out)
+stop=$(awk -v t="$t0" -v s="$start" -v p="$played" 'BEGIN {print t - s / 1000 + p}')
+echo "  ring onset $t0 s, start_ms $start, stopped after $played s: the stop is due at $stop s"
 loud=$(peak ring.wav 1 "$(awk -v t="$stop" 'BEGIN {print t - 0.12}')" 0.08)
 quiet=$(peak ring.wav 1 "$(awk -v t="$stop" -v b=$BUFFER 'BEGIN {print t + b / 1000 + 0.02}')")
 quiet2=$(peak ring.wav 2 "$(awk -v t="$stop" -v b=$BUFFER 'BEGIN {print t + b / 1000 + 0.02}')")
@@ -94,22 +108,22 @@ check "ring: sound ends at the stop, within one buffer" \
   awk -v e="$last" -v t="$stop" -v b=$BUFFER 'BEGIN {exit !(e >= t - 0.05 && e <= t + b / 1000 + 0.02)}'
 
 # --- chirp: a sweep from 1000 to 2000 Hz in 0.5 s ------------------------
-play chirp 1.2
+play chirp 1.5
 check "chirp: exit 0" [ "$PLAY_RC" -eq 0 ]
 t0=$(onset chirp.wav)
 check_freq "chirp start" chirp.wav "$(awk -v t="$t0" 'BEGIN {print t + 0.005}')" 0.05 1050 40
 check_freq "chirp end" chirp.wav "$(awk -v t="$t0" 'BEGIN {print t + 0.445}')" 0.05 1940 50
 
 # --- --frequency moves the pattern ----------------------------------------
-play beep 1.0 --frequency 440
+play beep 1.5 --frequency 440
 cp beep.wav beep440.wav
 t0=$(onset beep440.wav)
 check_freq "beep --frequency 440" beep440.wav "$(awk -v t="$t0" 'BEGIN {print t + 0.02}')" 0.25 440 10
 
 # --- fallback: a missing device, then the loopback -------------------------
-record 3 fallback.wav
+record 4 fallback.wav
 "$EARSHOT" alert --device hw:9,0 --fallback "earshot_no_such_pcm $PLAY" --sound beep \
-  --duration 1.0 --buffer $BUFFER >fallback.out 2>fallback.err
+  --duration 1.5 --buffer $BUFFER >fallback.out 2>fallback.err
 rc=$?
 wait "$REC_PID"
 cat fallback.out fallback.err
