@@ -9,7 +9,13 @@ CAPTURE=hw:Loopback,1
 BUFFER=100
 
 # record SECONDS OUT: records the loopback (48 kHz, stereo, 16-bit) in the
-# background; the playback side must then open with the same parameters.
+# background, at most SECONDS; the playback side must then open with the
+# same parameters. end_record stops it half a second after the alert.
+end_record() {
+  sleep 0.5
+  kill -INT "$REC_PID" 2>/dev/null
+  wait "$REC_PID"
+}
 record() {
   arecord -q -D "$CAPTURE" -f S16_LE -r 48000 -c 2 -d "$1" "$2" &
   REC_PID=$!
@@ -50,7 +56,7 @@ play() {
   "$EARSHOT" alert --device "$PLAY" --sound "$sound" --duration "$secs" --buffer $BUFFER "$@" \
     >"$sound.out" 2>"$sound.err"
   PLAY_RC=$?
-  wait "$REC_PID"
+  end_record
   cat "$sound.out" "$sound.err"
 }
 
@@ -77,7 +83,7 @@ sleep 0.4
 kill -INT $pid
 wait $pid
 PLAY_RC=$?
-wait "$REC_PID"
+end_record
 cat ring.out ring.err
 check "ring: SIGINT exits 0" [ "$PLAY_RC" -eq 0 ]
 check "ring: stopped by the signal" grep -q '"event":"stopped","reason":"signal"' ring.out
@@ -125,7 +131,7 @@ record 4 fallback.wav
 "$EARSHOT" alert --device hw:9,0 --fallback "earshot_no_such_pcm $PLAY" --sound beep \
   --duration 1.5 --buffer $BUFFER >fallback.out 2>fallback.err
 rc=$?
-wait "$REC_PID"
+end_record
 cat fallback.out fallback.err
 check "fallback: exit 0" [ $rc -eq 0 ]
 check "fallback: played on the loopback" grep -q "\"device\":\"$PLAY\"" fallback.out
