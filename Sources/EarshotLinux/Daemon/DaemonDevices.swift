@@ -74,7 +74,11 @@ extension Daemon {
         {
           .object([
             ("photo_mode", .bool(driver.inPhotoMode)),
-            ("device", .string(driver.settings.captureCommand == nil ? driver.settings.device : "capture_command")),
+            (
+              "device",
+              .string(
+                driver.settings.captureCommand == nil ? driver.settings.device : "capture_command")
+            ),
           ])
         }
       ))
@@ -385,7 +389,8 @@ extension Daemon {
       return .ok(.volume(LinkVolume(level: v.level, muted: v.muted)), to: frame)
     } catch let e as ControlError {
       log("link: \(frame.request.opcode.name) refused: \(e.message)")
-      return .error(e.code == .busy ? .busy : e.code == .unavailable ? .unavailable : .failure, to: frame)
+      return .error(
+        e.code == .busy ? .busy : e.code == .unavailable ? .unavailable : .failure, to: frame)
     } catch {
       log("link: \(frame.request.opcode.name): \(error)")
       return .error(.failure, to: frame)

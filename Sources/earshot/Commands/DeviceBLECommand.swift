@@ -9,12 +9,15 @@ import EarshotLinux
 /// central, on a raw L2CAP ATT client, so a second Linux machine (or a test)
 /// can act as the accessory.
 let deviceBLEOptions: [Option] = [
-  .value("ble", "ADDRESS", "Act as a BLE accessory of the Earshot at ADDRESS (its adapter's address)"),
+  .value(
+    "ble", "ADDRESS", "Act as a BLE accessory of the Earshot at ADDRESS (its adapter's address)"),
   .value("adapter", "hciN", "--ble: local adapter (default hci0)"),
   .flag("random", "--ble: ADDRESS is a random (not public) LE address"),
-  .value("security", "LEVEL", "--ble: low (no encryption), medium (encrypted) or high (MITM; default)"),
+  .value(
+    "security", "LEVEL", "--ble: low (no encryption), medium (encrypted) or high (MITM; default)"),
   .flag("legacy", "--ble: use the legacy remote-volume service"),
-  .value("wait", "SECONDS", "--ble: print notifications for this long after the requests (default 0)"),
+  .value(
+    "wait", "SECONDS", "--ble: print notifications for this long after the requests (default 0)"),
   .flag("ack-notice", "--ble: answer a phone_found notice with notice_ack"),
   .value("timeout", "SECONDS", "--ble: how long to wait for each answer (default 10)"),
 ]

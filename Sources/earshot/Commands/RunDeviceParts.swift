@@ -16,7 +16,8 @@ func attachDeviceParts(to daemon: Daemon, config: Config, audio: Bool, hasMixer:
     let scan = MediaScanner.scan(config.media.library)
     for p in scan.problems { log("media: \(p)") }
     log("media: \(scan.library.items.count) titles in \(config.media.library)")
-    daemon.attach(media: MediaDriver(settings: config.media, library: scan.library, loop: daemon.loop))
+    daemon.attach(
+      media: MediaDriver(settings: config.media, library: scan.library, loop: daemon.loop))
     features.insert(.media)
   }
   guard config.link.enabled else { return }

@@ -159,14 +159,19 @@ private func shutterThroughAgent(_ agent: ControlClient, _ events: [Int]) throws
   func send(_ raw: Int) throws {
     let r = try agent.call(.shutter(raw))
     var line = JSONLine()
-    if let c = ShutterCommand(rawValue: raw) { line.add("event", c.name) } else { line.add("event", raw) }
+    if let c = ShutterCommand(rawValue: raw) {
+      line.add("event", c.name)
+    } else {
+      line.add("event", raw)
+    }
     line.add("value", raw)
     if r["ok"] == .bool(true), let state = r["state"]?.string, let code = r["code"]?.integer {
       line.add("state", state)
       line.add("code", Int(code))
       if let photo = r["photo"]?.string { line.add("photo", photo) }
       if code == ShutterState.photoFailed.rawValue
-        || (code == ShutterState.exitedOrUnableToEnter.rawValue && raw == ShutterCommand.enter.rawValue)
+        || (code == ShutterState.exitedOrUnableToEnter.rawValue
+          && raw == ShutterCommand.enter.rawValue)
       {
         failed = true
       }
@@ -189,7 +194,8 @@ private func shutterThroughAgent(_ agent: ControlClient, _ events: [Int]) throws
           try send(v)
         } else {
           Console.error(
-            "earshot shutter: '\(word)' is not a shutter event (enter, capture, exit or a number)\n")
+            "earshot shutter: '\(word)' is not a shutter event (enter, capture, exit or a number)\n"
+          )
         }
       }
     } else {
