@@ -189,3 +189,30 @@ final class DaemonMediaTests: XCTestCase {
     XCTAssertEqual(agent.stop(), 0)
   }
 }
+
+/// `[link]` in the config file: LinkConfig's keys, errors with file and line.
+final class LinkConfigSectionTests: XCTestCase {
+  func testLinkSectionParsesAndRejectsWithTheLine() throws {
+    let ok = try Config.build(
+      IniReader.parse(
+        """
+        [link]
+        enabled = true
+        allow = AA:BB:CC:DD:EE:FF
+        security = encrypted
+        name = desk
+        adapter = hci1
+        """, file: "t.conf"))
+    XCTAssertTrue(ok.link.enabled)
+    XCTAssertEqual(ok.link.security, .encrypted)
+    XCTAssertEqual(ok.link.name, "desk")
+    XCTAssertEqual(ok.link.adapter, "hci1")
+    XCTAssertEqual(ok.link.allow, .addresses([BDAddress("AA:BB:CC:DD:EE:FF")!]))
+    XCTAssertThrowsError(
+      try Config.build(IniReader.parse("[link]\n\nsecurity = loose\n", file: "t.conf"))
+    ) { error in
+      XCTAssertTrue("\(error)".contains("t.conf:3"), "\(error)")
+      XCTAssertTrue("\(error)".contains("authenticated"), "\(error)")
+    }
+  }
+}

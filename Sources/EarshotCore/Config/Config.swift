@@ -335,6 +335,11 @@ extension Config {
       ConfigKey<LinkConfig>(
         key.name, key.help,
         set: { s, v in
+          // Empty name or adapter: the default (the host name, the first adapter).
+          if v.trimmingSpaces.isEmpty, key.name == "name" || key.name == "adapter" {
+            if key.name == "name" { s.name = nil } else { s.adapter = nil }
+            return
+          }
           do { try s.set(key.name, v) } catch let e as LinkConfigError {
             throw ConfigValueError(e.message)
           }
