@@ -13,14 +13,17 @@
 /// in the way), clamped to [floor, ceiling]. So a 100 ms beacon exits after
 /// the floor, and a 1 s beacon under 30 % loss waits ~19 s and does not flap.
 public struct AdvertisingIntervalEstimator: Sendable {
-  public static let capacity = 256
+  /// Gaps kept (a ring): enough for a stable 10th percentile, small enough
+  /// that 10,000 tracked beacons cost little (gaps are 4-byte microseconds).
+  public static let capacity = 128
   /// Fewer gaps than this and the estimate is not trusted yet.
   public static let minimumGaps = 8
   /// Reports closer than this are one advertising event seen twice (three
   /// channels, or an advertisement and its scan response).
   public static let minimumGapMicros: Int64 = 20_000
 
-  private var gaps: [Int64] = []
+  /// Microseconds, clamped to about 71 minutes (far above any exit ceiling).
+  private var gaps: [UInt32] = []
   private var next = 0
   private var lastReport: Int64? = nil
 
@@ -31,10 +34,11 @@ public struct AdvertisingIntervalEstimator: Sendable {
       lastReport = t
       return
     }
-    let gap = t - last
+    let micros = t - last
     // Keep measuring from the advertising event's first report.
-    guard gap >= Self.minimumGapMicros else { return }
+    guard micros >= Self.minimumGapMicros else { return }
     lastReport = t
+    let gap = UInt32(clamping: micros)
     if gaps.count < Self.capacity {
       gaps.append(gap)
     } else {
@@ -59,7 +63,7 @@ public struct AdvertisingIntervalEstimator: Sendable {
     sinceUpdate = 0
     let sorted = gaps.sorted()
     let interval = Double(sorted[sorted.count / 10]) / 1e6
-    let span = Double(gaps.reduce(0, +)) / 1e6
+    let span = gaps.reduce(0.0) { $0 + Double($1) } / 1e6
     let mean = span / Double(gaps.count)
     let loss = min(0.95, max(0, 1 - interval / mean))
     // An upper confidence bound (about 97.5 %): with few gaps seen the
