@@ -14,7 +14,7 @@ btmon -w trace.btsnoop >/dev/null 2>&1 &
 /usr/libexec/bluetooth/bluetoothd -n -d >bluetoothd.log 2>&1 &
 a0=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
 a1=$(hciconfig hci1 | awk '/BD Address/ {print $3}')
-wait_for 10 bash -c "bluetoothctl list | grep -q $a1" || fail "bluetoothd does not list hci1"
+wait_for 20 bash -c "timeout 5 bluetoothctl list | grep -q $a1" || fail "bluetoothd does not list hci1"
 for i in hci0 hci1; do
   for c in "power off" "le on" "bredr off" "sc on" "bondable on" "connectable on" "power on"; do
     btmgmt -i $i $c >>btmgmt.log 2>&1
