@@ -164,6 +164,43 @@ final class AgentIntegrationTests: XCTestCase {
     XCTAssertEqual(try findState(agent)["state"], .string("idle"))
   }
 
+  /// With the real mixer (the PulseAudio test server): the volume number
+  /// and mute switch drive it, and a change made elsewhere is published.
+  func testVolumeNumberAndMuteSwitchRoundTripWithTheMixer() throws {
+    try PulseServer.require()
+    try PulseServer.resetSink()
+    defer { PulseServer.resetSinkQuietly() }
+    let broker = try Broker()
+    let agent = try AgentProcess(config: "[audio]\nramp = 0\n" + mqttSection(broker), audio: true)
+    XCTAssertTrue(
+      try eventually { try broker.retained("\(base)/status")["\(base)/status"] == "online" })
+    func sinkPercent() throws -> String {
+      let out = try PulseServer.pactl("get-sink-volume", PulseServer.sink)
+      return out.split(separator: "/").dropFirst().first?.trimmingCharacters(in: .whitespaces) ?? ""
+    }
+    XCTAssertTrue(
+      try eventually {
+        try broker.publish("\(base)/command/volume", "42")
+        return try sinkPercent() == "42%"
+      }, agent.log)
+    XCTAssertTrue(
+      try eventually { try broker.retained("\(base)/volume/state")["\(base)/volume/state"] == "42" }
+    )
+    try broker.publish("\(base)/command/mute", "ON")
+    XCTAssertTrue(
+      try eventually { try PulseServer.pactl("get-sink-mute", PulseServer.sink).contains("yes") })
+    XCTAssertTrue(
+      try eventually { try broker.retained("\(base)/mute/state")["\(base)/mute/state"] == "ON" })
+    // Someone else changes it: the agent sees the mixer event and publishes it.
+    try PulseServer.pactl("set-sink-volume", PulseServer.sink, "60%")
+    XCTAssertTrue(
+      try eventually {
+        try broker.retained("\(base)/volume/state")["\(base)/volume/state"] == "60"
+      },
+      agent.log)
+    XCTAssertEqual(agent.stop(), 0)
+  }
+
   func testBrokerRestartGetsTheStatesRepublished() throws {
     let broker = try Broker()
     let (capture, regions) = try officeCapture()
