@@ -41,16 +41,19 @@ public struct MonitorEvent: Sendable, Equatable {
 /// gives an exit once `exit_after` has passed since scanning resumed.
 public struct RegionMonitor: Sendable {
   struct Region: Sendable {
-    let config: RegionConfig
+    var config: RegionConfig
     var state: RegionState = .unknown
+    /// When a region added by a reload began to be watched: scanning
+    /// before that does not count towards its exit_after.
+    var watchedSince: Int64? = nil
     var known: RegionState? = nil
     var lastSeen: Int64? = nil
     var lastBeacon: BeaconID? = nil
     var nextRange: Int64? = nil
   }
 
-  public let ranging: RangingConfig
-  public let monitor: MonitorConfig
+  public private(set) var ranging: RangingConfig
+  public private(set) var monitor: MonitorConfig
   public let emitRange: Bool
   private var regions: [Region]
   private var tracks: [BeaconID: BeaconTrack] = [:]
@@ -155,6 +158,39 @@ public struct RegionMonitor: Sendable {
     return out
   }
 
+  /// A new config while running (a reload): regions with the same name
+  /// and identity keep their state, timers and beacons and take their new
+  /// settings (exit_after, hooks); new or redefined regions start
+  /// `unknown` (a `state` event) and count exit_after from now; removed
+  /// ones are forgotten. `[ranging]` and `[monitor]` apply from now on.
+  public mutating func reconfigure(_ config: Config, at t: Int64) -> [MonitorEvent] {
+    var out = advance(to: t)
+    ranging = config.ranging
+    monitor = config.monitor
+    var next: [Region] = []
+    for rc in config.regions {
+      if var r = regions.first(where: {
+        $0.config.name == rc.name && $0.config.identity == rc.identity
+      }) {
+        r.config = rc
+        next.append(r)
+      } else {
+        var r = Region(config: rc)
+        r.watchedSince = t
+        next.append(r)
+      }
+    }
+    let known = Set(regions.map { $0.config.name + "\u{0}" + $0.config.identity })
+    regions = next
+    if started {
+      for i in regions.indices
+      where !known.contains(regions[i].config.name + "\u{0}" + regions[i].config.identity) {
+        out.append(event(t, .state, i))
+      }
+    }
+    return out
+  }
+
   // MARK: Queries
 
   /// When `advance` next has something to do; `nil` if nothing is pending.
@@ -202,7 +238,7 @@ public struct RegionMonitor: Sendable {
   /// after the later of its last report and the start of scanning.
   private func exitDeadline(_ i: Int) -> Int64? {
     guard let since = scanningSince, regions[i].state != .outside else { return nil }
-    let from = max(regions[i].lastSeen ?? since, since)
+    let from = max(regions[i].lastSeen ?? since, since, regions[i].watchedSince ?? since)
     return from + Int64((timeout(i) * 1e6).rounded())
   }
 

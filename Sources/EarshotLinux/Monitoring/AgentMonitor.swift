@@ -191,6 +191,12 @@ public final class AgentMonitor {
     if started { driver.advance(to: last) }
   }
 
+  /// Applies a reloaded config's regions, `[ranging]` and `[monitor]`.
+  public func reconfigure(_ config: Config) {
+    driver.reconfigure(config, at: now)
+    rearm()
+  }
+
   // MARK: What the agent's status shows
 
   /// Each region's state, in config order.
