@@ -79,21 +79,19 @@ final class FaultAudioTests: XCTestCase {
     }
     let runtime = try makeTempDirectory()
     chmod(runtime, 0o700)
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: pulseaudio)
-    p.arguments = [
-      "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no",
-      "-L", "module-null-sink sink_name=doomed", "-L", "module-native-protocol-unix",
-    ]
-    var env = ProcessInfo.processInfo.environment
-    env["XDG_RUNTIME_DIR"] = runtime
-    env["PULSE_SERVER"] = nil
-    p.environment = env
-    p.standardError = FileHandle.nullDevice
-    p.standardOutput = FileHandle.nullDevice
-    try p.run()
-    second = (runtime, p.processIdentifier)
+    // Daemonized, as scripts/services/pulseaudio.sh does (a long-lived
+    // Foundation child here kept Process.waitUntilExit from reaping others).
+    let r = try Earshot.run(
+      [
+        "-c",
+        "unset PULSE_SERVER; XDG_RUNTIME_DIR=\"$1\" exec \"$2\" -n --daemonize=yes --exit-idle-time=-1 --use-pid-file=yes -L 'module-null-sink sink_name=doomed' -L module-native-protocol-unix </dev/null >/dev/null 2>&1",
+        "sh", runtime, pulseaudio,
+      ], executable: "/bin/sh")
+    XCTAssertEqual(r.status, 0, r.stderr)
     for _ in 0..<100 where access(runtime + "/pulse/native", F_OK) != 0 { usleep(50_000) }
+    let pidText = (try? String(contentsOfFile: runtime + "/pulse/pid", encoding: .utf8)) ?? ""
+    let pid = try XCTUnwrap(pid_t(pidText.trimmingCharacters(in: .whitespacesAndNewlines)), r.stderr)
+    second = (runtime, pid)
     XCTAssertEqual(access(runtime + "/pulse/native", F_OK), 0, "the second server is up")
     home = try makeTempDirectory()
     try """
