@@ -94,3 +94,28 @@ final class ConfigReloadTests: XCTestCase {
       n.advance(to: 120 * s).filter { $0.region == "porch" }.map(\.state), [.outside])
   }
 }
+
+/// A gap with nobody scanning (another program's scan ended, Earshot's own
+/// not yet started) is not time without the beacon: found by the VM test
+/// bluetoothd_restart.sh, where it gave a false exit.
+final class ScanPauseTests: XCTestCase {
+  func testNoExitWhileNobodyScansAndTheWindowRestartsAfter() {
+    var c = Config()
+    c.regions = [region("desk", major: 1, minor: 10, exitAfter: .seconds(5))]
+    var m = RegionMonitor(config: c, emitRange: false)
+    let s: Int64 = 1_000_000
+    _ = m.start(at: 0, scanning: true)
+    _ = m.report(
+      at: 1 * s,
+      beacon: IBeacon(id: BeaconID(uuid: testUUID, major: 1, minor: 10), measuredPower: -59),
+      address: BDAddress("C1:02:03:04:05:06")!, rssi: -60)
+    XCTAssertEqual(m.scanPaused(at: 2 * s), [])
+    XCTAssertNil(m.nextDeadline, "no exit timer while nobody scans")
+    XCTAssertEqual(m.advance(to: 20 * s), [], "no exit during the gap")
+    XCTAssertEqual(m.state(of: "desk"), .inside, "and no unknown either")
+    XCTAssertEqual(m.scanResumed(at: 20 * s), [])
+    XCTAssertEqual(m.advance(to: 24 * s), [])
+    XCTAssertEqual(
+      m.advance(to: 25 * s).map(\.kind), [.exit], "exit_after of scanning after the gap")
+  }
+}

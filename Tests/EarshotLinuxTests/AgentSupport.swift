@@ -78,7 +78,8 @@ final class AgentProcess {
       process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     }
     if let tool = wrapper.first {
-      process.arguments = Array(wrapper.dropFirst()) + [process.executableURL!.path]
+      process.arguments =
+        Array(wrapper.dropFirst()) + [process.executableURL!.path]
         + process.arguments!
       process.executableURL = URL(fileURLWithPath: tool)
     }
@@ -112,7 +113,9 @@ final class AgentProcess {
 
   /// The agent's resident memory in kB (VmRSS).
   var residentKB: Int {
-    let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+    let status =
+      (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8))
+      ?? ""
     for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
       return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? -1
     }

@@ -90,7 +90,8 @@ final class FaultAudioTests: XCTestCase {
     XCTAssertEqual(r.status, 0, r.stderr)
     for _ in 0..<100 where access(runtime + "/pulse/native", F_OK) != 0 { usleep(50_000) }
     let pidText = (try? String(contentsOfFile: runtime + "/pulse/pid", encoding: .utf8)) ?? ""
-    let pid = try XCTUnwrap(pid_t(pidText.trimmingCharacters(in: .whitespacesAndNewlines)), r.stderr)
+    let pid = try XCTUnwrap(
+      pid_t(pidText.trimmingCharacters(in: .whitespacesAndNewlines)), r.stderr)
     second = (runtime, pid)
     XCTAssertEqual(access(runtime + "/pulse/native", F_OK), 0, "the second server is up")
     home = try makeTempDirectory()
@@ -123,7 +124,8 @@ final class FaultAudioTests: XCTestCase {
     let killedAt = Clock.monotonicNanos()
     kill(second!.pid, SIGKILL)
     XCTAssertTrue(
-      agent.waitForLog("audio device 'doomed' failed mid-alert"), "says what happened: \(agent.log)")
+      agent.waitForLog("audio device 'doomed' failed mid-alert"), "says what happened: \(agent.log)"
+    )
     XCTAssertTrue(agent.log.contains("the alert continues on 'default'"), agent.log)
     XCTAssertEqual(try agent.client().ok(.findStatus)["find"]?["state"], .string("ringing"))
 
@@ -133,7 +135,8 @@ final class FaultAudioTests: XCTestCase {
     XCTAssertLessThan(
       SignalMeasure.dbfs(rec.slice(from: recorder.index(at: requested), 100, 500)), -60,
       "the alert played on 'doomed' first")
-    let onset = try XCTUnwrap(rec.onset(after: recorder.index(at: killedAt)), "no tone after the kill")
+    let onset = try XCTUnwrap(
+      rec.onset(after: recorder.index(at: killedAt)), "no tone after the kill")
     XCTAssertEqual(rec.dominant(from: onset, 20, 250), 1250, accuracy: 15, "the fallback plays it")
 
     _ = try agent.client().ok(.found)

@@ -22,7 +22,8 @@ final class FaultTests: XCTestCase {
   func officeCapture() throws -> String {
     let capture = dir + "/office.btsnoop"
     let sim = try runEarshot([
-      "simulate", "scenario", "--spec", repo.appendingPathComponent("scenarios/office.scenario").path,
+      "simulate", "scenario", "--spec",
+      repo.appendingPathComponent("scenarios/office.scenario").path,
       "--write", capture,
     ])
     XCTAssertEqual(sim.status, 0, sim.err)
@@ -75,7 +76,8 @@ final class FaultTests: XCTestCase {
   func testGoodReloadAddsRemovesAndChangesRegionsKeepingUnchangedStates() throws {
     let capture = try officeCapture()
     let agent = try AgentProcess(
-      config: try officeRegions() + "\n[find-phone]\ntimeout = 60\n", arguments: ["--input", capture])
+      config: try officeRegions() + "\n[find-phone]\ntimeout = 60\n",
+      arguments: ["--input", capture])
     XCTAssertTrue(agent.waitForLog("replayed"), agent.log)
     let events = try agent.client()
     _ = try events.ok(.subscribe([.regions]))
@@ -108,7 +110,8 @@ final class FaultTests: XCTestCase {
     XCTAssertTrue(log.contains("regions changed (state kept): \"desk\""), log)
     XCTAssertTrue(log.contains("applied: [find-phone]"), log)
     XCTAssertTrue(
-      log.contains("restart the agent to apply): [audio] device"), "says what needs a restart: \(log)")
+      log.contains("restart the agent to apply): [audio] device"),
+      "says what needs a restart: \(log)")
 
     let status = try agent.client().ok(.status)
     let regions = status["regions"]?.array ?? []
@@ -316,7 +319,8 @@ final class FaultTests: XCTestCase {
       if let m = try c.readMessage(timeoutMillis: 30_000), m["ok"] == .bool(false) { across += 1 }
     }
     XCTAssertEqual(across, 10_000)
-    XCTAssertEqual(try agent.client().ok(.status)["agent"]?["clients"]?.integer, 3, "all gone but three")
+    XCTAssertEqual(
+      try agent.client().ok(.status)["agent"]?["clients"]?.integer, 3, "all gone but three")
     let rssAfter = agent.residentKB
     print("VmRSS before \(rssBefore) kB, after 20,000 malformed requests \(rssAfter) kB")
     XCTAssertGreaterThan(rssBefore, 0)

@@ -59,6 +59,7 @@ public struct RegionMonitor: Sendable {
   private var tracks: [BeaconID: BeaconTrack] = [:]
   private var intervals: [BeaconID: AdvertisingIntervalEstimator] = [:]
   private var scanningSince: Int64? = nil
+  private var scanPaused = false
   private var now: Int64 = .min
   private var started = false
 
@@ -100,11 +101,35 @@ public struct RegionMonitor: Sendable {
   public mutating func adapterDown(at t: Int64) -> [MonitorEvent] {
     var out = advance(to: t)
     scanningSince = nil
+    scanPaused = false
     for k in intervals.keys { intervals[k]!.interrupt() }
     for i in regions.indices where regions[i].state != .unknown {
       regions[i].state = .unknown
       regions[i].nextRange = nil
       out.append(event(t, .state, i))
+    }
+    return out
+  }
+
+  /// Nobody scans for a moment while the adapter stays up (another
+  /// program's scan ended; Earshot's own starts again shortly): states are
+  /// kept, but the time does not count toward exit_after.
+  public mutating func scanPaused(at t: Int64) -> [MonitorEvent] {
+    let out = advance(to: t)
+    if scanningSince != nil {
+      scanningSince = nil
+      scanPaused = true
+    }
+    return out
+  }
+
+  /// Scanning again after `scanPaused`: exit_after counts afresh from now
+  /// for regions not seen since (never sooner than it would have).
+  public mutating func scanResumed(at t: Int64) -> [MonitorEvent] {
+    let out = advance(to: t)
+    if scanPaused {
+      scanPaused = false
+      scanningSince = t
     }
     return out
   }

@@ -62,6 +62,8 @@ public final class MonitorDriver {
   public func adapterUp(at t: Int64) { handle(monitor.adapterUp(at: t)) }
   public func adapterDown(at t: Int64) { handle(monitor.adapterDown(at: t)) }
   public func advance(to t: Int64) { handle(monitor.advance(to: t)) }
+  public func scanPaused(at t: Int64) { handle(monitor.scanPaused(at: t)) }
+  public func scanResumed(at t: Int64) { handle(monitor.scanResumed(at: t)) }
 
   /// When `advance` must next be called (capture or wall-clock time).
   public var nextDeadline: Int64? { monitor.nextDeadline }
