@@ -8,9 +8,12 @@ build:
 	scripts/deps.sh build
 	$(SWIFT) build -c release
 
-# Replays the bundled capture through the scanner: no Bluetooth hardware needed.
+# No Bluetooth hardware needed: replays the bundled capture through the
+# scanner, then a generated morning at a desk through the region monitor.
 demo: build
-	.build/release/earshot scan --input captures/demo.btsnoop --format text
+	.build/release/earshot scan --input captures/demo.btsnoop --format text | head -12
+	.build/release/earshot simulate scenario --spec scenarios/office.scenario --write /tmp/earshot-office.btsnoop
+	.build/release/earshot monitor --config scenarios/office.conf --input /tmp/earshot-office.btsnoop --no-range
 
 # Everything CI runs: unit and integration tests, then the kernel test bed.
 test:

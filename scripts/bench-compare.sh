@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Compares Earshot's decoding speed with Python beacontools and btmon on the
-# same capture, in one run, as ratios (absolute times vary between runs).
+# same capture, in one run, as ratios (absolute times vary between runs),
+# then prints `earshot bench`'s whole table: decode + range + monitor, live
+# CPU and wakeups at 1,000 reports/s, memory with 10,000 beacons, and the
+# find-phone latencies against PulseAudio's null sink (started by
+# scripts/services/pulseaudio.sh; set EARSHOT_BENCH_ALERT=none to skip).
 # Usage: scripts/bench-compare.sh [CAPTURE]   (default: a synthetic busy room)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +15,16 @@ trap 'rm -rf "$work"' EXIT
 capture=${1:-$work/busy.btsnoop}
 [ -n "${1:-}" ] || $bin simulate busy-room --reports 200000 --write "$capture"
 
-earshot_rate=$($bin bench --input "$capture" --seconds 2 | awk '/capture read/ {print $(NF-1)}')
+alert=()
+if [ "${EARSHOT_BENCH_ALERT:-default}" != none ]; then
+  export XDG_RUNTIME_DIR=${EARSHOT_PULSE_RUNTIME:-/tmp/xdg}
+  scripts/services/pulseaudio.sh >/dev/null
+  alert=(--alert-device "${EARSHOT_BENCH_ALERT:-default}" --mixer-card default)
+fi
+$bin bench --input "$capture" --seconds 2 "${alert[@]}" | tee "$work/bench.txt"
+echo
+earshot_rate=$(awk '/^capture read/ {print $(NF-1)}' "$work/bench.txt")
+monitor_rate=$(awk '/^decode \+ range \+ monitor/ {print $(NF-1)}' "$work/bench.txt")
 
 # beacontools in a throwaway venv, fed the same report AD bytes.
 python3 -m venv "$work/venv" >/dev/null
@@ -45,5 +58,6 @@ btmon_rate=$(python3 -c "print(int($reports/($end-$start)))")
 
 printf '%-28s %15s %12s\n' tool reports/s "earshot is"
 printf '%-28s %15s %12s\n' "earshot (decode + iBeacon)" "$earshot_rate" "1x"
+printf '%-28s %15s %12s\n' "earshot (+ range + monitor)" "$monitor_rate" "$(python3 -c "print(f'{$monitor_rate/$bt_rate:.0f}x bt')")"
 printf '%-28s %15s %12s\n' "beacontools parse_packet" "$bt_rate" "$(python3 -c "print(f'{$earshot_rate/$bt_rate:.0f}x faster')")"
 printf '%-28s %15s %12s\n' "btmon -r" "$btmon_rate" "$(python3 -c "print(f'{$earshot_rate/$btmon_rate:.0f}x faster')")"

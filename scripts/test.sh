@@ -9,6 +9,10 @@ for s in scripts/services/*.sh; do [ -e "$s" ] && "$s"; done
 swift build 2>&1 | tee /tmp/earshot-build.log
 if grep -q 'warning:' /tmp/earshot-build.log; then echo "build has warnings" >&2; exit 1; fi
 swift test
+# The release build (what `make build`, the demo and `make install` use)
+# must build too, without warnings: whole-module builds see C headers differently.
+swift build -c release 2>&1 | tee /tmp/earshot-release.log
+if grep -q 'warning:' /tmp/earshot-release.log; then echo "release build has warnings" >&2; exit 1; fi
 # A short run of every fuzz target (crashers kept in Tests/fuzz/corpus replay first).
 scripts/fuzz.sh all 50000
 if [ -x Tests/vm/run ]; then Tests/vm/run; fi

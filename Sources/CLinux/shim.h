@@ -7,3 +7,12 @@
 #include <sys/prctl.h>
 #include <spawn.h>
 #include <signal.h>
+
+// Socket types and flags as plain ints. glibc declares them as members of
+// an enum that Swift, in whole-module (release) builds, fails to find once
+// several C modules have included <sys/socket.h>; these names are ours.
+static const int earshot_sock_stream = SOCK_STREAM;
+static const int earshot_sock_raw = SOCK_RAW;
+static const int earshot_sock_seqpacket = SOCK_SEQPACKET;
+static const int earshot_sock_nonblock = SOCK_NONBLOCK;
+static const int earshot_sock_cloexec = SOCK_CLOEXEC;

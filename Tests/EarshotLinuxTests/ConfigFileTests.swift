@@ -48,6 +48,7 @@ final class ConfigFileTests: XCTestCase {
     }
     XCTAssertEqual(unlined(again.regions), unlined(config.regions))
     XCTAssertEqual(again.audio, config.audio)
+    XCTAssertEqual(again.link, config.link)
   }
 
   func testLineNumbersStayExactAcrossCommentsBlanksAndLongLines() {

@@ -1,6 +1,6 @@
 /// The few ATT PDUs a GATT client needs (Core spec Vol 3, Part F, 3.4):
 /// MTU exchange, service and characteristic discovery, writes, and
-/// notifications. Used by `earshot ble-device` over a raw L2CAP socket.
+/// notifications. Used by `earshot device --ble` over a raw L2CAP socket.
 public enum ATT {
   public static let errorResponse: UInt8 = 0x01
   public static let mtuRequest: UInt8 = 0x02

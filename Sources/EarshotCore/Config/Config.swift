@@ -14,6 +14,7 @@ public struct Config: Sendable {
   public var log = ProximityLogConfig()
   public var shutter = ShutterSettings()
   public var media = MediaSettings()
+  public var link = LinkConfig()
 
   public init(paths: ConfigPaths = .system) {
     control.socket = paths.controlSocket
@@ -332,7 +333,25 @@ extension Config {
             "path", "State file (user agent: $XDG_STATE_HOME/earshot/state).",
             set: { s, v in s.path = try ConfigValue.nonEmpty(v) }, show: { $0.path })
         ], initial: StateConfig(), get: { $0.state }, put: { $0.state = $1 }),
-    ] + [mqttSection, logSection] + shutterAndMediaSections
+    ] + [mqttSection, logSection] + shutterAndMediaSections + [linkSection]
+
+  /// `[link]`, from LinkConfig's own key table.
+  static let linkSection = SectionTable.make(
+    "link", "The BLE device link: accessories reach this agent over GATT (bonded devices only).",
+    LinkConfig.keys.map { key in
+      ConfigKey<LinkConfig>(
+        key.name, key.help,
+        set: { s, v in
+          // Empty name or adapter: the default (the host name, the first adapter).
+          if v.trimmingSpaces.isEmpty, key.name == "name" || key.name == "adapter" {
+            if key.name == "name" { s.name = nil } else { s.adapter = nil }
+            return
+          }
+          do { try s.set(key.name, v) } catch let e as LinkConfigError {
+            throw ConfigValueError(e.message)
+          }
+        }, show: key.show)
+    }, initial: LinkConfig(), get: { $0.link }, put: { $0.link = $1 })
 
   static let mqttKeys: [ConfigKey<MQTTConfig>] = [
     .init(

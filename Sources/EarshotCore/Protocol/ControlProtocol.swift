@@ -21,6 +21,15 @@ public enum ControlCommand: Equatable, Sendable {
   case findStop
   case noticeAck(NoticeID)
   case noticeFail(NoticeID, reason: String)
+  /// A remote-shutter event by its wire value (enter 1, capture 2, exit 0;
+  /// anything else is answered with `unknown_event`). Answered when the
+  /// camera has done it.
+  case shutter(Int)
+  /// Play a title from the media library; answered with the completion.
+  case mediaPlay(title: String)
+  case mediaPause
+  case mediaResume
+  case mediaStop
 
   public var name: String {
     switch self {
@@ -38,14 +47,22 @@ public enum ControlCommand: Equatable, Sendable {
     case .findStop: return "find.stop"
     case .noticeAck: return "notice.ack"
     case .noticeFail: return "notice.fail"
+    case .shutter: return "shutter"
+    case .mediaPlay: return "media.play"
+    case .mediaPause: return "media.pause"
+    case .mediaResume: return "media.resume"
+    case .mediaStop: return "media.stop"
     }
   }
 
   public static let names = [
     "status", "volume.get", "volume.set", "volume.mute", "volume.unmute", "find.status", "found",
     "subscribe", "unsubscribe", "device.register", "find.start", "find.stop", "notice.ack",
-    "notice.fail",
+    "notice.fail", "shutter", "media.play", "media.pause", "media.resume", "media.stop",
   ]
+
+  /// Longest title `media.play` accepts.
+  public static let maxTitleBytes = 1024
 }
 
 public struct ControlRequest: Equatable, Sendable {
@@ -70,6 +87,8 @@ public struct ControlRequest: Equatable, Sendable {
     case .noticeFail(let n, let reason):
       fields.append(("notice", .int(n)))
       fields.append(("reason", .string(reason)))
+    case .shutter(let raw): fields.append(("event", .int(raw)))
+    case .mediaPlay(let title): fields.append(("title", .string(title)))
     default: break
     }
     return JSONValue.object(fields).encoded
@@ -86,6 +105,7 @@ public struct ControlError: Error, Equatable, Sendable {
     case unknownCommand = "unknown_command"
     case notRegistered = "not_registered"
     case notRinging = "not_ringing"
+    case unknownEvent = "unknown_event"
     case unknownNotice = "unknown_notice"
     case unavailable
     case busy
@@ -113,6 +133,7 @@ public enum ControlProtocol {
   public static let maxLineBytes = 64 * 1024
   /// Longest device name.
   public static let maxNameBytes = 64
+  public static var maxTitleBytes: Int { ControlCommand.maxTitleBytes }
 
   public struct Rejection: Error, Equatable, Sendable {
     public var id: JSONValue
@@ -219,6 +240,28 @@ public enum ControlProtocol {
       if cmd == "notice.ack" { return .noticeAck(NoticeID(n)) }
       let reason = v["reason"]?.string ?? "the device refused the notice"
       return .noticeFail(NoticeID(n), reason: reason)
+    case "shutter":
+      guard let field = v["event"] else {
+        throw ControlError(
+          .missingField, "shutter needs \"event\": enter, capture, exit, or a wire value")
+      }
+      if let n = field.integer { return .shutter(Int(clamping: n)) }
+      if let name = field.string, let c = ShutterCommand(text: name) { return .shutter(c.rawValue) }
+      throw ControlError(
+        .invalidRequest,
+        "\"event\" must be enter, capture, exit or an integer (enter 1, capture 2, exit 0)")
+    case "media.play":
+      guard let field = v["title"] else {
+        throw ControlError(.missingField, "media.play needs \"title\"")
+      }
+      guard let title = field.string, !title.isEmpty, title.utf8.count <= maxTitleBytes else {
+        throw ControlError(
+          .invalidRequest, "\"title\" must be 1 to \(maxTitleBytes) bytes of text")
+      }
+      return .mediaPlay(title: title)
+    case "media.pause": return .mediaPause
+    case "media.resume": return .mediaResume
+    case "media.stop": return .mediaStop
     default:
       throw ControlError(
         .unknownCommand,

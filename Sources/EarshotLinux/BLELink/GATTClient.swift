@@ -39,10 +39,7 @@ public final class GATTClient {
     guard hci_devba(dev, &local) >= 0 else {
       throw GATTClientError("cannot read \(adapter)'s address: \(String(cString: strerror(errno)))")
     }
-    // SOCK_SEQPACKET | SOCK_CLOEXEC as numbers: naming glibc's socket-type
-    // constants in this file (which imports CBlueZ) made SOCK_STREAM & co.
-    // invisible to the module's other files with the Swift 6.3 toolchain.
-    let s = socket(AF_BLUETOOTH, 5 | 0o2000000, 0)
+    let s = socket(AF_BLUETOOTH, earshot_sock_seqpacket | earshot_sock_cloexec, 0)
     guard s >= 0 else {
       throw GATTClientError(
         "cannot open an L2CAP socket: \(String(cString: strerror(errno))) (is the bluetooth module loaded?)"

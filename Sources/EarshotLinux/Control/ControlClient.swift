@@ -23,7 +23,7 @@ public final class ControlClient {
 
   public init(path: String) throws {
     self.path = path
-    fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    fd = socket(AF_UNIX, earshot_sock_stream | earshot_sock_cloexec, 0)
     guard fd >= 0 else { throw SystemError(errno: errno, "socket") }
     let err = UnixSocket.connect(fd, path)
     guard err == 0 else {

@@ -73,7 +73,7 @@ public final class ControlServer {
     try ControlServer.prepare(options.path)
     let fd = socket(
       AF_UNIX,
-      Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+      earshot_sock_stream | earshot_sock_nonblock | earshot_sock_cloexec, 0)
     guard fd >= 0 else { throw SystemError(errno: errno, "cannot create the control socket") }
     listenFD = fd
     // Bind with a umask so the socket is never, even briefly, wider than 0660.
@@ -115,7 +115,7 @@ public final class ControlServer {
       throw SystemError(
         errno: EEXIST, "\(path) exists and is not a socket; remove it or choose another --socket")
     }
-    let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    let probe = socket(AF_UNIX, earshot_sock_stream | earshot_sock_cloexec, 0)
     defer { Glibc.close(probe) }
     if UnixSocket.connect(probe, path) == 0 {
       throw SystemError(

@@ -42,6 +42,13 @@ public final class Daemon {
   /// Records find-phone and volume events (the monitor records its own).
   public var proximityLog: ProximityLogWriter?
   var lastFindState: FindStatus.State = .idle
+  /// The shutter, media and BLE link parts and their waiting requests
+  /// (DaemonDevices.swift).
+  let deviceParts = DeviceParts()
+  /// Called on every find-phone status change and volume change, after the
+  /// socket's subscribers (the BLE link, media preemption).
+  var findObservers: [(FindStatus) -> Void] = []
+  var volumeObservers: [(VolumeSetting) -> Void] = []
   /// Run after the loop ends, in order (stop the scanner, close MQTT, ...).
   public var stopActions: [() -> Void] = []
   private var topics: [ControlServer.ClientID: Set<ControlTopic>] = [:]
@@ -108,6 +115,7 @@ public final class Daemon {
       self.mqtt?.findState(status.state.rawValue)
       self.mqtt?.event(line)
       self.recordFind(status)
+      for observe in self.findObservers { observe(status) }
     }
     find.onNoticeResult = { [unowned self] id, device, result in
       var fields: [(String, JSONValue)] = [
@@ -177,6 +185,8 @@ public final class Daemon {
       switch ControlProtocol.parse(line: bytes) {
       case .failure(let r): server.send(client, ControlProtocol.failure(id: r.id, r.error))
       case .success(let request):
+        // Shutter events and play requests are answered when done.
+        if startDeferred(request, from: client) { return }
         let response: String
         do {
           response = ControlProtocol.success(
@@ -290,6 +300,8 @@ public final class Daemon {
       }
       find.submit(.noticeResult(id, result))
       return [("notice", .int(id))]
+    case .shutter, .mediaPlay, .mediaPause, .mediaResume, .mediaStop:
+      return try executeMedia(command)
     }
   }
 
@@ -337,6 +349,7 @@ public final class Daemon {
     mqtt?.volume(v.level, muted: v.muted)
     proximityLog?.record(
       .volume(VolumeLogEvent(t: Clock.realtimeMicros(), volume: v.level, muted: v.muted)))
+    for observe in volumeObservers { observe(v) }
   }
 
   /// Sends an event line to every subscriber of `topic`. The region monitor

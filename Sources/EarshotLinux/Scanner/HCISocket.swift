@@ -1,4 +1,5 @@
 import CBlueZ
+import CLinux
 import EarshotCore
 
 #if canImport(Glibc)
@@ -21,7 +22,7 @@ public struct HCIAdapter: Equatable, Sendable {
   /// kernel has no Bluetooth support loaded.
   public static func list() throws -> [HCIAdapter] {
     let fd = socket(
-      AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+      AF_BLUETOOTH, earshot_sock_raw | earshot_sock_cloexec, BTPROTO_HCI)
     if fd < 0 {
       if errno == EAFNOSUPPORT { return [] }
       throw SystemError(errno: errno, "socket(AF_BLUETOOTH)")
@@ -46,7 +47,7 @@ public struct HCIAdapter: Equatable, Sendable {
 
   public static func info(id: UInt16) throws -> HCIAdapter {
     let fd = socket(
-      AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+      AF_BLUETOOTH, earshot_sock_raw | earshot_sock_cloexec, BTPROTO_HCI)
     guard fd >= 0 else { throw SystemError(errno: errno, "socket(AF_BLUETOOTH)") }
     defer { close(fd) }
     return try info(fd: fd, id: id)
@@ -78,7 +79,7 @@ public struct HCIAdapter: Equatable, Sendable {
   /// CAP_NET_ADMIN. Already up is fine.
   public static func bringUp(id: UInt16) throws {
     let fd = socket(
-      AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)
+      AF_BLUETOOTH, earshot_sock_raw | earshot_sock_cloexec, BTPROTO_HCI)
     guard fd >= 0 else { throw SystemError(errno: errno, "socket(AF_BLUETOOTH)") }
     defer { close(fd) }
     if earshot_ioctl_int(fd, earshot_hcidevup(), Int32(id)) != 0 && errno != EALREADY {
@@ -107,7 +108,7 @@ public final class HCISocket {
   public init(device: UInt16?) throws {
     let fd = socket(
       AF_BLUETOOTH,
-      Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+      earshot_sock_raw | earshot_sock_cloexec | earshot_sock_nonblock,
       BTPROTO_HCI)
     guard fd >= 0 else { throw SystemError(errno: errno, "socket(AF_BLUETOOTH, SOCK_RAW)") }
     var addr = sockaddr_hci()

@@ -3,17 +3,36 @@ import EarshotLinux
 
 let benchCommand = Command(
   name: "bench",
-  summary: "Measure decoding speed and print reports per second",
+  summary: "Measure speed, CPU, memory and find-phone latency; print a table",
   details: """
-    Decodes a capture (by default a synthetic busy-room capture of 200,000
-    reports, a quarter of them iBeacons) repeatedly for about --seconds and
-    prints the rate for each stage. Figures vary between runs on shared
-    machines; compare ratios within one run.
+    Throughput: decodes a capture (by default a synthetic busy-room capture
+    of 200,000 reports, a quarter of them iBeacons) repeatedly for about
+    --seconds per stage and prints reports per second: HCI event decode,
+    capture read + decode, and decode + ranging + region monitor (the
+    agent's MonitorDriver; regions from --config, else three regions over
+    the synthetic room).
+    Live path: a second process writes the capture's events as H4 packets
+    into a socketpair at --rate per second; the agent's event loop decodes
+    and monitors them. Prints this process's CPU (% of one core) and the
+    loop's wakeups per second.
+    Memory: VmRSS/VmHWM after --beacons distinct beacons are ranged and
+    monitored.
+    Find-phone (only with --alert-device, since it plays the ring there):
+    the daemon's find-phone driver with the ALSA alert; request to first
+    sample written and found to PCM silent, median and worst of the cycles.
+    Figures vary between runs on shared machines; compare ratios within
+    one run.
     """,
   options: [
     .value("input", "FILE", "Capture to decode (btsnoop, pcap, pcapng)"),
     .value("seconds", "S", "How long to run each stage (default 2)"),
     .value("reports", "N", "Reports in the synthetic capture (default 200000)"),
+    .value(
+      "config", "FILE", "Regions for the monitor stages (default: three over the synthetic room)"),
+    .value("rate", "N", "Reports per second for the live path (default 1000)"),
+    .value("beacons", "N", "Distinct beacons for the memory stage (default 10000)"),
+    .value("alert-device", "PCM", "Measure find-phone on this ALSA device (e.g. default)"),
+    .value("mixer-card", "CARD", "With --alert-device: the mixer find-phone saves and raises"),
   ],
   run: runBench)
 
@@ -38,6 +57,23 @@ func measure(_ stage: String, seconds: Double, _ body: () -> Int) -> BenchRow {
 
 func runBench(_ args: Arguments) throws -> Int32 {
   let seconds = try args.double("seconds") ?? 2
+  guard seconds > 0 && seconds <= 3600 else { throw UsageError("--seconds must be within 0…3600") }
+  let rate = Int(args.value("rate") ?? "1000") ?? 0
+  guard (1...100_000).contains(rate) else { throw UsageError("--rate must be 1…100000 reports/s") }
+  let beaconCount = Int(args.value("beacons") ?? "10000") ?? 0
+  guard (1...60_000).contains(beaconCount) else { throw UsageError("--beacons must be 1…60000") }
+  let config: Config
+  if args.value("config") != nil {
+    config = try loadConfig(args).0
+    guard !config.regions.isEmpty else {
+      throw CommandFailure("the config has no [region \"NAME\"] sections to monitor")
+    }
+  } else {
+    config = BenchMonitor.defaultConfig()
+  }
+  // Memory first, before the capture and its copies are allocated.
+  let memory = try BenchMonitor.memory(beacons: beaconCount)
+
   let bytes: [UInt8]
   let source: String
   if let input = args.value("input") {
@@ -92,6 +128,21 @@ func runBench(_ args: Arguments) throws -> Int32 {
       return n
     })
 
+  let (monitorRow, monitorEvents) = try BenchMonitor.stage(
+    bytes: bytes, config: config, seconds: seconds)
+  rows.append(monitorRow)
+  let live = try BenchLive.run(
+    events: events, config: config, rate: rate, seconds: max(1, seconds))
+  var find: BenchFindPhone.Result? = nil
+  if let device = args.value("alert-device") {
+    do {
+      find = try BenchFindPhone.run(
+        device: device, mixerCard: args.value("mixer-card"), cycles: seconds >= 1 ? 10 : 3)
+    } catch {
+      find = BenchFindPhone.Result(failure: "\(error)")
+    }
+  }
+
   Console.line("earshot bench: \(source), \(events.count) HCI events")
   Console.line("stage                                   reports/s      ns/report")
   for row in rows {
@@ -101,6 +152,43 @@ func runBench(_ args: Arguments) throws -> Int32 {
       row.stage.padding(40) + rate.padding(15) + ns)
   }
   if beacons == 0 && events.isEmpty { Console.line("(no advertising events in the input)") }
+  Console.line("(monitor: \(config.regions.count) regions, \(monitorEvents) events)")
+
+  Console.line("")
+  Console.line("measure".padding(40) + "value".padding(15) + "goal")
+  func row(_ what: String, _ value: String, _ goal: String) {
+    Console.line(what.padding(40) + value.padding(15) + goal)
+  }
+  func f(_ x: Double, _ d: Int) -> String { JSONLine.format(x, decimals: d) }
+  row(
+    "live: CPU at \(f(live.reportsPerSecond, 0)) reports/s", f(live.cpuPercent, 2) + " %",
+    "< 1 % of one core")
+  row(
+    "live: loop wakeups per second", f(live.wakeupsPerSecond, 0), "<= reports/s (no busy polling)")
+  row(
+    "memory: \(memory.beacons) beacons, VmRSS", f(Double(memory.rssKB) / 1024, 1) + " MB",
+    "< 20 MB")
+  row("memory: VmHWM (peak)", f(Double(memory.hwmKB) / 1024, 1) + " MB", "")
+  row(
+    "memory: RssAnon (private)", f(Double(memory.anonKB) / 1024, 1) + " MB",
+    "VmRSS less shared library pages")
+  row("memory: VmRSS before tracking", f(Double(memory.baselineKB) / 1024, 1) + " MB", "")
+  if let find {
+    if let failure = find.failure {
+      row("find-phone", "failed", failure)
+    } else {
+      let a = find.requestToSound.sorted()
+      let b = find.foundToSilent.sorted()
+      row(
+        "find-phone: request -> first sample", f(a[a.count / 2], 2) + " ms",
+        "< 50 ms (worst \(f(a.last!, 2)) ms of \(a.count), \(find.device))")
+      row(
+        "find-phone: found -> PCM silent", f(b[b.count / 2], 2) + " ms",
+        "< 20 ms (worst \(f(b.last!, 2)) ms of \(b.count))")
+    }
+  } else {
+    row("find-phone", "skipped", "--alert-device PCM to measure (it plays the ring)")
+  }
   return 0
 }
 

@@ -34,3 +34,9 @@ func resultFields(_ response: JSONValue) throws -> JSONValue {
 func noPositionals(_ args: Arguments) throws {
   if let extra = args.positionals.first { throw UsageError("unexpected argument '\(extra)'") }
 }
+
+/// The running agent if one answers on the socket (`--socket` or the
+/// default); nil means: act standalone.
+func runningAgent(_ args: Arguments) -> ControlClient? {
+  try? ControlClient(path: socketPath(args))
+}

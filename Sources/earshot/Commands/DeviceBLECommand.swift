@@ -5,37 +5,22 @@ import EarshotLinux
   import Glibc
 #endif
 
-/// The device side of the BLE link as a central: a raw L2CAP ATT client, so
-/// a second Linux machine (or a test) can act as the accessory.
-let deviceBLECommand = Command(
-  name: "ble-device",
-  summary: "Act as a BLE accessory: send link requests to an Earshot over GATT",
-  arguments: "REQUEST...",
-  details: """
-    Connects to ADDRESS on the ATT channel, finds the link service by UUID,
-    enables notifications, sends each REQUEST in turn and prints its answer
-    as a JSON line, then keeps printing notifications for --wait seconds.
-    Requests:
-      info | find start | find stop | volume get | volume set LEVEL |
-      volume mute | volume unmute | notice-ack N [RESULT] |
-      shutter enter|capture|exit|BYTE | play TITLE | raw HEX
-    With --legacy, the compatibility service instead:
-      name (REQ_NAME) | volume (REQ_VOLUME) | set LEVEL (8-byte double) | raw HEX
-    --ack-notice answers a phone_found notice (result 0, or --fail-notice N).
-    Exit status 1 when a request is refused with an ATT error, 3 on no answer.
-    """,
-  options: [
-    .value("ble", "ADDRESS", "The Earshot to talk to (its adapter's address)"),
-    .value("adapter", "hciN", "Local adapter (default hci0)"),
-    .flag("random", "ADDRESS is a random (not public) LE address"),
-    .value("security", "LEVEL", "low (no encryption), medium (encrypted) or high (MITM; default)"),
-    .flag("legacy", "Use the legacy remote-volume service"),
-    .value("wait", "SECONDS", "Print notifications for this long after the requests (default 0)"),
-    .flag("ack-notice", "Answer a phone_found notice with notice_ack"),
-    .value("fail-notice", "RESULT", "Answer phone_found with this failure code (1-255)"),
-    .value("timeout", "SECONDS", "How long to wait for each answer (default 10)"),
-  ],
-  run: runDeviceBLE)
+/// `earshot device --ble ADDRESS ...`: the device side of the BLE link as a
+/// central, on a raw L2CAP ATT client, so a second Linux machine (or a test)
+/// can act as the accessory.
+let deviceBLEOptions: [Option] = [
+  .value(
+    "ble", "ADDRESS", "Act as a BLE accessory of the Earshot at ADDRESS (its adapter's address)"),
+  .value("adapter", "hciN", "--ble: local adapter (default hci0)"),
+  .flag("random", "--ble: ADDRESS is a random (not public) LE address"),
+  .value(
+    "security", "LEVEL", "--ble: low (no encryption), medium (encrypted) or high (MITM; default)"),
+  .flag("legacy", "--ble: use the legacy remote-volume service"),
+  .value(
+    "wait", "SECONDS", "--ble: print notifications for this long after the requests (default 0)"),
+  .flag("ack-notice", "--ble: answer a phone_found notice with notice_ack"),
+  .value("timeout", "SECONDS", "--ble: how long to wait for each answer (default 10)"),
+]
 
 private struct Pending {
   var seq: UInt8
@@ -57,11 +42,9 @@ func runDeviceBLE(_ args: Arguments) throws -> Int32 {
   }
   let timeout = try args.double("timeout") ?? 10
   let wait = try args.double("wait") ?? 0
-  var noticeResult: UInt8? = args.has("ack-notice") ? 0 : nil
-  if let f = args.value("fail-notice") {
-    guard let v = UInt8(f), v > 0 else { throw UsageError("--fail-notice expects 1 to 255") }
-    noticeResult = v
-  }
+  // --fail-notice answers with result 1 (a device-defined failure).
+  let noticeResult: UInt8? =
+    args.has("fail-notice") ? 1 : args.has("ack-notice") ? 0 : nil
   Console.lineBuffered = true
 
   let client: GATTClient
@@ -300,7 +283,7 @@ func parseBLERequests(_ words: [String], legacy: Bool) throws -> [BLERequest] {
       throw UsageError(
         legacy
           ? "unknown legacy request '\(word)'; use name, volume, set LEVEL or raw HEX"
-          : "unknown request '\(word)'; see earshot ble-device --help")
+          : "unknown request '\(word)'; see earshot device --help")
     }
   }
   return out

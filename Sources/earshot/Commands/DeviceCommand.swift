@@ -3,23 +3,42 @@ import EarshotLinux
 
 let deviceCommand = Command(
   name: "device",
-  summary: "Act as a device over the control socket: ask the laptop to ring, or stop",
-  arguments: "find start|stop",
+  summary: "Act as a device (control socket, or BLE with --ble): ask the laptop to ring, or stop",
+  arguments: "find start|stop | --ble ADDRESS REQUEST...",
   details: """
-    Registers as device NAME (the local device link) and sends the request.
-    'find start' then waits: when the user says found, the phone-found notice
-    arrives; it is printed and acknowledged (or failed with --fail-notice).
-    It also ends when the request closes without a notice (this device's stop,
-    the timeout). Every line printed is JSON.
+    Over the control socket (--name NAME): registers as device NAME (the
+    local device link) and sends the request. 'find start' then waits: when
+    the user says found, the phone-found notice arrives; it is printed and
+    acknowledged (or failed with --fail-notice). It also ends when the
+    request closes without a notice (this device's stop, the timeout).
+
+    Over BLE (--ble ADDRESS): connects as a central to the Earshot at
+    ADDRESS on the ATT channel (pairing as --security asks), finds the link
+    service, enables notifications, sends each REQUEST in turn and prints
+    its answer, then prints notifications for --wait seconds. Requests:
+      info | find start | find stop | volume get | volume set LEVEL |
+      volume mute | volume unmute | notice-ack N [RESULT] |
+      shutter enter|capture|exit|BYTE | play TITLE | raw HEX
+    With --legacy, the compatibility service instead:
+      name (REQ_NAME) | volume (REQ_VOLUME) | set LEVEL (8-byte double) | raw HEX
+    --ack-notice answers a phone_found notice with result 0, --fail-notice
+    with result 1. Exit status 1 when a request is refused with an ATT
+    error, 3 on no answer.
+
+    Every line printed is JSON.
     """,
   options: [
     socketOption,
-    .value("name", "NAME", "The device's name (required)"),
+    .value("name", "NAME", "The device's name (control socket; required there)"),
     .flag("fail-notice", "Answer the notice with a failure (for tests)"),
-  ],
+  ] + deviceBLEOptions,
   run: runDevice)
 
 func runDevice(_ args: Arguments) throws -> Int32 {
+  if args.value("ble") != nil { return try runDeviceBLE(args) }
+  for o in deviceBLEOptions where args.has(o.name) || args.value(o.name) != nil {
+    throw UsageError("--\(o.name) goes with --ble ADDRESS")
+  }
   guard let name = args.value("name") else { throw UsageError("--name NAME is required") }
   guard ControlProtocol.validName(name) else {
     throw UsageError("--name must be 1 to \(ControlProtocol.maxNameBytes) bytes of printable text")

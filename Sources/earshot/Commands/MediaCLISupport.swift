@@ -5,10 +5,9 @@ import EarshotLinux
   import Glibc
 #endif
 
-/// What `earshot play`, `pause` and `stop` share until the daemon owns
-/// playback: the config, and the pid file through which `pause` and `stop`
-/// reach a running `earshot play` (SIGUSR1 pause, SIGUSR2 resume, SIGTERM
-/// stop).
+/// What `earshot play`, `pause` and `stop` share: the config, and reaching
+/// the player: the running agent's (over the control socket) when one
+/// answers, else the MPRIS player of [media] player.
 /// The config for commands that also work without one: --config if given,
 /// else the default file if it exists, else the defaults.
 func loadConfigOrDefaults(_ args: Arguments) throws -> Config {
@@ -35,49 +34,39 @@ enum MediaCLI {
     return s
   }
 
-  static var pidFile: String {
-    if let p = Environment.get("EARSHOT_PLAY_PIDFILE"), !p.isEmpty { return p }
-    if let r = Environment.get("XDG_RUNTIME_DIR"), !r.isEmpty { return r + "/earshot-play.pid" }
-    return "/tmp/earshot-play-\(getuid()).pid"
-  }
-
-  /// The running `earshot play`, if any.
-  static func runningPlayer() -> pid_t? {
-    guard let bytes = try? FileBytes(path: pidFile).bytes,
-      let pid = pid_t(String(decoding: bytes, as: UTF8.self).trimmingCharacters()), pid > 0,
-      kill(pid, 0) == 0
-    else { return nil }
-    return pid
-  }
-
-  /// Sends `signal` to the running `earshot play`, or an MPRIS method to
-  /// the configured player.
-  static func control(_ args: Arguments, signal: Int32, mprisMethod: String) throws -> Int32 {
-    let settings = try settings(args)
-    if let bus = settings.player {
-      let loop = try EventLoop()
-      let player = MprisPlayer(busName: bus, timeout: settings.timeout, loop: loop)
-      var outcome: MprisPlayer.Outcome = .ok
-      let done: (MprisPlayer.Outcome) -> Void = {
-        outcome = $0
-        loop.stop()
+  /// Pause, resume or stop through the running agent, or else the MPRIS
+  /// player in [media] player.
+  static func control(_ args: Arguments, command: ControlCommand, mprisMethod: String) throws
+    -> Int32
+  {
+    if let agent = runningAgent(args) {
+      do {
+        Console.line(try resultFields(agent.call(command)).encoded)
+      } catch let e as ControlClient.Failure {
+        throw CommandFailure(e.description)
       }
-      switch mprisMethod {
-      case "Pause": player.pause(done: done)
-      case "Play": player.play(done: done)
-      default: player.stop(done: done)
-      }
-      try loop.run()
-      if case .failed(_, let why) = outcome { throw CommandFailure(why) }
       return 0
     }
-    guard let pid = runningPlayer() else {
-      throw CommandFailure("nothing is playing (no running 'earshot play'; pid file \(pidFile))")
-    }
-    guard kill(pid, signal) == 0 else {
+    let settings = try settings(args)
+    guard let bus = settings.player else {
       throw CommandFailure(
-        "cannot signal earshot play (pid \(pid)): \(String(cString: strerror(errno)))")
+        "no earshot agent is running (\(socketPath(args))) and [media] player is not set: start 'earshot run' to play, pause and stop through it; a standalone 'earshot play' stops with Ctrl-C"
+      )
     }
+    let loop = try EventLoop()
+    let player = MprisPlayer(busName: bus, timeout: settings.timeout, loop: loop)
+    var outcome: MprisPlayer.Outcome = .ok
+    let done: (MprisPlayer.Outcome) -> Void = {
+      outcome = $0
+      loop.stop()
+    }
+    switch mprisMethod {
+    case "Pause": player.pause(done: done)
+    case "Play": player.play(done: done)
+    default: player.stop(done: done)
+    }
+    try loop.run()
+    if case .failed(_, let why) = outcome { throw CommandFailure(why) }
     return 0
   }
 }

@@ -1,3 +1,4 @@
+import EarshotCore
 import EarshotLinux
 
 #if canImport(Glibc)
@@ -6,13 +7,14 @@ import EarshotLinux
 
 let pauseCommand = Command(
   name: "pause",
-  summary: "Pause what 'earshot play' plays ('earshot play' with no title resumes)",
+  summary: "Pause what the agent plays ('earshot play' with no title resumes)",
   details: """
-    Pauses the running 'earshot play' (silent at once; it resumes where it
-    was), or sends Pause to the MPRIS player in [media] player.
+    Pauses what the running agent ('earshot run') plays: silent at once, it
+    resumes where it was. Without an agent, sends Pause to the MPRIS player
+    in [media] player. Prints the agent's media state.
     """,
-  options: [MediaCLI.configOption],
+  options: [MediaCLI.configOption, socketOption],
   run: { args in
     guard args.positionals.isEmpty else { throw UsageError("pause takes no arguments") }
-    return try MediaCLI.control(args, signal: SIGUSR1, mprisMethod: "Pause")
+    return try MediaCLI.control(args, command: .mediaPause, mprisMethod: "Pause")
   })

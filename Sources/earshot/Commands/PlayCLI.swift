@@ -18,9 +18,14 @@ let playCommand = Command(
       {"request":1,"result":"success","code":0,"title":"Hey Jude","artist":"The Beatles","path":"/home/me/Music/hey-jude.flac"}
     result is one of success, notFound, unsupportedMediaType,
     playerNotRunning, busy, timeout, failure ([media] timeout bounds the
-    wait). Through ALSA it keeps playing to the end of the file; Ctrl-C,
-    'earshot stop' and 'earshot pause' act on it. With no TITLE, resumes a
-    paused 'earshot play'. Exit status 0 on success, 1 otherwise.
+    wait). Exit status 0 on success, 1 otherwise.
+
+    When an agent ('earshot run') answers on the control socket, the
+    request goes to it: it plays (its [media] settings), this command
+    prints the completion and exits, and 'earshot pause', 'earshot stop' and
+    'earshot play' with no TITLE (resume) act on it. Otherwise, or with
+    --library, --player, --device or --timeout, this command plays by itself
+    to the end of the file or Ctrl-C.
     """,
   options: [
     MediaCLI.configOption,
@@ -30,6 +35,7 @@ let playCommand = Command(
     .value("device", "PCM", "ALSA device (overrides [media] device)"),
     .value("timeout", "S", "Seconds to wait for playback to start (overrides [media] timeout)"),
     .flag("list", "Print the matches, best first, with their scores, and play nothing"),
+    socketOption,
   ],
   run: runPlay)
 
@@ -37,7 +43,19 @@ func runPlay(_ args: Arguments) throws -> Int32 {
   let title = args.positionals.joined(separator: " ")
   if title.isEmpty {
     if args.has("list") { throw UsageError("--list needs a TITLE to match") }
-    return try MediaCLI.control(args, signal: SIGUSR2, mprisMethod: "Play")
+    return try MediaCLI.control(args, command: .mediaResume, mprisMethod: "Play")
+  }
+  let local = MediaSettings.keys.contains { args.value($0) != nil }
+  if !local, !args.has("list"), let agent = runningAgent(args) {
+    Console.lineBuffered = true
+    let response: JSONValue
+    do {
+      response = try resultFields(agent.call(.mediaPlay(title: title)))
+    } catch let e as ControlClient.Failure {
+      throw CommandFailure(e.description)
+    }
+    Console.line(response.encoded)
+    return response["result"]?.string == MediaResponse.success.name ? 0 : 1
   }
   let settings = try MediaCLI.settings(args)
   let scan = MediaScanner.scan(settings.library)
@@ -81,18 +99,10 @@ func runPlay(_ args: Arguments) throws -> Int32 {
   }
   driver.onIdle = { if completed { loop.stop() } }
 
-  let pidFile = MediaCLI.pidFile
-  try loop.handleSignals([SIGINT, SIGTERM, SIGUSR1, SIGUSR2]) { signal in
-    switch signal {
-    case SIGUSR1: driver.pause()
-    case SIGUSR2: driver.resume()
-    default:
-      driver.stop()
-      loop.stop()
-    }
+  try loop.handleSignals([SIGINT, SIGTERM]) { _ in
+    driver.stop()
+    loop.stop()
   }
-  let wrotePid = settings.player == nil && writePidFile(pidFile)
-  defer { if wrotePid { unlink(pidFile) } }
 
   driver.request(title: title)
   if !completed || (result == .success && settings.player == nil && driver.phase != .idle) {
@@ -100,11 +110,4 @@ func runPlay(_ args: Arguments) throws -> Int32 {
   }
   driver.stop()
   return result == .success ? 0 : 1
-}
-
-private func writePidFile(_ path: String) -> Bool {
-  guard let sink = try? FileSink(creating: path) else { return false }
-  try? sink.write(Array("\(getpid())\n".utf8))
-  try? sink.flush()
-  return true
 }

@@ -20,7 +20,5 @@ let commands: [Command] = [
   volumeCommand,
   logCommand,
   plotCommand,
-  bleLinkServeCommand,
-  deviceBLECommand,
   bleAgentCommand,
 ]

@@ -7,7 +7,8 @@ import EarshotLinux
 
 let runCommand = Command(
   name: "run",
-  summary: "Run the agent: region monitoring, the control socket, find-phone, MQTT, the log",
+  summary:
+    "Run the agent: region monitoring, the control socket, find-phone, the BLE link, shutter, media, MQTT, the log",
   details: """
     Serves the control socket (JSON lines; see the README) until SIGINT or
     SIGTERM. SIGHUP reloads the config: a file with errors is refused (the
@@ -22,6 +23,10 @@ let runCommand = Command(
     unknown meanwhile): status shows the states and ranged beacons, and
     subscribers get region and ranging events. [log] enabled = true writes the
     proximity log; [mqtt] host set bridges to MQTT (Home Assistant discovery).
+    [link] enabled = true serves the BLE device link through bluetoothd.
+    Device requests (socket, BLE, MQTT) go through one find-phone
+    coordinator and mixer; shutter events drive [shutter]'s camera and play
+    requests the [media] library (paused while find-phone rings).
 
     --input CAPTURE replays a capture through the monitor instead of scanning
     (capture time, as fast as it reads; no state file), then keeps serving
@@ -107,6 +112,8 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
     throw CommandFailure("\(error)")
   }
   try attachParts(to: daemon, config: config, input: args.value("input"))
+  try attachDeviceParts(
+    to: daemon, config: config, audio: audio != nil, hasMixer: audio?.volume != nil)
   // SIGHUP reloads the config (Daemon/ConfigReloader.swift).
   let reloader = ConfigReloader(
     path: args.value("config") ?? ConfigLocation.defaultPath(), config: config, daemon: daemon,

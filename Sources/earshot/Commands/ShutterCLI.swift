@@ -24,6 +24,11 @@ let shutterCommand = Command(
     'exit' releases the camera. A capture outside photo mode answers
     photoFailed and captures nothing. Exit status 1 if an enter could not
     enter photo mode, a capture failed, or an event was unknown.
+
+    When an agent ('earshot run') answers on the control socket, the events
+    go to it: its camera ([shutter] of its config) stays in photo mode
+    between commands, as it does for devices. Otherwise, or with --device,
+    --directory or --resolution, this command drives the camera itself.
     """,
   options: [
     .value(
@@ -33,10 +38,15 @@ let shutterCommand = Command(
     .value("directory", "DIR", "Where photos go (overrides [shutter] directory)"),
     .value(
       "resolution", "WxH", "Frame size to ask the camera for (overrides [shutter] resolution)"),
+    socketOption,
   ],
   run: runShutter)
 
 func runShutter(_ args: Arguments) throws -> Int32 {
+  let local = ["device", "directory", "resolution"].contains { args.value($0) != nil }
+  if !local, let agent = runningAgent(args) {
+    return try shutterThroughAgent(agent, try shutterEvents(args.positionals))
+  }
   var settings = try loadConfigOrDefaults(args).shutter
   if let d = args.value("device") { settings.device = d }
   if let d = args.value("directory") { settings.directory = d }
@@ -48,16 +58,7 @@ func runShutter(_ args: Arguments) throws -> Int32 {
     settings.height = h
   }
 
-  var events: [Int] = []
-  for word in args.positionals {
-    if let c = ShutterCommand(text: word) {
-      events.append(c.rawValue)
-    } else if let n = Int(word) {
-      events.append(n)  // an unknown value: answered with an error, as a device would be
-    } else {
-      throw UsageError("'\(word)' is not a shutter event: use enter, capture, exit or a number")
-    }
-  }
+  let events = try shutterEvents(args.positionals)
 
   let loop = try EventLoop()
   let driver = ShutterDriver(settings: settings, loop: loop)
@@ -137,6 +138,72 @@ func runShutter(_ args: Arguments) throws -> Int32 {
     for e in events { send(e) }
   }
   if inputOpen || answered < sent.count { try loop.run() }
+  return failed ? 1 : 0
+}
+
+private func shutterEvents(_ words: [String]) throws -> [Int] {
+  try words.map { word in
+    if let c = ShutterCommand(text: word) { return c.rawValue }
+    // An unknown value is answered with an error, as a device would be.
+    if let n = Int(word) { return n }
+    throw UsageError("'\(word)' is not a shutter event: use enter, capture, exit or a number")
+  }
+}
+
+/// The events through the agent's shutter: one `shutter` request each,
+/// printed as the standalone mode prints them. With no events, reads them
+/// from standard input.
+private func shutterThroughAgent(_ agent: ControlClient, _ events: [Int]) throws -> Int32 {
+  Console.lineBuffered = true
+  var failed = false
+  func send(_ raw: Int) throws {
+    let r = try agent.call(.shutter(raw))
+    var line = JSONLine()
+    if let c = ShutterCommand(rawValue: raw) {
+      line.add("event", c.name)
+    } else {
+      line.add("event", raw)
+    }
+    line.add("value", raw)
+    if r["ok"] == .bool(true), let state = r["state"]?.string, let code = r["code"]?.integer {
+      line.add("state", state)
+      line.add("code", Int(code))
+      if let photo = r["photo"]?.string { line.add("photo", photo) }
+      if code == ShutterState.photoFailed.rawValue
+        || (code == ShutterState.exitedOrUnableToEnter.rawValue
+          && raw == ShutterCommand.enter.rawValue)
+      {
+        failed = true
+      }
+    } else if r["error"]?["code"]?.string == "unknown_event" {
+      line.add("error", "unknown shutter event \(raw)")
+      failed = true
+    } else {
+      _ = try resultFields(r)  // throws the agent's message
+    }
+    Console.line(line.line)
+  }
+  do {
+    if events.isEmpty {
+      while let text = readLine() {
+        let word = text.trimmingCharacters()
+        guard !word.isEmpty else { continue }
+        if let c = ShutterCommand(text: word) {
+          try send(c.rawValue)
+        } else if let v = Int(word) {
+          try send(v)
+        } else {
+          Console.error(
+            "earshot shutter: '\(word)' is not a shutter event (enter, capture, exit or a number)\n"
+          )
+        }
+      }
+    } else {
+      for e in events { try send(e) }
+    }
+  } catch let e as ControlClient.Failure {
+    throw CommandFailure(e.description)
+  }
   return failed ? 1 : 0
 }
 

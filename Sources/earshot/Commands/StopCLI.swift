@@ -1,3 +1,4 @@
+import EarshotCore
 import EarshotLinux
 
 #if canImport(Glibc)
@@ -6,13 +7,14 @@ import EarshotLinux
 
 let stopCommand = Command(
   name: "stop",
-  summary: "Stop what 'earshot play' plays",
+  summary: "Stop what the agent plays",
   details: """
-    Stops the running 'earshot play' (silent at once, the device released),
-    or sends Stop to the MPRIS player in [media] player.
+    Stops what the running agent ('earshot run') plays (silent at once, the
+    device released). Without an agent, sends Stop to the MPRIS player in
+    [media] player. Prints the agent's media state.
     """,
-  options: [MediaCLI.configOption],
+  options: [MediaCLI.configOption, socketOption],
   run: { args in
     guard args.positionals.isEmpty else { throw UsageError("stop takes no arguments") }
-    return try MediaCLI.control(args, signal: SIGTERM, mprisMethod: "Stop")
+    return try MediaCLI.control(args, command: .mediaStop, mprisMethod: "Stop")
   })

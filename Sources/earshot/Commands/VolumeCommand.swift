@@ -18,10 +18,16 @@ let volumeCommand = Command(
       watch       prints the current state, then one line per change made by
                   anyone (amixer, pactl, a desktop applet) until Ctrl-C.
     Each action prints the resulting state.
+
+    When an agent ('earshot run') answers on the control socket, the
+    command goes through it (its mixer; refused while find-phone rings), so
+    its subscribers and devices hear of the change. Otherwise, or with
+    --card or --control, it acts on the ALSA mixer directly.
     """,
   options: [
     .value("card", "CARD", "Mixer card: default, pulse, hw:0 or a card number (default: default)"),
     .value("control", "NAME", "Mixer control, e.g. Master, PCM, Speaker (default: Master)"),
+    socketOption,
   ],
   run: runVolume)
 
@@ -41,6 +47,9 @@ func runVolume(_ args: Arguments) throws -> Int32 {
       throw UsageError("'\(extra[0])' is not a volume: use 0…1, 0%…100%, or a step like +5% or -5%")
     }
     change = c
+  }
+  if args.value("card") == nil, args.value("control") == nil, let agent = runningAgent(args) {
+    return try volumeThroughAgent(agent, action: action, change: change)
   }
   let mixer: Mixer
   do {
@@ -83,4 +92,42 @@ private func watchVolume(_ mixer: Mixer) throws {
   }
   try loop.run()
   if let failure { throw failure }
+}
+
+/// The same actions through the running agent's mixer.
+private func volumeThroughAgent(_ agent: ControlClient, action: String, change: VolumeChange?)
+  throws -> Int32
+{
+  func state(_ response: JSONValue) throws -> VolumeState {
+    let v = try resultFields(response)["volume"]
+    guard let level = v?["level"]?.number, let muted = v?["muted"]?.bool else {
+      throw CommandFailure("the agent has no volume to report")
+    }
+    return VolumeState(volume: level, muted: muted)
+  }
+  do {
+    switch action {
+    case "set":
+      let current = try state(agent.call(.volumeGet)).volume
+      let level = min(max(change!.applied(to: current), 0), 1)
+      Console.line(try state(agent.call(.volumeSet(level))).jsonLine)
+    case "mute": Console.line(try state(agent.call(.volumeMute)).jsonLine)
+    case "unmute": Console.line(try state(agent.call(.volumeUnmute)).jsonLine)
+    case "watch":
+      Console.lineBuffered = true
+      Console.line(try state(agent.call(.volumeGet)).jsonLine)
+      _ = try resultFields(agent.call(.subscribe([.volume])))
+      while let event = try agent.nextEvent() {
+        guard event["event"]?.string == "volume", let v = event["volume"],
+          let level = v["level"]?.number, let muted = v["muted"]?.bool
+        else { continue }
+        Console.line(VolumeState(volume: level, muted: muted).jsonLine)
+      }
+      throw CommandFailure("the agent stopped")
+    default: Console.line(try state(agent.call(.volumeGet)).jsonLine)
+    }
+  } catch let e as ControlClient.Failure {
+    throw CommandFailure(e.description)
+  }
+  return 0
 }

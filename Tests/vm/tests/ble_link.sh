@@ -1,16 +1,11 @@
 # The BLE device link end to end: bluetoothd and a system D-Bus in the VM,
-# Earshot's GATT server (ble-link-serve) on hci1, the raw L2CAP ATT client
-# (ble-device) on hci0, a pairing agent (ble-agent --accept) confirming the
-# numeric comparison for both sides (one bluetoothd serves both adapters).
-# SMP needs ECDH P-256, whose self-test needs the default RNG (drbg): with
-# ecdh_generic loaded before drbg, the self-test fails ("test failed on
-# vector 2, err=-14"), the kernel logs "Unable to create ECDH crypto
-# context" and pairing is "requested but not available". Reload in order.
+# `earshot run` with [link] enabled on hci1 (its alert on the snd-aloop
+# loopback, its mixer snd-dummy's Master), the raw L2CAP ATT client
+# (`earshot device --ble`) on hci0, and a pairing agent (ble-agent
+# --accept) confirming the numeric comparison for both sides (one
+# bluetoothd serves both adapters). SMP's ECDH needs drbg loaded first:
+# the guest does that.
 . "$RESULTS/env"
-rmmod hci_vhci bluetooth ecdh_generic 2>/dev/null
-for m in drbg ecdh_generic bluetooth hci_vhci; do
-  modprobe -d "$KDIR" -S "$KVER" $m || fail "modprobe $m"
-done
 mkdir -p /run/dbus
 dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
 wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
@@ -30,10 +25,35 @@ btmgmt -i hci1 info >>btmgmt.log 2>&1
 "$EARSHOT" ble-agent --accept >agent.out 2>agent.err &
 wait_for 10 grep -q '"ready"' agent.out || { fail "agent did not register"; cat agent.out agent.err; }
 
-"$EARSHOT" ble-link-serve --adapter hci1 --name vmlink --legacy --volume 0.25 >serve.out 2>serve.err &
-SERVE=$!
-check "GATT application and advertisement registered with bluetoothd" wait_for 20 grep -q '"event":"ready"' serve.out
-cat serve.out serve.err
+SOCK=/tmp/earshot.sock
+cat >link.conf <<CONF
+[link]
+enabled = true
+adapter = hci1
+name = vmlink
+legacy_remote_volume = true
+[audio]
+device = plughw:Loopback,0
+mixer_card = hw:Dummy
+mixer_control = Master
+sound = beep
+frequency = 1000
+ramp = 0
+[find-phone]
+volume = 0.9
+timeout = 60
+[shutter]
+device = /dev/video9
+[media]
+library = /tmp/nomusic
+CONF
+"$EARSHOT" run --config link.conf --socket $SOCK --state-dir /tmp/earshot-state >agent.log 2>&1 &
+AGENT=$!
+check "earshot run registered the GATT application and advertisement" wait_for 20 grep -q 'link: advertising' agent.log
+"$EARSHOT" volume --socket $SOCK set 0.25 >vol0.out 2>&1
+amixer -c Dummy get Master >mixer0.out 2>&1
+cat vol0.out mixer0.out
+"$EARSHOT" events --socket $SOCK --topics find,volume >events.out 2>&1 &
 
 # After each run, drop the LE link (bluetoothd on hci0 may keep it up with
 # its own ATT client once bonded, and a second ATT socket gets EBUSY).
@@ -54,7 +74,7 @@ forget_central() {
 }
 dev() {
   hangup
-  "$EARSHOT" ble-device --ble "$a1" --adapter hci0 --timeout 15 "$@"
+  "$EARSHOT" device --ble "$a1" --adapter hci0 --timeout 15 "$@"
   local rc=$?
   hangup
   forget_central
@@ -65,57 +85,82 @@ dev() {
 dev --security low find start >low.out 2>low.err
 cat low.out low.err
 check "unencrypted write refused with an ATT error" grep -q '"att_error":"0x0[5f]"' low.out
-check "an unencrypted write never reaches Earshot" bash -c "! grep -q '\"op\":\"find_start\"' serve.out"
+check "an unencrypted write never reaches Earshot" bash -c "! grep -q 'find_start' agent.log"
 
 # Authenticated pairing (numeric comparison, confirmed by the agent), bonding;
-# then requests, malformed writes, and find: start, the user's "found"
-# (SIGUSR1 to the server), find_ended then phone_found, acknowledged.
-# One connection for all of it (see forget_central).
+# then requests, malformed writes, and find: start (the alert plays to the
+# loopback, which is recorded), the user's "found" (earshot found), then
+# find_ended and phone_found, acknowledged. One connection for all of it.
 hangup
-"$EARSHOT" ble-device --ble "$a1" --adapter hci0 --timeout 15 --security high --wait 10 --ack-notice \
+arecord -q -D hw:Loopback,1 -f S16_LE -r 48000 -c 2 -d 90 /tmp/capture.wav 2>arecord.err &
+REC=$!
+"$EARSHOT" device --ble "$a1" --adapter hci0 --timeout 15 --security high --wait 10 --ack-notice \
   info volume get volume set 0.6 volume get volume mute raw 1101f4 raw 0501 raw 1101e903 raw 01 \
   find start >high.out 2>high.err &
 DEV=$!
-wait_for 60 grep -q '"op":"find_start"' serve.out || fail "find_start never reached the server"
-kill -USR1 $SERVE
+wait_for 60 grep -q '"result":"ringing"' high.out || fail "find_start was never answered"
+sleep 2
+"$EARSHOT" status --socket $SOCK >ringing.json
+"$EARSHOT" found --socket $SOCK >found.out 2>&1
 wait $DEV
+sleep 1
+kill -INT $REC; wait $REC
 hangup
 forget_central
-cat high.out high.err agent.out
+cat high.out high.err agent.out found.out ringing.json
 check "link is authenticated (security level 3 or 4)" grep -qE '"security":[34]' high.out
 check "the agent confirmed a numeric comparison" grep -q '"agent":"RequestConfirmation"' agent.out
-check "info answered (version 1)" grep -q '"response":"info","seq":1,"status":"ok","version":1' high.out
-check "volume get: the source's 0.25" grep -q '"response":"volume_get","seq":2,"status":"ok","level":0.250' high.out
-check "volume set 0.6 answered" grep -q '"response":"volume_set","seq":3,"status":"ok","level":0.600' high.out
-check "volume change notified" grep -q '"notification":"volume_changed".*"level":0.600' high.out
-check "volume get after set round-trips" grep -q '"response":"volume_get","seq":4,"status":"ok","level":0.600' high.out
-check "mute answered" grep -q '"response":"volume_mute","seq":5,"status":"ok","level":0.600,"muted":true' high.out
+check "info answered (version 1, find volume shutter media)" grep -q '"response":"info","seq":1,"status":"ok","version":1,"features":15' high.out
+# The mixer is snd-dummy's Master (a dB range): levels are its nearest steps.
+level() { grep "\"response\":\"$1\",\"seq\":$2," high.out | sed -n 's/.*"level":\([0-9.]*\).*/\1/p'; }
+near() { awk -v a="$1" -v b="$2" 'BEGIN {d = a - b; exit !(a != "" && d < 0.02 && d > -0.02)}'; }
+check "volume get: the mixer's 0.25 (set through the agent)" near "$(level volume_get 2)" 0.25
+check "volume set 0.6 answered with the mixer's level" near "$(level volume_set 3)" 0.6
+check "volume change notified" grep -qE '"notification":"volume_changed".*"level":0.(59|6)' high.out
+check "volume get after set round-trips" [ "$(level volume_get 4)" = "$(level volume_set 3)" ]
+# snd-dummy's Master has no playback switch: mute is answered, changes nothing.
+check "mute answered" grep -qE '"response":"volume_mute","seq":5,"status":"ok","level":0.(59|6)' high.out
+"$EARSHOT" volume --socket $SOCK >vol1.out 2>&1
+amixer -c Dummy get Master >mixer1.out 2>&1
+cat vol1.out mixer1.out
+check "after the ring the mixer is back at 0.6" grep -qE '"volume":0.(59|6[01])' vol1.out
+check "snd-dummy's Master moved" bash -c "! cmp -s mixer0.out mixer1.out"
 check "short payload: ATT 0x0d" grep -q '"att_error":"0x0d","name":"invalid_attribute_value_length","write":"1101f4"' high.out
 check "unknown opcode: ATT 0x80" grep -q '"att_error":"0x80".*"write":"0501"' high.out
 check "level out of range: ATT 0x81" grep -q '"att_error":"0x81".*"write":"1101e903"' high.out
 check "one byte: ATT 0x0d" grep -q '"att_error":"0x0d".*"write":"01"}' high.out
-check "malformed writes logged with the address" grep -q "malformed write from $a0" serve.err
-check "the server still serves after malformed writes" kill -0 $SERVE
-n=$(grep -c '"event":"request"' serve.out)
-check "the 6 well-formed requests other than info reached the server ($n)" [ "$n" -eq 6 ]
+check "malformed writes logged with the address" grep -q "malformed write from $a0" agent.log
+check "the agent still serves after malformed writes" kill -0 $AGENT
+n=$(grep -c "link: $a0: " agent.log)
+check "the 6 well-formed requests other than info reached the agent ($n)" [ "$n" -eq 6 ]
 busctl get-property org.bluez "$(path hci1 "$a0")" org.bluez.Device1 Bonded >info1.out 2>&1
 cat info1.out
 check "the central is bonded on the peripheral's side" grep -q 'b true' info1.out
 
-# Legacy remote volume.
+check "find_start answered: ringing" grep -q '"response":"find_start","seq":6,"status":"ok","result":"ringing"' high.out
+check "find status while ringing names the BLE device" grep -q "\"requesters\":\[\"ble:$a0\"\]" ringing.json
+check "find_ended(found) then phone_found" bash -c "grep -n 'find_ended\\|phone_found' high.out | head -2 | tr '\\n' ' ' | grep -q 'find_ended.*phone_found'"
+check "the acknowledgement was answered" grep -q '"response":"notice_ack","seq":7,"status":"ok"' high.out
+check "the notice was accepted" grep -q "ble:$a0 accepted notice 1" agent.log
+cat events.out
+check "the notice result was published" grep -q "\"event\":\"notice_result\",\"notice\":1,\"device\":\"ble:$a0\",\"result\":\"accepted\"" events.out
+# Silence, then the notice: the daemon's events show the ring stopping, the
+# volume restored (0.6, muted), and only then the notice's result.
+check "stopping, volume restored, then the notice's result" awk '/"state":"stopping"/ && !s {s=NR} s && !v && /"event":"volume"/ && /"level":0.(59|6)/ {v=NR} /notice_result/ {n=NR} END {exit !(s && v && n && s < v && v < n)}' events.out
+# The alert was on the loopback while ringing: the first quarter second of
+# sound in the capture is the 1000 Hz beep.
+cat arecord.err
+sox /tmp/capture.wav -n remix 1 silence 1 0.05 1% trim 0 0.25 stat 2>stat.out; cat stat.out
+check "the alert was recorded on the loopback (about 1000 Hz)" awk '/Rough/ {exit !($3 > 950 && $3 < 1050)}' stat.out
+
+# Legacy remote volume (served from the agent's mixer).
 dev --security high --legacy name volume set 0.75 volume set 1.5 raw 0000 >legacy.out 2>legacy.err
 cat legacy.out legacy.err
 check "REQ_NAME answered with the name" grep -q '"text":"vmlink"' legacy.out
-check "REQ_VOLUME answered with 0.6 as a double" grep -q '"hex":"333333333333e33f","volume":0.6000' legacy.out
-check "set 0.75 reached the source" grep -q '"request":"set_volume","level":0.7500' serve.out
-check "REQ_VOLUME after set: 0.75" grep -q '"volume":0.7500' legacy.out
+check "REQ_VOLUME answered with the mixer's 0.6 as a double" grep -qE '"volume":0.(59|6[01])' legacy.out
+check "REQ_VOLUME after set: the mixer's 0.75" grep -qE '"volume":0.7[456]' legacy.out
 check "legacy 1.5 refused (0x81)" grep -q '"att_error":"0x81"' legacy.out
 check "legacy 2 bytes refused (0x0d)" grep -q '"att_error":"0x0d"' legacy.out
-
-check "find_start answered: ringing" grep -q '"response":"find_start","seq":6,"status":"ok","result":"ringing"' high.out
-check "find_ended(found) then phone_found" bash -c "grep -n 'find_ended\\|phone_found' high.out | head -2 | tr '\\n' ' ' | grep -q 'find_ended.*phone_found'"
-check "the notice was acknowledged" grep -q '"op":"notice_ack","seq":7,"notice":1,"result":0' serve.out
-check "the acknowledgement was answered" grep -q '"response":"notice_ack","seq":7,"status":"ok"' high.out
 
 # An unbonded central: forget the bond on both sides, pair without bonding.
 busctl call org.bluez /org/bluez/hci1 org.bluez.Adapter1 RemoveDevice o "$(path hci1 "$a0")"
@@ -126,10 +171,11 @@ cat unbonded.out unbonded.err
 busctl get-property org.bluez "$(path hci1 "$a0")" org.bluez.Device1 Paired Bonded >info2.out 2>&1
 cat info2.out
 check "unbonded central refused: ATT 0x08" grep -q '"att_error":"0x08"' unbonded.out
-check "refusal logged with address and reason" grep -q "refused a write from $a0: the device is not bonded" serve.err
+check "refusal logged with address and reason" grep -q "refused a write from $a0: the device is not bonded" agent.log
 
-kill -INT $SERVE
-wait $SERVE
-cat serve.err
+kill -INT $AGENT
+wait $AGENT
+check "earshot run stopped cleanly" [ $? -eq 0 ]
+cat agent.log
 grep -iE 'advert|error|fail|bond|pair' bluetoothd.log | tail -40
 stop_btvirt

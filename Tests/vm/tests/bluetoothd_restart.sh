@@ -8,7 +8,9 @@
 # agent still answers on its socket.
 EXIT_AFTER=5
 mkdir -p /run/dbus
+rm -f /run/dbus/system_bus_socket
 dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
+DBUS=$!
 wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
 /usr/libexec/bluetooth/bluetoothd -n >bluetoothd.log 2>&1 &
 BTD=$!
@@ -38,9 +40,10 @@ inside() { "$EARSHOT" status --socket /tmp/agent.sock | grep -q '"region":"desk"
 check "the region is inside while the advertiser runs" wait_for 30 inside
 
 # bluetoothd discovers, then dies mid-discovery.
-mkfifo /tmp/ctl
-bluetoothctl </tmp/ctl >ctl.out 2>&1 &
-exec 3>/tmp/ctl
+rm -f /tmp/btd_restart_ctl
+mkfifo /tmp/btd_restart_ctl
+bluetoothctl </tmp/btd_restart_ctl >ctl.out 2>&1 &
+exec 3>/tmp/btd_restart_ctl
 echo "select $addr" >&3
 echo "power on" >&3
 echo "scan on" >&3
@@ -75,3 +78,7 @@ kill $EVENTS $BTD 2>/dev/null
 cat agent.err events.out
 stop_advertising_loop hci1
 stop_btvirt
+# Leave nothing for the next test (scan_bluetoothd starts its own bus).
+kill $DBUS 2>/dev/null
+wait $DBUS 2>/dev/null
+rm -f /run/dbus/system_bus_socket /tmp/btd_restart_ctl

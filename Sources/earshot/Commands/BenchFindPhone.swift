@@ -1,0 +1,98 @@
+import EarshotCore
+import EarshotLinux
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Find-phone latencies through the daemon's own parts: `FindPhoneDriver`
+/// (coordinator, saved-volume file synced to disk, mixer) with the ALSA
+/// alert output on an `EventLoop`. A device asks to ring, the alert plays
+/// for a while, then "found":
+/// - request → first sample: from `submit(.deviceStart)` to the return of
+///   the PCM's first write (the player times that write itself);
+/// - found → silent: from `submit(.found)` to the return of the output's
+///   stop (`snd_pcm_drop`: nothing more is played after it).
+enum BenchFindPhone {
+  struct Result {
+    var requestToSound: [Double] = []
+    var foundToSilent: [Double] = []
+    var device = ""
+    var failure: String? = nil
+  }
+
+  /// Times the real output's start and stop for the driver.
+  final class TimedAlert: AlertOutput {
+    let inner: ALSAAlertOutput
+    var onFailure: ((String) -> Void)?
+    var firstWriteNanos: UInt64 = 0
+    var stoppedNanos: UInt64 = 0
+
+    init(_ inner: ALSAAlertOutput) {
+      self.inner = inner
+      inner.onFailure = { [unowned self] why in self.onFailure?(why) }
+    }
+
+    func startAlert() throws {
+      let entered = Clock.monotonicNanos()
+      try inner.startAlert()
+      firstWriteNanos = entered + inner.player.startLatencyNanos
+    }
+
+    func stopAlert() {
+      inner.stopAlert()
+      stoppedNanos = Clock.monotonicNanos()
+    }
+  }
+
+  static func run(device: String, mixerCard: String?, cycles: Int) throws -> Result {
+    var result = Result()
+    let loop = try EventLoop()
+    let output = ALSAAlertOutput(
+      player: AlertPlayer(settings: .init(device: device)),
+      sound: .pattern(SoundPattern.named("ring")!), ramp: nil)
+    output.attach(to: loop)
+    let alert = TimedAlert(output)
+    var volume: ALSAVolumeControl? = nil
+    if let mixerCard { volume = ALSAVolumeControl(mixer: try Mixer(card: mixerCard)) }
+    let dir = "/tmp/earshot-bench-\(getpid())"
+    defer {
+      unlink(dir + "/find-phone-volume")
+      rmdir(dir)
+    }
+    let driver = FindPhoneDriver(
+      loop: loop, settings: FindPhoneSettings(volume: 0.5), alert: alert, volume: volume,
+      savedVolume: SavedVolumeFile(directory: dir))
+    var logged: [String] = []
+    driver.onLog = { logged.append($0) }
+    let phone = DeviceID(link: "bench", name: "bench")
+
+    func cycle(_ i: Int) {
+      guard i < cycles, result.failure == nil else {
+        loop.stop()
+        return
+      }
+      alert.firstWriteNanos = 0
+      let requested = Clock.monotonicNanos()
+      driver.submit(.deviceStart(phone))
+      guard alert.firstWriteNanos > 0 else {
+        result.failure = logged.last ?? "the alert did not start"
+        loop.stop()
+        return
+      }
+      result.requestToSound.append(Double(alert.firstWriteNanos - requested) / 1e6)
+      result.device = output.player.device ?? device
+      // Let it ring (the loop services the PCM), then the user finds it.
+      loop.after(seconds: 0.3) {
+        let found = Clock.monotonicNanos()
+        driver.submit(.found)
+        result.foundToSilent.append(Double(alert.stoppedNanos - found) / 1e6)
+        loop.after(seconds: 0.1) { cycle(i + 1) }
+      }
+    }
+    loop.after(nanos: 0) { cycle(0) }
+    try loop.run()
+    output.stopAlert()
+    return result
+  }
+}

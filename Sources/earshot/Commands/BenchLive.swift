@@ -1,0 +1,168 @@
+import CLinux
+import EarshotCore
+import EarshotLinux
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The live path at a fixed report rate: a second process writes H4 LE
+/// advertising report events into a SOCK_SEQPACKET socketpair (one packet
+/// per read, like a raw HCI socket) on an absolute 1/rate schedule; the
+/// agent's `EventLoop` reads them, decodes, and feeds the region monitor
+/// with its exit/range timer armed at the monitor's next deadline, as
+/// `earshot monitor` does live. Measured: this process's CPU time
+/// (CLOCK_PROCESS_CPUTIME_ID; the writer is another process) and the
+/// loop's wakeups.
+enum BenchLive {
+  struct Result {
+    let reports: Int
+    let seconds: Double
+    let cpuNanos: UInt64
+    let wakeups: Int
+    let monitorEvents: Int
+    var cpuPercent: Double { Double(cpuNanos) / (seconds * 1e9) * 100 }
+    var wakeupsPerSecond: Double { Double(wakeups) / seconds }
+    var reportsPerSecond: Double { Double(reports) / seconds }
+  }
+
+  static func run(events: [[UInt8]], config: Config, rate: Int, seconds: Double) throws -> Result {
+    guard !events.isEmpty else { throw CommandFailure("bench: no advertising events to replay") }
+    var pair: [Int32] = [0, 0]
+    guard socketpair(AF_UNIX, earshot_sock_seqpacket | earshot_sock_cloexec, 0, &pair) == 0
+    else { throw SystemError(errno: errno, "socketpair") }
+    let count = Int((Double(rate) * seconds).rounded())
+    let packets = PacketTable(events: events)
+    let child = fork()
+    if child < 0 { throw SystemError(errno: errno, "fork") }
+    if child == 0 {
+      // The writer: only raw memory, write(2) and clock_nanosleep(2) here.
+      close(pair[0])
+      packets.write(to: pair[1], count: count, periodNanos: 1_000_000_000 / rate)
+      _exit(0)
+    }
+    close(pair[1])
+    let fd = pair[0]
+    defer {
+      close(fd)
+      var status: Int32 = 0
+      waitpid(child, &status, 0)
+      packets.free()
+    }
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+
+    let loop = try EventLoop()
+    var monitorEvents = 0
+    let driver = try BenchMonitor.driver(config) { _ in monitorEvents += 1 }
+    var decoder = AdvertisingEventDecoder()
+    var buffer = [UInt8](repeating: 0, count: 1024)
+    var reports = 0
+    var timer: EventLoop.TimerID? = nil
+    var armedFor: Int64? = nil
+    var first: (nanos: UInt64, cpu: UInt64, wakeups: Int)? = nil
+    var last: (nanos: UInt64, cpu: UInt64, wakeups: Int)? = nil
+
+    // The monitor's deadline on the wall clock, as a loop timer.
+    func rearm() {
+      let deadline = driver.nextDeadline
+      guard deadline != armedFor else { return }
+      if let timer { loop.cancel(timer) }
+      timer = nil
+      armedFor = deadline
+      guard let deadline else { return }
+      let wait = max(0, deadline - Clock.realtimeMicros())
+      timer = loop.after(nanos: UInt64(wait) * 1000) {
+        timer = nil
+        armedFor = nil
+        driver.advance(to: Clock.realtimeMicros())
+        rearm()
+      }
+    }
+
+    driver.start(at: Clock.realtimeMicros(), scanning: true)
+    rearm()
+    try loop.watch(fd) { _ in
+      while true {
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n == 0 {
+          // The writer closed right after its last packet.
+          last = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups)
+          loop.stop()
+          return
+        }
+        if n < 0 {
+          if errno != EAGAIN && errno != EINTR { loop.stop() }
+          break
+        }
+        let now = Clock.realtimeMicros()
+        // H4: a packet-type byte (4, event) before the event.
+        buffer.withUnsafeBytes { raw in
+          guard n > 1, raw[0] == 4 else { return }
+          _ = decoder.decode(event: UnsafeRawBufferPointer(rebasing: raw[1..<n])) { report in
+            reports += 1
+            driver.report(at: now, report)
+          }
+        }
+        rearm()
+      }
+      // Count from the first report to the end, so start-up is left out
+      // (and no clock is read per wakeup but the one the monitor needs).
+      if first == nil { first = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups) }
+    }
+    try loop.run()
+    loop.unwatch(fd)
+    guard let first, let last, last.nanos > first.nanos else {
+      throw CommandFailure("bench: the live replay received too few reports")
+    }
+    return Result(
+      reports: reports, seconds: Double(last.nanos - first.nanos) / 1e9,
+      cpuNanos: last.cpu - first.cpu, wakeups: last.wakeups - first.wakeups,
+      monitorEvents: monitorEvents)
+  }
+}
+
+/// H4 packets in one block of raw memory, so the forked writer touches no
+/// Swift runtime state.
+private struct PacketTable {
+  let base: UnsafeMutableRawPointer
+  let offsets: UnsafeMutablePointer<Int>
+  let count: Int
+
+  init(events: [[UInt8]]) {
+    count = events.count
+    let total = events.reduce(0) { $0 + $1.count + 1 }
+    base = .allocate(byteCount: max(total, 1), alignment: 8)
+    offsets = .allocate(capacity: count + 1)
+    var at = 0
+    for (i, e) in events.enumerated() {
+      offsets[i] = at
+      base.storeBytes(of: 4, toByteOffset: at, as: UInt8.self)
+      e.withUnsafeBytes { (base + at + 1).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+      at += e.count + 1
+    }
+    offsets[count] = at
+  }
+
+  /// Writes `count` packets (cycling), one every `periodNanos` on an
+  /// absolute schedule, then closes the socket.
+  func write(to fd: Int32, count total: Int, periodNanos: Int) {
+    var next = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &next)
+    for i in 0..<total {
+      next.tv_nsec += periodNanos
+      while next.tv_nsec >= 1_000_000_000 {
+        next.tv_nsec -= 1_000_000_000
+        next.tv_sec += 1
+      }
+      while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nil) == EINTR {}
+      let k = i % count
+      _ = send(fd, base + offsets[k], offsets[k + 1] - offsets[k], Int32(MSG_NOSIGNAL))
+    }
+    close(fd)
+  }
+
+  func free() {
+    base.deallocate()
+    offsets.deallocate()
+  }
+}

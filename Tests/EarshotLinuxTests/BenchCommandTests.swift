@@ -1,0 +1,56 @@
+import EarshotTestSupport
+import XCTest
+
+/// `earshot bench` runs every stage and prints its table. Speed is not
+/// asserted (no wall-clock limits in tests): only that each figure is there
+/// and sane.
+final class BenchCommandTests: XCTestCase {
+  func testShortRunPrintsEveryStage() throws {
+    try PulseServer.require()
+    let r = try Earshot.run([
+      "bench", "--seconds", "0.2", "--reports", "5000", "--beacons", "2000",
+      "--alert-device", "default", "--mixer-card", "default",
+    ])
+    XCTAssertEqual(r.status, 0, r.stderr)
+    let lines = r.stdout.split(separator: "\n").map(String.init)
+    func value(_ prefix: String) -> Double? {
+      guard let line = lines.first(where: { $0.hasPrefix(prefix) }) else { return nil }
+      let fields = line.dropFirst(prefix.count).split(separator: " ")
+      return fields.first.flatMap { Double($0) }
+    }
+    for stage in [
+      "HCI event decode + iBeacon", "capture read + decode + iBeacon", "decode + range + monitor",
+    ] {
+      let rate = try XCTUnwrap(value(stage), "\(stage) missing from:\n\(r.stdout)")
+      XCTAssertGreaterThan(rate, 0, stage)
+    }
+    XCTAssertTrue(r.stdout.contains("(monitor: 3 regions,"), r.stdout)
+    let live = try XCTUnwrap(
+      lines.first { $0.hasPrefix("live: CPU at ") }, "live row missing:\n\(r.stdout)")
+    XCTAssertTrue(live.contains(" %"), live)
+    let wakeups = try XCTUnwrap(value("live: loop wakeups per second"), r.stdout)
+    // No busy polling: the loop wakes at most about once per report (1000/s).
+    XCTAssertGreaterThan(wakeups, 0)
+    XCTAssertLessThan(wakeups, 1_500, r.stdout)
+    let rss = try XCTUnwrap(value("memory: 2000 beacons, VmRSS"), r.stdout)
+    XCTAssertGreaterThan(rss, 1, r.stdout)
+    let start = try XCTUnwrap(value("find-phone: request -> first sample"), r.stdout)
+    let silent = try XCTUnwrap(value("find-phone: found -> PCM silent"), r.stdout)
+    XCTAssertGreaterThan(start, 0)
+    XCTAssertGreaterThan(silent, 0)
+    XCTAssertTrue(r.stdout.contains("of 3, default)"), r.stdout)
+  }
+
+  func testWithoutAnAlertDeviceFindPhoneIsSkippedAndSaysHow() throws {
+    let r = try Earshot.run(["bench", "--seconds", "0.05", "--reports", "2000", "--beacons", "100"])
+    XCTAssertEqual(r.status, 0, r.stderr)
+    XCTAssertTrue(r.stdout.contains("find-phone                              skipped"), r.stdout)
+    XCTAssertTrue(r.stdout.contains("--alert-device PCM to measure"), r.stdout)
+  }
+
+  func testBadOptionsSayWhatIsWrong() throws {
+    let r = try Earshot.run(["bench", "--rate", "0"])
+    XCTAssertEqual(r.status, 2)
+    XCTAssertTrue(r.stderr.contains("--rate must be 1…100000 reports/s"), r.stderr)
+  }
+}
