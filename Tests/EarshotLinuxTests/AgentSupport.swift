@@ -54,9 +54,11 @@ final class AgentProcess {
   /// Without `audio` the agent runs with --no-audio (a silent ring): for
   /// tests of the protocol, which must not depend on a sound server.
   /// `directory`: reuse another agent's socket and state directory (a restart).
+  /// `environment`: variables added to the agent's. `wrapper`: a command the
+  /// agent runs under (it must end by exec'ing its arguments, e.g. unshare).
   init(
     config: String? = nil, arguments: [String] = [], audio: Bool = false,
-    directory reuse: String? = nil
+    directory reuse: String? = nil, environment: [String: String] = [:], wrapper: [String] = []
   ) throws {
     directory = try reuse ?? makeTempDirectory()
     ownsDirectory = reuse == nil
@@ -72,6 +74,15 @@ final class AgentProcess {
     }
     process.arguments! += arguments
     if !audio { process.arguments! += ["--no-audio"] }
+    if !environment.isEmpty {
+      process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    }
+    if let tool = wrapper.first {
+      process.arguments =
+        Array(wrapper.dropFirst()) + [process.executableURL!.path]
+        + process.arguments!
+      process.executableURL = URL(fileURLWithPath: tool)
+    }
     process.standardError = FileHandle(forWritingAtPath: logPath)
     process.standardOutput = FileHandle.nullDevice
     try process.run()
@@ -86,6 +97,30 @@ final class AgentProcess {
   }
 
   var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+  /// Waits (at most `limit` s) until the log contains `text`.
+  @discardableResult
+  func waitForLog(_ text: String, limit: Double = 20) -> Bool {
+    for _ in 0..<Int(limit * 50) {
+      if log.contains(text) { return true }
+      usleep(20_000)
+    }
+    return log.contains(text)
+  }
+
+  /// How many times the log contains `text`.
+  func logCount(_ text: String) -> Int { log.components(separatedBy: text).count - 1 }
+
+  /// The agent's resident memory in kB (VmRSS).
+  var residentKB: Int {
+    let status =
+      (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8))
+      ?? ""
+    for line in status.split(separator: "\n") where line.hasPrefix("VmRSS:") {
+      return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? -1
+    }
+    return -1
+  }
 
   func client() throws -> ControlClient { try ControlClient(path: socket) }
 

@@ -158,6 +158,8 @@ public struct ControlConfig: Sendable, Equatable {
   public var socket = ""
   /// A group whose members may use the socket besides root and the agent's user.
   public var group: String? = nil
+  /// Clients served at once; more are refused with an error line.
+  public var maxClients = 1024
   public init() {}
 }
 
@@ -318,6 +320,11 @@ extension Config {
           .init(
             "group", "Group allowed to use the socket besides root and the agent's user.",
             set: { s, v in s.group = v.isEmpty ? nil : v }, show: { words($0.group ?? "") }),
+          .init(
+            "max_clients",
+            "Clients served at once (more are refused with an error); at most the open-file limit allows.",
+            set: { s, v in s.maxClients = try ConfigValue.integer(v, in: 1...1_000_000) },
+            show: { String($0.maxClients) }),
         ], initial: ControlConfig(), get: { $0.control }, put: { $0.control = $1 }),
       .make(
         "state", "Where region states survive restarts.",

@@ -174,7 +174,8 @@ public struct FindStatus: Equatable, Sendable {
 /// its own notice), or the ring times out or fails (no notices). One device's
 /// stop withdraws only its own request.
 public struct FindPhoneCoordinator: Sendable {
-  public let settings: FindPhoneSettings
+  /// Replaceable (a config reload); a ring in progress keeps its timer.
+  public var settings: FindPhoneSettings
 
   private enum Phase: Sendable { case idle, recovering, saving, ringing, stopping }
   private var phase = Phase.idle

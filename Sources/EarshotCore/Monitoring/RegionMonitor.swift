@@ -41,21 +41,25 @@ public struct MonitorEvent: Sendable, Equatable {
 /// gives an exit once `exit_after` has passed since scanning resumed.
 public struct RegionMonitor: Sendable {
   struct Region: Sendable {
-    let config: RegionConfig
+    var config: RegionConfig
     var state: RegionState = .unknown
+    /// When a region added by a reload began to be watched: scanning
+    /// before that does not count towards its exit_after.
+    var watchedSince: Int64? = nil
     var known: RegionState? = nil
     var lastSeen: Int64? = nil
     var lastBeacon: BeaconID? = nil
     var nextRange: Int64? = nil
   }
 
-  public let ranging: RangingConfig
-  public let monitor: MonitorConfig
+  public private(set) var ranging: RangingConfig
+  public private(set) var monitor: MonitorConfig
   public let emitRange: Bool
   private var regions: [Region]
   private var tracks: [BeaconID: BeaconTrack] = [:]
   private var intervals: [BeaconID: AdvertisingIntervalEstimator] = [:]
   private var scanningSince: Int64? = nil
+  private var scanPaused = false
   private var now: Int64 = .min
   private var started = false
 
@@ -97,11 +101,35 @@ public struct RegionMonitor: Sendable {
   public mutating func adapterDown(at t: Int64) -> [MonitorEvent] {
     var out = advance(to: t)
     scanningSince = nil
+    scanPaused = false
     for k in intervals.keys { intervals[k]!.interrupt() }
     for i in regions.indices where regions[i].state != .unknown {
       regions[i].state = .unknown
       regions[i].nextRange = nil
       out.append(event(t, .state, i))
+    }
+    return out
+  }
+
+  /// Nobody scans for a moment while the adapter stays up (another
+  /// program's scan ended; Earshot's own starts again shortly): states are
+  /// kept, but the time does not count toward exit_after.
+  public mutating func scanPaused(at t: Int64) -> [MonitorEvent] {
+    let out = advance(to: t)
+    if scanningSince != nil {
+      scanningSince = nil
+      scanPaused = true
+    }
+    return out
+  }
+
+  /// Scanning again after `scanPaused`: exit_after counts afresh from now
+  /// for regions not seen since (never sooner than it would have).
+  public mutating func scanResumed(at t: Int64) -> [MonitorEvent] {
+    let out = advance(to: t)
+    if scanPaused {
+      scanPaused = false
+      scanningSince = t
     }
     return out
   }
@@ -155,6 +183,39 @@ public struct RegionMonitor: Sendable {
     return out
   }
 
+  /// A new config while running (a reload): regions with the same name
+  /// and identity keep their state, timers and beacons and take their new
+  /// settings (exit_after, hooks); new or redefined regions start
+  /// `unknown` (a `state` event) and count exit_after from now; removed
+  /// ones are forgotten. `[ranging]` and `[monitor]` apply from now on.
+  public mutating func reconfigure(_ config: Config, at t: Int64) -> [MonitorEvent] {
+    var out = advance(to: t)
+    ranging = config.ranging
+    monitor = config.monitor
+    var next: [Region] = []
+    for rc in config.regions {
+      if var r = regions.first(where: {
+        $0.config.name == rc.name && $0.config.identity == rc.identity
+      }) {
+        r.config = rc
+        next.append(r)
+      } else {
+        var r = Region(config: rc)
+        r.watchedSince = t
+        next.append(r)
+      }
+    }
+    let known = Set(regions.map { $0.config.name + "\u{0}" + $0.config.identity })
+    regions = next
+    if started {
+      for i in regions.indices
+      where !known.contains(regions[i].config.name + "\u{0}" + regions[i].config.identity) {
+        out.append(event(t, .state, i))
+      }
+    }
+    return out
+  }
+
   // MARK: Queries
 
   /// When `advance` next has something to do; `nil` if nothing is pending.
@@ -202,7 +263,7 @@ public struct RegionMonitor: Sendable {
   /// after the later of its last report and the start of scanning.
   private func exitDeadline(_ i: Int) -> Int64? {
     guard let since = scanningSince, regions[i].state != .outside else { return nil }
-    let from = max(regions[i].lastSeen ?? since, since)
+    let from = max(regions[i].lastSeen ?? since, since, regions[i].watchedSince ?? since)
     return from + Int64((timeout(i) * 1e6).rounded())
   }
 

@@ -65,6 +65,7 @@ public final class AlertPlayer {
   public private(set) var recoveries = 0
 
   private var pcm: OpaquePointer?
+  private var rate = 0
   private var renderer: AlertRenderer?
   private var buffer: [Int16] = []
   private var pendingOffset = 0
@@ -98,7 +99,8 @@ public final class AlertPlayer {
       l.rewind()
       source = .samples(l)
     }
-    try open(rate: rate)
+    try open(rate: rate, devices: [settings.device] + settings.fallbacks)
+    self.rate = rate
     renderer = AlertRenderer(source: source, channels: settings.channels, ramp: ramp)
     buffer = [Int16](repeating: 0, count: periodFrames * settings.channels)
     pendingFrames = 0
@@ -111,6 +113,42 @@ public final class AlertPlayer {
       stop()
       throw error
     }
+  }
+
+  /// The device failed while playing (unplugged, its sound server gone):
+  /// goes on with the same alert, where it was (and with its ramp), on the
+  /// next device of the list after the failed one. Returns that device;
+  /// throws when no later device opens (the player is then stopped).
+  @discardableResult
+  public func continueOnNextDevice() throws -> String {
+    guard let failed = device, let renderer else {
+      throw AudioSetupError("no alert is playing")
+    }
+    let all = [settings.device] + settings.fallbacks
+    let rest = Array(all.drop { $0 != failed }.dropFirst())
+    if let pcm {
+      snd_pcm_drop(pcm)
+      snd_pcm_close(pcm)
+      self.pcm = nil
+    }
+    do {
+      guard !rest.isEmpty else {
+        throw AudioSetupError(
+          "no fallback device is left after '\(failed)' ([audio] fallback lists the devices to try)"
+        )
+      }
+      try open(rate: rate, devices: rest)
+      self.renderer = renderer
+      buffer = [Int16](repeating: 0, count: periodFrames * settings.channels)
+      pendingFrames = 0
+      try writeOnePeriod()
+      try service()
+    } catch {
+      stop()
+      self.renderer = nil
+      throw error
+    }
+    return device ?? ""
   }
 
   /// Silences the device at once and releases it. Safe to call when idle.
@@ -190,19 +228,18 @@ public final class AlertPlayer {
   private func recover(_ err: Int) throws {
     guard let pcm else { return }
     // EPIPE: underrun, re-prepare. ESTRPIPE: suspended, resume. Anything
-    // else is a device that went away.
+    // else is a device that went away: the caller stops or fails over
+    // (`continueOnNextDevice`).
     let r = snd_pcm_recover(pcm, Int32(err), 1)
     if r < 0 {
-      let failure = AudioDeviceError(device: device ?? settings.device, action: "play on", code: r)
-      stop()
-      throw failure
+      throw AudioDeviceError(device: device ?? settings.device, action: "play on", code: r)
     }
     recoveries += 1
   }
 
-  private func open(rate: Int) throws {
+  private func open(rate: Int, devices: [String]) throws {
     var failures: [AudioDeviceError] = []
-    for name in [settings.device] + settings.fallbacks {
+    for name in devices {
       var handle: OpaquePointer?
       let err = snd_pcm_open(&handle, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
       guard err == 0, let handle else {

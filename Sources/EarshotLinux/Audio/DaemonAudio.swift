@@ -34,14 +34,36 @@ public final class ALSAAlertOutput: AlertOutput {
     if player.isPlaying { return }
     try player.start(sound: sound, ramp: ramp)
     for skipped in player.skipped { log("\(skipped); played on the next device") }
+    try watch(loop)
+  }
+
+  private func watch(_ loop: EventLoop) throws {
     watched = player.pollDescriptors()
     try loop.watch(pollDescriptors: watched) { [unowned self] fds in
       do {
         try self.player.handleReady(fds)
       } catch {
-        self.stopAlert()
-        self.onFailure?("\(error)")
+        self.deviceFailed(error, loop)
       }
+    }
+  }
+
+  /// The device went away mid-alert (unplugged, its sound server gone):
+  /// the alert goes on on the next device of `[audio] fallback`, or stops
+  /// with the reason (find-phone then restores the volume).
+  private func deviceFailed(_ error: Error, _ loop: EventLoop) {
+    let failed = player.device ?? player.settings.device
+    loop.unwatch(pollDescriptors: watched)
+    watched = []
+    do {
+      let next = try player.continueOnNextDevice()
+      try watch(loop)
+      log("audio device '\(failed)' failed mid-alert (\(error)); the alert continues on '\(next)'")
+    } catch let fallbackError {
+      stopAlert()
+      onFailure?(
+        "audio device '\(failed)' failed mid-alert (\(error)) and no fallback could take over (\(fallbackError)); the alert has stopped"
+      )
     }
   }
 

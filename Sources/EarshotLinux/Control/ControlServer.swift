@@ -146,7 +146,9 @@ public final class ControlServer {
         case EMFILE, ENFILE:
           // Out of descriptors: stop accepting for a moment instead of
           // spinning on a listen socket that stays readable.
-          onLog?("control socket: out of file descriptors; pausing accept for 100 ms")
+          onLog?(
+            "control socket: out of file descriptors (\(clients.count) clients); pausing accept for 100 ms: lower [control] max_clients or raise the agent's open-file limit (LimitNOFILE=)"
+          )
           loop.unwatch(listenFD)
           loop.after(nanos: 100_000_000) { [weak self] in
             guard let self else { return }
@@ -181,6 +183,13 @@ public final class ControlServer {
       return
     }
     if clients.count >= options.maxClients {
+      refusedAtCap += 1
+      if !atCap {
+        atCap = true
+        onLog?(
+          "control socket: \(clients.count) clients connected, the cap ([control] max_clients = \(options.maxClients)); refusing new clients with 'too_many_clients' until some leave"
+        )
+      }
       refuse(
         fd,
         ControlError(
@@ -201,6 +210,18 @@ public final class ControlServer {
       clients[id] = nil
       Glibc.close(fd)
     }
+  }
+
+  /// Clients refused at the cap while it lasts (said once per episode).
+  private var atCap = false
+  private var refusedAtCap = 0
+
+  private func noteClientLeft() {
+    guard atCap, clients.count < options.maxClients else { return }
+    atCap = false
+    onLog?(
+      "control socket: below the cap again; \(refusedAtCap) client(s) were refused meanwhile")
+    refusedAtCap = 0
   }
 
   private func allowed(_ peer: UnixSocket.PeerCredentials) -> Bool {
@@ -346,5 +367,6 @@ public final class ControlServer {
     loop.unwatch(client.fd)
     Glibc.close(client.fd)
     if notify { onDisconnect?(id) }
+    noteClientLeft()
   }
 }

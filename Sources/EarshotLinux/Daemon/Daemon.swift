@@ -16,6 +16,8 @@ public final class Daemon {
     public var stateDirectory: String
     /// `[control] group`: its members may use the socket.
     public var allowedGroup: UInt32?
+    /// `[control] max_clients` (fitted to the open-file limit).
+    public var maxClients = 1024
     /// `[find-phone]`.
     public var findPhone = FindPhoneSettings()
     /// Handle SIGINT/SIGTERM through the loop (off in in-process tests).
@@ -72,9 +74,10 @@ public final class Daemon {
     self.version = version
     self.volume = volume
     loop = try EventLoop()
-    server = try ControlServer(
-      loop: loop,
-      options: ControlServer.Options(path: options.socketPath, allowedGroup: options.allowedGroup))
+    var serverOptions = ControlServer.Options(
+      path: options.socketPath, allowedGroup: options.allowedGroup)
+    serverOptions.maxClients = options.maxClients
+    server = try ControlServer(loop: loop, options: serverOptions)
     find = FindPhoneDriver(
       loop: loop, settings: options.findPhone, alert: alert, volume: volume,
       savedVolume: SavedVolumeFile(directory: options.stateDirectory))

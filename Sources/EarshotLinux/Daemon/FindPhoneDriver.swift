@@ -39,6 +39,13 @@ public final class FindPhoneDriver {
   public func add(_ link: DeviceLink) { links[link.linkName] = link }
 
   public var status: FindStatus { coordinator.status }
+
+  /// `[find-phone]` volume, headphone volume and timeout from a reloaded
+  /// config: from the next ring on.
+  public var settings: FindPhoneSettings {
+    get { coordinator.settings }
+    set { coordinator.settings = newValue }
+  }
   public func owner(of notice: NoticeID) -> DeviceID? { coordinator.outstandingNotices[notice] }
 
   /// At start-up: a saved volume left behind means an alert was interrupted.

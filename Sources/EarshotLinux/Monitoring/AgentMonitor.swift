@@ -84,6 +84,11 @@ public final class AgentMonitor {
         self.rearm()
       },
       onAdapterState: { [unowned self] state in self.adapterChanged(state) })
+    s.onScanPaused = { [unowned self] paused in
+      let t = Clock.realtimeMicros()
+      if paused { self.driver.scanPaused(at: t) } else { self.driver.scanResumed(at: t) }
+      self.rearm()
+    }
     scanner = s
     do {
       try s.start(waitForAdapter: waitForAdapter)
@@ -189,6 +194,12 @@ public final class AgentMonitor {
       throw ReplayError("\(path): \(error)")
     }
     if started { driver.advance(to: last) }
+  }
+
+  /// Applies a reloaded config's regions, `[ranging]` and `[monitor]`.
+  public func reconfigure(_ config: Config) {
+    driver.reconfigure(config, at: now)
+    rearm()
   }
 
   // MARK: What the agent's status shows

@@ -11,7 +11,7 @@ import EarshotCore
 /// Unix epoch.
 public final class MonitorDriver {
   public private(set) var monitor: RegionMonitor
-  public let config: Config
+  public private(set) var config: Config
   public let hooks: HookRunner?
   public let stateFile: StateFile?
   /// Receives every event the monitor decides (settable, so an owner
@@ -28,7 +28,20 @@ public final class MonitorDriver {
     self.output = output
     self.log = log
     hooks = runHooks ? HookRunner(log: log) : nil
-    let snapshot = try stateFile.flatMap { try MonitorSnapshot.load(from: $0) }
+    var snapshot: MonitorSnapshot? = nil
+    do {
+      snapshot = try stateFile.flatMap { try MonitorSnapshot.load(from: $0) }
+    } catch let e as CorruptState {
+      // A damaged state file must not keep the agent from monitoring: the
+      // regions start unknown and the file is rewritten at the next change.
+      log(
+        "warning: the state file \(e.path) is unreadable (\(e.reason)); every region starts unknown and the file is rewritten at the next change"
+      )
+    } catch {
+      log(
+        "warning: cannot read the state file: \(error); every region starts unknown"
+      )
+    }
     monitor = RegionMonitor(config: config, emitRange: emitRange, snapshot: snapshot)
     hooks?.log = { [unowned self] in self.log($0) }
   }
@@ -49,6 +62,8 @@ public final class MonitorDriver {
   public func adapterUp(at t: Int64) { handle(monitor.adapterUp(at: t)) }
   public func adapterDown(at t: Int64) { handle(monitor.adapterDown(at: t)) }
   public func advance(to t: Int64) { handle(monitor.advance(to: t)) }
+  public func scanPaused(at t: Int64) { handle(monitor.scanPaused(at: t)) }
+  public func scanResumed(at t: Int64) { handle(monitor.scanResumed(at: t)) }
 
   /// When `advance` must next be called (capture or wall-clock time).
   public var nextDeadline: Int64? { monitor.nextDeadline }
@@ -75,9 +90,31 @@ public final class MonitorDriver {
   /// sighting times survive).
   public func saveState() {
     guard let stateFile else { return }
-    do { try stateFile.write(monitor.snapshot.encode()) } catch {
-      log("cannot save region states: \(error)")
+    do {
+      try stateFile.write(monitor.snapshot.encode())
+      if saveFailing {
+        saveFailing = false
+        log("region states are saved to \(stateFile.path) again")
+      }
+    } catch {
+      // Said once, not at every change: monitoring goes on either way.
+      if !saveFailing {
+        log(
+          "cannot save region states to \(stateFile.path): \(error); monitoring continues, but the states will not survive a restart until this is fixed (said once)"
+        )
+      }
+      saveFailing = true
     }
+  }
+
+  private var saveFailing = false
+
+  /// A reloaded config: see `RegionMonitor.reconfigure`. Hooks and
+  /// exit_after follow the new settings; the state file is rewritten.
+  public func reconfigure(_ config: Config, at t: Int64) {
+    self.config = config
+    handle(monitor.reconfigure(config, at: t))
+    saveState()
   }
 
   func runHook(_ e: MonitorEvent) {

@@ -93,6 +93,11 @@ public final class LiveScanner {
 
   /// Every HCI packet seen or sent (H4, indicator first), for recording.
   public var onPacket: ((_ micros: Int64, _ packet: UnsafeRawBufferPointer) -> Void)?
+  /// true: another program's scan stopped and nobody scans until Earshot
+  /// retakes it (`retakeSeconds`); false: a scan runs again. No reports
+  /// flow meanwhile, so the monitor must not count that time toward exits.
+  public var onScanPaused: ((Bool) -> Void)?
+  private var scanPaused = false
 
   public private(set) var state: AdapterState?
   /// The command set in use on the current adapter.
@@ -310,6 +315,10 @@ public final class LiveScanner {
   }
 
   private func setState(_ new: AdapterState) {
+    if scanPaused && new.isReceiving {
+      scanPaused = false
+      onScanPaused?(false)
+    }
     guard new != state else { return }
     state = new
     onAdapterState(new)
@@ -463,6 +472,10 @@ public final class LiveScanner {
     if enabled {
       setState(.sharing(adapter: name))
       return
+    }
+    if !scanPaused {
+      scanPaused = true
+      onScanPaused?(true)
     }
     retakeTimer = loop.after(seconds: options.retakeSeconds) { [unowned self] in
       self.retakeTimer = nil

@@ -11,7 +11,10 @@ let runCommand = Command(
     "Run the agent: region monitoring, the control socket, find-phone, the BLE link, shutter, media, MQTT, the log",
   details: """
     Serves the control socket (JSON lines; see the README) until SIGINT or
-    SIGTERM. The socket is mode 0660; root, this user and the configured group
+    SIGTERM. SIGHUP reloads the config: a file with errors is refused (the
+    running config stays; the log says why), a good one applies its regions,
+    [ranging], [monitor] and [find-phone] at once (see the README for the
+    keys that need a restart). The socket is mode 0660; root, this user and the configured group
     may connect. If a saved volume was left behind by an interrupted alert, it is
     restored first.
 
@@ -66,6 +69,16 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
     }
     options.allowedGroup = group.pointee.gr_gid
   }
+  // Many clients need many descriptors: soft limit up to the hard one, and
+  // the client cap fitted below it (beyond it clients get a clear refusal).
+  let fileLimit = FileLimit.raiseToHard()
+  options.maxClients = FileLimit.clientCap(
+    configured: config.control.maxClients, softLimit: fileLimit)
+  if options.maxClients < config.control.maxClients {
+    Console.error(
+      "earshot run: [control] max_clients = \(config.control.maxClients) lowered to \(options.maxClients): the open-file limit is \(fileLimit) (raise LimitNOFILE= or ulimit -Hn)\n"
+    )
+  }
   options.findPhone = FindPhoneSettings(
     volume: config.findPhone.volume, headphoneVolume: config.findPhone.headphoneVolume,
     timeoutSeconds: config.findPhone.timeout)
@@ -101,7 +114,12 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
   try attachParts(to: daemon, config: config, input: args.value("input"))
   try attachDeviceParts(
     to: daemon, config: config, audio: audio != nil, hasMixer: audio?.volume != nil)
-  try daemon.run()
+  // SIGHUP reloads the config (Daemon/ConfigReloader.swift).
+  let reloader = ConfigReloader(
+    path: args.value("config") ?? ConfigLocation.defaultPath(), config: config, daemon: daemon,
+    paths: ConfigLocation.paths())
+  try reloader.attach()
+  try withExtendedLifetime(reloader) { try daemon.run() }
   return 0
 }
 

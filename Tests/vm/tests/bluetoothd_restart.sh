@@ -1,0 +1,84 @@
+# bluetoothd restarted while Earshot scans and monitors (issue 11, faults):
+# `earshot run` monitors a region on hci0 while hci1 advertises it; bluetoothd
+# is killed (SIGKILL, as a crash) in the middle of a discovery it started,
+# then started again and discovers again. What the user must see: Earshot
+# keeps running and keeps receiving (the region never exits: exit_after is
+# 5 s and the checks span several times that), it says on stderr when the
+# kernel's discovery takes the scan over and when it takes it back, and the
+# agent still answers on its socket.
+EXIT_AFTER=5
+mkdir -p /run/dbus
+rm -f /run/dbus/system_bus_socket
+dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
+DBUS=$!
+wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
+/usr/libexec/bluetooth/bluetoothd -n >bluetoothd.log 2>&1 &
+BTD=$!
+start_btvirt -L -l2
+addr=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
+wait_for 10 bash -c "bluetoothctl list | grep -q $addr" || fail "bluetoothd does not list hci0"
+advertise_ibeacon hci1
+start_advertising_loop hci1
+
+cat >/tmp/agent.conf <<CONF
+[scanner]
+adapter = hci0
+[region "desk"]
+uuid = $BEACON_UUID
+major = $BEACON_MAJOR
+minor = $BEACON_MINOR
+exit_after = $EXIT_AFTER
+[state]
+path = /tmp/agent.state
+CONF
+"$EARSHOT" run --config /tmp/agent.conf --socket /tmp/agent.sock --no-audio 2>agent.err &
+AGENT=$!
+wait_for 10 test -S /tmp/agent.sock
+"$EARSHOT" events --socket /tmp/agent.sock --topics regions >events.out 2>&1 &
+EVENTS=$!
+inside() { "$EARSHOT" status --socket /tmp/agent.sock | grep -q '"region":"desk","state":"inside"'; }
+check "the region is inside while the advertiser runs" wait_for 30 inside
+
+# bluetoothd discovers, then dies mid-discovery.
+rm -f /tmp/btd_restart_ctl
+mkfifo /tmp/btd_restart_ctl
+bluetoothctl </tmp/btd_restart_ctl >ctl.out 2>&1 &
+exec 3>/tmp/btd_restart_ctl
+echo "select $addr" >&3
+echo "power on" >&3
+echo "scan on" >&3
+check "bluetoothd is discovering on hci0" wait_for 15 grep -q 'Discovery started' ctl.out
+check "earshot says the scan is shared with the discovery" wait_for 10 grep -q 'already scanning' agent.err
+exec 3>&-
+kill -KILL $BTD
+wait $BTD 2>/dev/null
+scans() { [ "$(grep -c 'hci0: scanning' agent.err)" -ge "$1" ]; }
+n=$(grep -c 'hci0: scanning' agent.err)
+check "after bluetoothd died, earshot scans on its own again" wait_for 20 scans $((n + 1))
+sleep $((EXIT_AFTER * 2))
+check "still inside with bluetoothd gone (no exit in 2x exit_after)" inside
+check "the agent is still running" kill -0 $AGENT
+
+# bluetoothd comes back (it re-initialises the adapter it finds) and discovers again.
+/usr/libexec/bluetooth/bluetoothd -n >bluetoothd2.log 2>&1 &
+BTD=$!
+check "bluetoothd lists hci0 again" wait_for 15 bash -c "bluetoothctl list | grep -q $addr"
+bluetoothctl --timeout 8 scan on >ctl2.out 2>&1
+sleep $((EXIT_AFTER * 2))
+check "still inside after bluetoothd's restart and discovery" inside
+check "no exit was ever reported" bash -c "! grep -q '\"event\":\"exit\"' events.out"
+n=$(grep -c 'hci0: scanning' agent.err)
+check "earshot scans on its own after the discovery ended" wait_for 20 bash -c "grep 'hci0:' agent.err | tail -1 | grep -q 'scanning'"
+check "the agent answers" "$EARSHOT" status --socket /tmp/agent.sock
+
+kill -TERM $AGENT
+wait $AGENT
+check "exit status 0 after SIGTERM" [ $? -eq 0 ]
+kill $EVENTS $BTD 2>/dev/null
+cat agent.err events.out
+stop_advertising_loop hci1
+stop_btvirt
+# Leave nothing for the next test (scan_bluetoothd starts its own bus).
+kill $DBUS 2>/dev/null
+wait $DBUS 2>/dev/null
+rm -f /run/dbus/system_bus_socket /tmp/btd_restart_ctl
