@@ -28,44 +28,12 @@ public final class HookRunner {
     _ argv: [String], environment: [(String, String)], timeout: Double, label: String,
     now: UInt64 = Clock.monotonicNanos()
   ) {
-    var env: [String] = []
-    let names = Set(environment.map(\.0))
-    var p = environ
-    while let entry = p.pointee {
-      let s = String(cString: entry)
-      if let eq = s.firstIndex(of: "="), !names.contains(String(s[..<eq])) { env.append(s) }
-      p += 1
-    }
-    env += environment.map { "\($0.0)=\($0.1)" }
-
-    var attr = posix_spawnattr_t()
-    posix_spawnattr_init(&attr)
-    defer { posix_spawnattr_destroy(&attr) }
-    var defaults = sigset_t()
-    sigemptyset(&defaults)
-    for s in [SIGPIPE, SIGCHLD, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, s) }
-    posix_spawnattr_setsigdefault(&attr, &defaults)
-    var mask = sigset_t()
-    sigemptyset(&mask)
-    posix_spawnattr_setsigmask(&attr, &mask)
-    posix_spawnattr_setpgroup(&attr, 0)
-    posix_spawnattr_setflags(
-      &attr, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-
-    var pid: pid_t = 0
-    let cArgs = argv.map { strdup($0) } + [nil]
-    let cEnv = env.map { strdup($0) } + [nil]
-    defer {
-      for a in cArgs { free(a) }
-      for e in cEnv { free(e) }
-    }
-    let rc = posix_spawnp(&pid, argv[0], &actions, &attr, cArgs, cEnv)
-    guard rc == 0 else {
-      log("\(label): cannot run \(argv[0]): \(String(cString: strerror(rc)))")
+    let env = Spawn.environment(adding: environment)
+    let pid: pid_t
+    switch Spawn.start(argv, environment: env) {
+    case .success(let p): pid = p
+    case .failure(let e):
+      log("\(label): cannot run \(argv[0]): \(String(cString: strerror(e.errno)))")
       return
     }
     running.append(

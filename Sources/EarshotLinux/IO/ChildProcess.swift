@@ -42,51 +42,15 @@ public final class ChildProcess {
     guard pipe(&fds) == 0 else { throw SystemError(errno: errno, "pipe") }
     for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
 
-    var env: [String] = []
-    let names = Set(environment.map(\.0))
-    var p = environ
-    while let entry = p.pointee {
-      let s = String(cString: entry)
-      if let eq = s.firstIndex(of: "="), !names.contains(String(s[..<eq])) { env.append(s) }
-      p += 1
-    }
-    env += environment.map { "\($0.0)=\($0.1)" }
-
-    var attr = posix_spawnattr_t()
-    posix_spawnattr_init(&attr)
-    defer { posix_spawnattr_destroy(&attr) }
-    // The loop blocks signals for its signalfd; the child must not inherit that.
-    var defaults = sigset_t()
-    sigemptyset(&defaults)
-    for s in [SIGPIPE, SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2] {
-      sigaddset(&defaults, s)
-    }
-    posix_spawnattr_setsigdefault(&attr, &defaults)
-    var mask = sigset_t()
-    sigemptyset(&mask)
-    posix_spawnattr_setsigmask(&attr, &mask)
-    posix_spawnattr_setpgroup(&attr, 0)
-    posix_spawnattr_setflags(
-      &attr, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
-
-    let cArgs = argv.map { strdup($0) } + [nil]
-    let cEnv = env.map { strdup($0) } + [nil]
-    defer {
-      for a in cArgs { free(a) }
-      for e in cEnv { free(e) }
-    }
-    var child: pid_t = 0
-    let rc = posix_spawnp(&child, argv[0], &actions, &attr, cArgs, cEnv)
+    let result = Spawn.start(
+      argv, environment: Spawn.environment(adding: environment), output: fds[1])
     close(fds[1])
-    guard rc == 0 else {
+    let child: pid_t
+    switch result {
+    case .success(let p): child = p
+    case .failure(let e):
       close(fds[0])
-      throw SystemError(errno: rc, "cannot run \(argv[0])")
+      throw e
     }
     pid = child
     pipeFD = fds[0]
