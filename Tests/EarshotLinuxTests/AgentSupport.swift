@@ -25,22 +25,12 @@ func earshotBinary() throws -> String {
 }
 
 /// Runs `earshot ARGS` to completion and returns its status and output.
+/// (EarshotTestSupport's runner: stderr goes to a file, so a chatty command
+/// cannot block on a full pipe.)
 @discardableResult
 func runEarshot(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-  let p = Process()
-  p.executableURL = URL(fileURLWithPath: try earshotBinary())
-  p.arguments = args
-  let out = Pipe()
-  let err = Pipe()
-  p.standardOutput = out
-  p.standardError = err
-  try p.run()
-  let o = out.fileHandleForReading.readDataToEndOfFile()
-  let e = err.fileHandleForReading.readDataToEndOfFile()
-  p.waitUntilExit()
-  return (
-    p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self)
-  )
+  let r = try Earshot.run(args, executable: try earshotBinary())
+  return (r.status, r.stdout, r.stderr)
 }
 
 /// `earshot run` as a subprocess on a temporary socket.
