@@ -1,12 +1,15 @@
 # Earshot: the commands the README gives.
 SWIFT ?= swift
 PREFIX ?= /usr/local
+# The shipped binary: the Swift runtime linked in (about 2 MB less resident
+# memory than the shared libraries, and nothing to install beside it).
+RELEASE_BUILD = build -c release --product earshot --static-swift-stdlib
 
 .PHONY: build demo test install format
 
 build:
 	scripts/deps.sh build
-	$(SWIFT) build -c release
+	$(SWIFT) $(RELEASE_BUILD)
 
 # No Bluetooth hardware needed: replays the bundled capture through the
 # scanner, then a generated morning at a desk through the region monitor.

@@ -8,7 +8,7 @@
 # Usage: scripts/bench-compare.sh [CAPTURE]   (default: a synthetic busy room)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-swift build -c release >/dev/null
+swift build -c release --product earshot --static-swift-stdlib >/dev/null
 bin=.build/release/earshot
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -11,7 +11,7 @@ if grep -q 'warning:' /tmp/earshot-build.log; then echo "build has warnings" >&2
 swift test
 # The release build (what `make build`, the demo and `make install` use)
 # must build too, without warnings: whole-module builds see C headers differently.
-swift build -c release 2>&1 | tee /tmp/earshot-release.log
+swift build -c release --product earshot --static-swift-stdlib 2>&1 | tee /tmp/earshot-release.log
 if grep -q 'warning:' /tmp/earshot-release.log; then echo "release build has warnings" >&2; exit 1; fi
 # A short run of every fuzz target (crashers kept in Tests/fuzz/corpus replay first).
 scripts/fuzz.sh all 50000

@@ -16,3 +16,13 @@ static const int earshot_sock_raw = SOCK_RAW;
 static const int earshot_sock_seqpacket = SOCK_SEQPACKET;
 static const int earshot_sock_nonblock = SOCK_NONBLOCK;
 static const int earshot_sock_cloexec = SOCK_CLOEXEC;
+
+#include <malloc.h>
+
+// A fixed mmap threshold: glibc otherwise raises it each time a large block
+// is freed, so the monitor's tables, once grown, are served from the heap and
+// their old copies stay resident. Fixed, blocks over 128 KiB come from mmap
+// and go back to the kernel when freed.
+static inline void earshot_tune_malloc(void) {
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+}

@@ -24,6 +24,7 @@ func topLevelHelp() -> String {
 }
 
 func main() -> Int32 {
+  MemoryTuning.apply()
   let args = CommandLine.arguments.dropFirst()
   guard let first = args.first else {
     Console.error(topLevelHelp())

@@ -14,17 +14,21 @@
 /// the floor, and a 1 s beacon under 30 % loss waits ~19 s and does not flap.
 public struct AdvertisingIntervalEstimator: Sendable {
   /// Gaps kept (a ring): enough for a stable 10th percentile, small enough
-  /// that 10,000 tracked beacons cost little (gaps are 4-byte microseconds).
+  /// that 10,000 tracked beacons cost little (256 bytes each, inline).
   public static let capacity = 128
+  /// Gaps are kept in units of 4 ms in 16 bits: up to 262 s, beyond which
+  /// three times the longest gap is past any sensible ceiling anyway.
+  static let unitMicros: Int64 = 4_000
   /// Fewer gaps than this and the estimate is not trusted yet.
   public static let minimumGaps = 8
   /// Reports closer than this are one advertising event seen twice (three
   /// channels, or an advertisement and its scan response).
   public static let minimumGapMicros: Int64 = 20_000
 
-  /// Microseconds, clamped to about 71 minutes (far above any exit ceiling).
-  private var gaps: [UInt32] = []
-  private var next = 0
+  private var gaps = InlineArray<128, UInt16>(repeating: 0)
+  // Small counters: this struct is stored once per tracked beacon.
+  private var count: UInt8 = 0
+  private var next: UInt8 = 0
   private var lastReport: Int64? = nil
 
   public init() {}
@@ -38,12 +42,13 @@ public struct AdvertisingIntervalEstimator: Sendable {
     // Keep measuring from the advertising event's first report.
     guard micros >= Self.minimumGapMicros else { return }
     lastReport = t
-    let gap = UInt32(clamping: micros)
-    if gaps.count < Self.capacity {
-      gaps.append(gap)
+    let gap = UInt16(clamping: (micros + Self.unitMicros / 2) / Self.unitMicros)
+    if count < Self.capacity {
+      gaps[Int(count)] = gap
+      count += 1
     } else {
-      gaps[next] = gap
-      next = (next + 1) % Self.capacity
+      gaps[Int(next)] = gap
+      next = UInt8((Int(next) + 1) % Self.capacity)
     }
     update()
   }
@@ -54,24 +59,25 @@ public struct AdvertisingIntervalEstimator: Sendable {
   /// Statistics recomputed as gaps arrive (every gap at first, then every
   /// 16th), so that asking for the timeout costs nothing.
   private var stats: (interval: Double, loss: Double, upper: Double, longest: Double)? = nil
-  private var sinceUpdate = 0
+  private var sinceUpdate: UInt8 = 0
 
   private mutating func update() {
     sinceUpdate += 1
-    guard gaps.count >= Self.minimumGaps, gaps.count < 64 || sinceUpdate >= 16 || stats == nil
+    guard count >= Self.minimumGaps, count < 64 || sinceUpdate >= 16 || stats == nil
     else { return }
     sinceUpdate = 0
-    let sorted = gaps.sorted()
-    let interval = Double(sorted[sorted.count / 10]) / 1e6
-    let span = gaps.reduce(0.0) { $0 + Double($1) } / 1e6
-    let mean = span / Double(gaps.count)
+    let unit = Double(Self.unitMicros) / 1e6
+    let sorted = (0..<Int(count)).map { gaps[$0] }.sorted()
+    let interval = Double(sorted[sorted.count / 10]) * unit
+    let span = sorted.reduce(0.0) { $0 + Double($1) } * unit
+    let mean = span / Double(count)
     let loss = min(0.95, max(0, 1 - interval / mean))
     // An upper confidence bound (about 97.5 %): with few gaps seen the
     // estimate is noisy, and underestimating loss is what causes false exits.
     let events = max(1, span / interval)
     let p = max(loss, 0.05)
     let upper = min(0.95, loss + 2 * (p * (1 - p) / events).squareRoot())
-    stats = (interval, loss, upper, Double(sorted.last!) / 1e6)
+    stats = (interval, loss, upper, Double(sorted.last!) * unit)
   }
 
   public var intervalSeconds: Double? { stats?.interval }

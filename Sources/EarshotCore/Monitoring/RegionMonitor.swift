@@ -50,14 +50,23 @@ public struct RegionMonitor: Sendable {
     var lastSeen: Int64? = nil
     var lastBeacon: BeaconID? = nil
     var nextRange: Int64? = nil
+    /// With `exit_after = auto`: the slowest recent beacon's timeout and
+    /// which beacon that is, kept up to date as reports arrive so that
+    /// finding the next deadline does not visit every beacon.
+    var slowest: (seconds: Double, beacon: BeaconID)? = nil
   }
+
+  /// Beacons unseen for this long are forgotten (unless a region still
+  /// names them), so a street's worth of passers-by does not pile up.
+  static let forgetAfterMicros: Int64 = 3_600_000_000
+  static let forgetEveryMicros: Int64 = 60_000_000
 
   public private(set) var ranging: RangingConfig
   public private(set) var monitor: MonitorConfig
   public let emitRange: Bool
   private var regions: [Region]
-  private var tracks: [BeaconID: BeaconTrack] = [:]
-  private var intervals: [BeaconID: AdvertisingIntervalEstimator] = [:]
+  private var beacons = BeaconTable()
+  private var nextForget: Int64 = .min
   private var scanningSince: Int64? = nil
   private var scanPaused = false
   private var now: Int64 = .min
@@ -102,7 +111,7 @@ public struct RegionMonitor: Sendable {
     var out = advance(to: t)
     scanningSince = nil
     scanPaused = false
-    for k in intervals.keys { intervals[k]!.interrupt() }
+    beacons.interruptIntervals()
     for i in regions.indices where regions[i].state != .unknown {
       regions[i].state = .unknown
       regions[i].nextRange = nil
@@ -145,23 +154,19 @@ public struct RegionMonitor: Sendable {
     if !started { out += start(at: t, scanning: true) }
     if scanningSince == nil { scanningSince = t }
 
-    if tracks[beacon.id] == nil {
-      tracks[beacon.id] = BeaconTrack(
-        id: beacon.id, address: address, measuredPower: beacon.measuredPower, at: t)
-    }
-    tracks[beacon.id]!.observe(
-      address: address, rssi: rssi, measuredPower: beacon.measuredPower, at: t)
-    intervals[beacon.id, default: AdvertisingIntervalEstimator()].observe(at: t)
+    beacons.observe(
+      beacon.id, address: address, rssi: rssi, measuredPower: beacon.measuredPower, at: t)
 
     for i in matching {
       regions[i].lastSeen = t
       regions[i].lastBeacon = beacon.id
+      updateSlowest(i, reporter: beacon.id)
       guard regions[i].state != .inside else { continue }
       let kind: MonitorEvent.Kind = regions[i].known == .outside ? .enter : .state
       regions[i].state = .inside
       regions[i].known = .inside
       if emitRange { regions[i].nextRange = nextTick(after: t) }
-      let trigger = tracks[beacon.id]!.ranged(
+      let trigger = beacons[beacon.id]!.track.ranged(
         at: t, model: ranging.model, staleAfter: ranging.staleAfter)
       out.append(event(t, kind, i, beacons: [trigger]))
     }
@@ -180,6 +185,7 @@ public struct RegionMonitor: Sendable {
       }
     }
     if t > now { now = t }
+    if t >= nextForget { forgetOldBeacons(at: t) }
     return out
   }
 
@@ -207,6 +213,7 @@ public struct RegionMonitor: Sendable {
     }
     let known = Set(regions.map { $0.config.name + "\u{0}" + $0.config.identity })
     regions = next
+    for i in regions.indices { regions[i].slowest = isAuto(i) ? computeSlowest(i) : nil }
     if started {
       for i in regions.indices
       where !known.contains(regions[i].config.name + "\u{0}" + regions[i].config.identity) {
@@ -235,6 +242,9 @@ public struct RegionMonitor: Sendable {
   public func exitTimeout(region: String) -> Double? {
     regions.firstIndex { $0.config.name == region }.map { timeout($0) }
   }
+
+  /// Beacon identities with state kept (forgotten an hour after last seen).
+  public var trackedBeacons: Int { beacons.count }
 
   public var snapshot: MonitorSnapshot {
     MonitorSnapshot(
@@ -269,7 +279,7 @@ public struct RegionMonitor: Sendable {
 
   private mutating func fireExit(_ i: Int, at t: Int64, into out: inout [MonitorEvent]) {
     let kind: MonitorEvent.Kind = regions[i].known == .inside ? .exit : .state
-    let last = regions[i].lastBeacon.flatMap { tracks[$0] }
+    let last = regions[i].lastBeacon.flatMap { beacons[$0]?.track }
     regions[i].state = .outside
     regions[i].known = .outside
     regions[i].nextRange = nil
@@ -291,7 +301,7 @@ public struct RegionMonitor: Sendable {
   private func ranged(_ i: Int, at t: Int64) -> [RangedBeacon] {
     // The beacons that currently keep the region inside.
     let horizon = t - Int64((timeout(i) * 1e6).rounded())
-    return tracks.values
+    return beacons.beacons.lazy.map(\.track)
       .filter { regions[i].config.matches($0.id) && $0.lastSeen >= horizon }
       .map { $0.ranged(at: t, model: ranging.model, staleAfter: ranging.staleAfter) }
       .sorted(by: RangedBeacon.nearestFirst)
@@ -301,20 +311,64 @@ public struct RegionMonitor: Sendable {
   private func timeout(_ i: Int) -> Double {
     switch regions[i].config.exitAfter ?? monitor.exitAfter {
     case .seconds(let s): return s
-    case .auto:
-      // The slowest of the region's recently seen beacons sets the pace;
-      // with too little seen yet, a cautious 30 s.
-      let recent = (regions[i].lastSeen ?? .min) &- Int64(monitor.autoCeiling * 1e6)
-      var worst: Double? = nil
-      for (id, est) in intervals where regions[i].config.matches(id) {
-        guard let track = tracks[id], track.lastSeen >= recent else { continue }
-        let t =
-          est.timeout(floor: monitor.autoFloor, ceiling: monitor.autoCeiling)
-          ?? min(monitor.autoCeiling, max(monitor.autoFloor, 30))
-        worst = max(worst ?? 0, t)
-      }
-      return worst ?? min(monitor.autoCeiling, max(monitor.autoFloor, 30))
+    case .auto: return regions[i].slowest?.seconds ?? cautiousTimeout
     }
+  }
+
+  /// `auto` with too little seen yet: a cautious 30 s.
+  private var cautiousTimeout: Double { min(monitor.autoCeiling, max(monitor.autoFloor, 30)) }
+
+  private func isAuto(_ i: Int) -> Bool {
+    (regions[i].config.exitAfter ?? monitor.exitAfter) == .auto
+  }
+
+  /// Beacons seen within the ceiling before the region's last report are
+  /// the ones that set its pace.
+  private func recentHorizon(_ i: Int) -> Int64 {
+    (regions[i].lastSeen ?? .min) &- Int64(monitor.autoCeiling * 1e6)
+  }
+
+  private func beaconTimeout(_ b: TrackedBeacon) -> Double {
+    b.interval.timeout(floor: monitor.autoFloor, ceiling: monitor.autoCeiling) ?? cautiousTimeout
+  }
+
+  /// The slowest of the region's recent beacons sets the pace.
+  private func computeSlowest(_ i: Int) -> (seconds: Double, beacon: BeaconID)? {
+    let recent = recentHorizon(i)
+    var worst: (seconds: Double, beacon: BeaconID)? = nil
+    for b in beacons.beacons
+    where b.track.lastSeen >= recent && regions[i].config.matches(b.track.id) {
+      let t = beaconTimeout(b)
+      if worst == nil || t > worst!.seconds { worst = (t, b.track.id) }
+    }
+    return worst
+  }
+
+  /// After a report from `id` in region `i`: the maximum only needs a full
+  /// pass when the slowest beacon got faster or is no longer recent.
+  private mutating func updateSlowest(_ i: Int, reporter id: BeaconID) {
+    guard isAuto(i), let mine = beacons[id].map(beaconTimeout) else { return }
+    if let current = regions[i].slowest {
+      if mine >= current.seconds {
+        regions[i].slowest = (mine, id)
+        return
+      }
+      let stillRecent = (beacons[current.beacon]?.track.lastSeen ?? .min) >= recentHorizon(i)
+      if current.beacon != id && stillRecent { return }
+    }
+    regions[i].slowest = computeSlowest(i)
+  }
+
+  private mutating func forgetOldBeacons(at t: Int64) {
+    nextForget = t &+ Self.forgetEveryMicros
+    // Never sooner than twice any region's timeout: range updates list the
+    // beacons seen within it.
+    var longest = monitor.autoCeiling
+    for i in regions.indices { longest = max(longest, timeout(i)) }
+    let horizon = t &- max(Self.forgetAfterMicros, Int64(longest * 2e6))
+    var keep = Set(regions.compactMap(\.lastBeacon))
+    for r in regions { if let s = r.slowest { keep.insert(s.beacon) } }
+    beacons.forget(seenBefore: horizon, keep: keep)
   }
 
   /// The next multiple of the ranging interval strictly after `t`.

@@ -21,7 +21,12 @@ public struct RSSIFilter: Sendable {
   public var measurementVariance = 9.0
   public var processVariancePerSecond = 1.5
 
-  private var window: [(t: Int64, rssi: Double)] = []
+  /// The median's window, oldest first, kept inline: a heap array per
+  /// beacon cost more than the filter itself with thousands tracked, and an
+  /// allocation per report.
+  private var times = InlineArray<5, Int64>(repeating: 0)
+  private var samples = InlineArray<5, Double>(repeating: 0)
+  private var count = 0
   private var estimate: Double? = nil
   private var variance = 0.0
   private var lastTime: Int64 = 0
@@ -32,7 +37,7 @@ public struct RSSIFilter: Sendable {
   public var value: Double? { estimate }
 
   public mutating func reset() {
-    window.removeAll()
+    count = 0
     estimate = nil
     lastInnovationSign = 0
   }
@@ -40,12 +45,12 @@ public struct RSSIFilter: Sendable {
   /// Adds a sample at `t` microseconds and returns the new estimate.
   @discardableResult
   public mutating func add(_ rssi: Double, at t: Int64) -> Double {
-    window.append((t, rssi))
-    if window.count > Self.windowCount { window.removeFirst() }
-    while let first = window.first, t - first.t > Self.windowMicros, window.count > 1 {
-      window.removeFirst()
-    }
-    let m = median(window.map(\.rssi))
+    if count == Self.windowCount { dropOldest() }
+    times[count] = t
+    samples[count] = rssi
+    count += 1
+    while count > 1, t - times[0] > Self.windowMicros { dropOldest() }
+    let m = median()
     guard let x = estimate else {
       estimate = m
       variance = measurementVariance
@@ -72,9 +77,27 @@ public struct RSSIFilter: Sendable {
     return next
   }
 
-  private func median(_ v: [Double]) -> Double {
-    let s = v.sorted()
-    let n = s.count
+  private mutating func dropOldest() {
+    for i in 1..<count {
+      times[i - 1] = times[i]
+      samples[i - 1] = samples[i]
+    }
+    count -= 1
+  }
+
+  /// Insertion sort of at most five values on the stack.
+  private func median() -> Double {
+    var s = samples
+    for i in 1..<max(1, count) {
+      let v = s[i]
+      var j = i - 1
+      while j >= 0, s[j] > v {
+        s[j + 1] = s[j]
+        j -= 1
+      }
+      s[j + 1] = v
+    }
+    let n = count
     return n % 2 == 1 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2
   }
 }

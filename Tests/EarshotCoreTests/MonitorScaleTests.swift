@@ -1,0 +1,99 @@
+import EarshotTestSupport
+import XCTest
+
+@testable import EarshotCore
+
+/// The monitor with many beacons: the `auto` timeout kept incrementally must
+/// equal a full recomputation, and long-gone beacons are forgotten.
+final class MonitorScaleTests: XCTestCase {
+  func testAutoTimeoutKeptIncrementallyEqualsFullRecomputation() {
+    var c = Config()
+    c.monitor.autoCeiling = 60
+    c.regions = [region("all"), region("even", major: 2)]
+    var m = RegionMonitor(config: c, emitRange: false)
+    _ = m.start(at: 0, scanning: true)
+    // Beacons with intervals from 0.1 s to 6 s; some stop part-way, so the
+    // slowest changes, speeds up, and drops out of "recent".
+    struct Sim {
+      var id: BeaconID
+      var interval: Int64
+      var next: Int64
+      var stopAt: Int64
+      var estimator = AdvertisingIntervalEstimator()
+      var lastSeen: Int64 = .min
+    }
+    var seed: UInt64 = 42
+    func random(_ n: Int64) -> Int64 {
+      seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      return Int64((seed >> 33) % UInt64(n))
+    }
+    var sims: [Sim] = (0..<12).map { k in
+      let interval = [100_000, 250_000, 1_000_000, 3_000_000, 6_000_000][k % 5]
+      return Sim(
+        id: BeaconID(uuid: testUUID, major: UInt16(k % 3 + 1), minor: UInt16(k)),
+        interval: Int64(interval), next: random(Int64(interval)),
+        stopAt: k % 4 == 0 ? 200_000_000 + random(100_000_000) : .max)
+    }
+    var checks = 0
+    var lastSeen: [String: Int64] = [:]
+    while let k = sims.indices.filter({ sims[$0].next < sims[$0].stopAt }).min(by: {
+      sims[$0].next < sims[$1].next
+    }), sims[k].next < 600_000_000 {
+      let t = sims[k].next
+      // Jitter and 20 % loss, as advertisers and scanners have.
+      sims[k].next += sims[k].interval + random(10_000)
+      guard random(10) >= 2 else { continue }
+      _ = m.report(
+        at: t, beacon: IBeacon(id: sims[k].id, measuredPower: -59), address: BDAddress(raw: 1),
+        rssi: -60)
+      sims[k].estimator.observe(at: t)
+      sims[k].lastSeen = t
+      for name in ["all", "even"] where name == "all" || sims[k].id.major == 2 {
+        lastSeen[name] = t
+      }
+      for name in ["all", "even"] {
+        guard let regionSeen = lastSeen[name] else { continue }
+        let recent = regionSeen - 60_000_000
+        let expected =
+          sims.filter { (name == "all" || $0.id.major == 2) && $0.lastSeen >= recent }
+          .map { $0.estimator.timeout(floor: 10, ceiling: 60) ?? 30 }.max() ?? 30
+        XCTAssertEqual(m.exitTimeout(region: name), expected, "\(name) at \(t)")
+        checks += 1
+      }
+    }
+    XCTAssertGreaterThan(checks, 10_000)
+  }
+
+  func testBeaconsUnseenForAnHourAreForgottenUnlessARegionNamesThem() {
+    var c = Config()
+    c.monitor.exitAfter = .seconds(30)
+    c.regions = [region("room", exitAfter: .seconds(30)), region("desk", major: 9)]
+    var m = RegionMonitor(config: c, emitRange: false)
+    _ = m.start(at: 0, scanning: true)
+    for i in 0..<100 {
+      _ = m.report(
+        at: Int64(i) * 1_000,
+        beacon: IBeacon(
+          id: BeaconID(uuid: testUUID, major: 1, minor: UInt16(i)), measuredPower: -59),
+        address: BDAddress(raw: UInt64(i)), rssi: -70)
+    }
+    // The desk's only beacon, seen once: the desk's exit still names it.
+    let desk = BeaconID(uuid: testUUID, major: 9, minor: 1)
+    _ = m.report(
+      at: 200_000, beacon: IBeacon(id: desk, measuredPower: -59), address: BDAddress(raw: 999),
+      rssi: -65)
+    XCTAssertEqual(m.trackedBeacons, 101)
+    let stayer = BeaconID(uuid: testUUID, major: 1, minor: 500)
+    var t: Int64 = 1_000_000
+    while t < 7_200_000_000 {
+      _ = m.report(
+        at: t, beacon: IBeacon(id: stayer, measuredPower: -59), address: BDAddress(raw: 5),
+        rssi: -60)
+      t += 10_000_000
+    }
+    _ = m.advance(to: t)
+    XCTAssertEqual(m.trackedBeacons, 2, "the stayer and the desk's last beacon")
+    XCTAssertEqual(m.state(of: "room"), .inside)
+    XCTAssertEqual(m.state(of: "desk"), .outside)
+  }
+}
