@@ -26,3 +26,19 @@ static const int earshot_sock_cloexec = SOCK_CLOEXEC;
 static inline void earshot_tune_malloc(void) {
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 }
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// recvmmsg(2): glibc declares it (and struct mmsghdr) only under
+// _GNU_SOURCE, which Swift's Glibc module is not built with. The kernel's
+// layout, under our own name.
+struct earshot_mmsghdr {
+  struct msghdr msg_hdr;
+  unsigned int msg_len;
+};
+static const int earshot_msg_dontwait = MSG_DONTWAIT;
+static const int earshot_msg_trunc = MSG_TRUNC;
+static inline int earshot_recvmmsg(int fd, struct earshot_mmsghdr *vec, unsigned int n, int flags) {
+  return (int)syscall(SYS_recvmmsg, fd, vec, n, flags, (void *)0);
+}

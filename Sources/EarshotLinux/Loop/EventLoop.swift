@@ -16,6 +16,10 @@ public final class EventLoop {
   private let timerfd: Int32
   private var signalfd: Int32 = -1
   private var handlers: [Int32: Handler] = [:]
+  /// Batching descriptors resting after a call, with the timer that wakes them.
+  private var resting: [Int32: TimerID] = [:]
+  /// When each batching descriptor's handler last ran (monotonic ns).
+  private var lastBatch: [Int32: UInt64] = [:]
   /// Pending timers, earliest first.
   private var timers: [(deadline: UInt64, id: TimerID, fire: () -> Void)] = []
   private var nextTimerID: TimerID = 1
@@ -61,6 +65,35 @@ public final class EventLoop {
     handlers[fd] = handler
   }
 
+  /// Like `watch`, for a busy packet source (the HCI socket): when its
+  /// handler runs again within two `interval`s of the last time, the
+  /// descriptor then rests for `interval` (EPOLLONESHOT, re-armed by a
+  /// timer), so packets arriving meanwhile are read as one batch instead of
+  /// waking the loop one by one. A quiet source is not delayed at all; a
+  /// busy one by up to `interval`, and its handler must read all that is
+  /// queued.
+  public func watch(
+    _ fd: Int32, batchingFor interval: UInt64, _ handler: @escaping Handler
+  ) throws {
+    let events = EPOLLIN.rawValue | EPOLLONESHOT.rawValue
+    try watch(fd, events: events) { [unowned self] bits in
+      handler(bits)
+      guard self.handlers[fd] != nil else { return }  // unwatched by the handler
+      let now = Clock.monotonicNanos()
+      let busy = self.lastBatch[fd].map { now &- $0 < 2 * interval } ?? false
+      self.lastBatch[fd] = now
+      guard busy else {
+        try? self.modify(fd, events: events)
+        return
+      }
+      self.resting[fd] = self.after(nanos: interval) { [unowned self] in
+        self.resting[fd] = nil
+        guard self.handlers[fd] != nil else { return }
+        try? self.modify(fd, events: events)
+      }
+    }
+  }
+
   public func modify(_ fd: Int32, events: UInt32) throws {
     var ev = epoll_event(events: events, data: epoll_data_t(fd: fd))
     guard epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) == 0 else {
@@ -71,6 +104,8 @@ public final class EventLoop {
   /// Stops watching `fd`; safe to call from inside its own handler.
   public func unwatch(_ fd: Int32) {
     guard handlers.removeValue(forKey: fd) != nil else { return }
+    if let timer = resting.removeValue(forKey: fd) { cancel(timer) }
+    lastBatch[fd] = nil
     _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
   }
 

@@ -141,6 +141,34 @@ public final class HCISocket {
     _ = Glibc.close(fd)
   }
 
+  // MARK: Timestamps
+
+  /// Asks the kernel to attach its receive time to every packet (a cmsg),
+  /// so packets read in a batch keep the times they arrived.
+  public func enableTimestamps() throws {
+    var on: Int32 = 1
+    guard setsockopt(fd, SOL_HCI, HCI_TIME_STAMP, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
+    else { throw SystemError(errno: errno, "setsockopt HCI_TIME_STAMP") }
+  }
+
+  /// Room for the timestamp message per packet.
+  public static let controlSize = 64
+
+  /// The kernel's receive time (µs since the epoch) in a packet's
+  /// ancillary data; `nil` without one.
+  public static func receiveTime(control: UnsafeRawBufferPointer) -> Int64? {
+    guard
+      let data = ControlMessages.find(
+        level: Int32(SOL_HCI), type: Int32(HCI_CMSG_TSTAMP), in: control),
+      data.count >= 16
+    else { return nil }
+    // struct timeval: seconds and microseconds, two longs.
+    let seconds = data.loadUnaligned(fromByteOffset: 0, as: Int64.self)
+    let micros = data.loadUnaligned(fromByteOffset: 8, as: Int64.self)
+    guard seconds > 0, (0..<1_000_000).contains(micros) else { return nil }
+    return seconds * 1_000_000 + micros
+  }
+
   // MARK: Filter
 
   public func filter() throws -> hci_filter {

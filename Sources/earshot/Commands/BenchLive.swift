@@ -55,7 +55,6 @@ enum BenchLive {
     var monitorEvents = 0
     let driver = try BenchMonitor.driver(config) { _ in monitorEvents += 1 }
     var decoder = AdvertisingEventDecoder()
-    var buffer = [UInt8](repeating: 0, count: 1024)
     var reports = 0
     var timer: EventLoop.TimerID? = nil
     var armedFor: Int64? = nil
@@ -81,29 +80,31 @@ enum BenchLive {
 
     driver.start(at: Clock.realtimeMicros(), scanning: true)
     rearm()
-    try loop.watch(fd) { _ in
-      while true {
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if n == 0 {
-          // The writer closed right after its last packet.
-          last = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups)
-          loop.stop()
-          return
-        }
-        if n < 0 {
-          if errno != EAGAIN && errno != EINTR { loop.stop() }
-          break
-        }
-        let now = Clock.realtimeMicros()
-        // H4: a packet-type byte (4, event) before the event.
-        buffer.withUnsafeBytes { raw in
-          guard n > 1, raw[0] == 4 else { return }
-          _ = decoder.decode(event: UnsafeRawBufferPointer(rebasing: raw[1..<n])) { report in
-            reports += 1
-            driver.report(at: now, report)
+    let reader = PacketReader()
+    // As LiveScanner reads its HCI socket: in batches, recvmmsg until a
+    // short one.
+    try loop.watch(fd, batchingFor: LiveScanner.readBatchNanos) { _ in
+      do {
+        try reader.drain(fd) { packet, _ in
+          guard packet.count > 0 else {
+            // The writer closed right after its last packet.
+            last = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups)
+            loop.stop()
+            return false
           }
+          let now = Clock.realtimeMicros()
+          // H4: a packet-type byte (4, event) before the event.
+          if packet.count > 1, packet[0] == 4 {
+            _ = decoder.decode(event: UnsafeRawBufferPointer(rebasing: packet[1...])) { report in
+              reports += 1
+              driver.report(at: now, report)
+            }
+          }
+          rearm()
+          return true
         }
-        rearm()
+      } catch {
+        loop.stop()
       }
       // Count from the first report to the end, so start-up is left out
       // (and no clock is read per wakeup but the one the monitor needs).

@@ -1,0 +1,137 @@
+import CLinux
+import EarshotTestSupport
+import Foundation
+import XCTest
+
+@testable import EarshotLinux
+
+/// Batched packet reads (recvmmsg), their ancillary data, and the loop's
+/// batching of a busy descriptor, on real sockets.
+final class PacketReaderTests: XCTestCase {
+  private func pair() throws -> (Int32, Int32) {
+    var fds: [Int32] = [0, 0]
+    guard socketpair(AF_UNIX, earshot_sock_seqpacket | earshot_sock_nonblock, 0, &fds) == 0 else {
+      throw SystemError(errno: errno, "socketpair")
+    }
+    return (fds[0], fds[1])
+  }
+
+  func testDrainReadsEveryQueuedPacketInOrderThenTheEnd() throws {
+    let (r, w) = try pair()
+    defer { close(r) }
+    for n in 1...70 {
+      let packet = (0..<n).map { UInt8(truncatingIfNeeded: n &* 7 &+ $0) }
+      XCTAssertEqual(packet.withUnsafeBytes { write(w, $0.baseAddress, n) }, n)
+    }
+    let reader = PacketReader(slotSize: 128, batch: 32)
+    var got: [[UInt8]] = []
+    let count = try reader.drain(r) { packet, control in
+      XCTAssertEqual(control.count, 0)
+      got.append(Array(packet))
+      return true
+    }
+    XCTAssertEqual(count, 70)
+    XCTAssertEqual(got.map(\.count), Array(1...70))
+    XCTAssertEqual(got[41], (0..<42).map { UInt8(truncatingIfNeeded: 42 &* 7 &+ $0) })
+    XCTAssertEqual(try reader.drain(r) { _, _ in true }, 0, "the queue is empty")
+    close(w)
+    var sawEnd = false
+    try reader.drain(r) { packet, _ in
+      sawEnd = packet.isEmpty
+      return false
+    }
+    XCTAssertTrue(sawEnd, "the peer's close reads as an empty packet")
+  }
+
+  func testLongPacketIsCutToTheSlotAndCounted() throws {
+    let (r, w) = try pair()
+    defer {
+      close(r)
+      close(w)
+    }
+    let long = [UInt8](repeating: 9, count: 300)
+    _ = long.withUnsafeBytes { write(w, $0.baseAddress, 300) }
+    let reader = PacketReader(slotSize: 64, batch: 4)
+    var lengths: [Int] = []
+    try reader.drain(r) { packet, _ in
+      lengths.append(packet.count)
+      return true
+    }
+    XCTAssertEqual(lengths, [64])
+    XCTAssertEqual(reader.truncated, 1)
+  }
+
+  /// cmsg buffers as the kernel lays them out: an unrelated message, then
+  /// HCI's timestamp (level SOL_HCI = 0, type HCI_CMSG_TSTAMP = 2).
+  func testHCITimestampIsFoundInAncillaryData() {
+    var control: [UInt8] = []
+    func message(level: Int32, type: Int32, data: [UInt8]) {
+      let length = 16 + data.count
+      withUnsafeBytes(of: Int(length).littleEndian) { control += $0 }
+      withUnsafeBytes(of: level.littleEndian) { control += $0 }
+      withUnsafeBytes(of: type.littleEndian) { control += $0 }
+      control += data
+      while control.count % 8 != 0 { control.append(0) }
+    }
+    message(level: 1, type: 29, data: [1, 2, 3, 4, 5])
+    var timeval: [UInt8] = []
+    withUnsafeBytes(of: Int64(1_767_225_600).littleEndian) { timeval += $0 }
+    withUnsafeBytes(of: Int64(123_456).littleEndian) { timeval += $0 }
+    message(level: 0, type: 2, data: timeval)
+    control.withUnsafeBytes {
+      XCTAssertEqual(HCISocket.receiveTime(control: $0), 1_767_225_600_123_456)
+      XCTAssertNil(
+        HCISocket.receiveTime(control: UnsafeRawBufferPointer(rebasing: $0[0..<24])),
+        "only the unrelated message")
+      XCTAssertNil(
+        HCISocket.receiveTime(control: UnsafeRawBufferPointer(rebasing: $0[0..<40])),
+        "the timestamp message is cut short")
+    }
+    XCTAssertNil(HCISocket.receiveTime(control: UnsafeRawBufferPointer(start: nil, count: 0)))
+  }
+
+  func testBusyDescriptorIsReadInBatchesAndAQuietOneAtOnce() throws {
+    let (r, w) = try pair()
+    defer { close(r) }
+    let loop = try EventLoop()
+    let reader = PacketReader(slotSize: 64, batch: 32)
+    var calls = 0
+    var packets = 0
+    var perCall: [Int] = []
+    var ended = false
+    try loop.watch(r, batchingFor: 10_000_000) { _ in
+      calls += 1
+      let n =
+        (try? reader.drain(r) { packet, _ in
+          if packet.isEmpty {
+            ended = true
+            loop.stop()
+            return false
+          }
+          return true
+        }) ?? 0
+      packets += ended ? n - 1 : n
+      perCall.append(n)
+    }
+    // Quiet: three packets 50 ms apart, each read as soon as it comes.
+    // Busy: then 300 packets 1 ms apart from another thread.
+    let writer = Thread {
+      let one: [UInt8] = [4]
+      for _ in 0..<3 {
+        _ = one.withUnsafeBytes { write(w, $0.baseAddress, 1) }
+        usleep(50_000)
+      }
+      for _ in 0..<300 {
+        _ = one.withUnsafeBytes { write(w, $0.baseAddress, 1) }
+        usleep(1_000)
+      }
+      close(w)
+    }
+    writer.start()
+    try loop.run()
+    XCTAssertTrue(ended)
+    XCTAssertEqual(packets, 303, "nothing lost")
+    XCTAssertEqual(Array(perCall.prefix(3)), [1, 1, 1], "quiet packets are not held back")
+    XCTAssertLessThan(calls, 303 / 3, "busy packets are read in batches (\(calls) reads)")
+  }
+}
