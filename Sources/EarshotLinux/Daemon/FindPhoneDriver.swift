@@ -10,6 +10,7 @@ public final class FindPhoneDriver {
   private let alert: AlertOutput?
   private let volume: VolumeControl?
   private let savedVolume: SavedVolumeFile
+  private var savedNotDurable = false
   private var links: [String: DeviceLink] = [:]
   private var timer: EventLoop.TimerID?
   private var queue: [FindEvent] = []
@@ -77,6 +78,12 @@ public final class FindPhoneDriver {
       }
       for action in step.actions { perform(action) }
     }
+    // The saved volume goes to disk once the alert sounds, not before: an
+    // fsync on a busy disk would delay the first sample by tens of ms.
+    if savedNotDurable {
+      savedNotDurable = false
+      if !savedVolume.makeDurable() { onLog?("find-phone: cannot sync \(savedVolume.path)") }
+    }
     return first
   }
 
@@ -92,6 +99,7 @@ public final class FindPhoneDriver {
       do {
         let v = try volume.currentVolume()
         try savedVolume.save(v)
+        savedNotDurable = true
         feedback(.volumeSaved(v, headphones: volume.outputIsHeadphones()))
       } catch {
         feedback(.volumeSaveFailed("\(error)"))

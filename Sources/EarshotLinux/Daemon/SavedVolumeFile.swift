@@ -5,8 +5,11 @@ import EarshotCore
 #endif
 
 /// The file that holds the user's volume while find-phone rings
-/// (`SavedVolume`'s text). Written atomically and synced before the volume
-/// is raised, so a kill -9 at any moment leaves either no file or a whole one.
+/// (`SavedVolume`'s text). Written to a temporary file and renamed over, so
+/// a kill -9 at any moment leaves either no file or a whole one. Making it
+/// durable (fsync, which can take tens of milliseconds on a busy disk) is a
+/// separate step that find-phone takes once the alert is sounding: only a
+/// power loss in those few milliseconds could lose it.
 public struct SavedVolumeFile {
   public let directory: String
   public var path: String { directory + "/find-phone-volume" }
@@ -22,18 +25,32 @@ public struct SavedVolumeFile {
     guard fd >= 0 else { throw SystemError(errno: errno, "cannot create \(tmp)") }
     let bytes = Array(SavedVolume.encode(v).utf8)
     let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    let synced = fsync(fd) == 0
+    let e = errno
     close(fd)
-    guard n == bytes.count, synced else {
+    guard n == bytes.count else {
       unlink(tmp)
-      throw SystemError(errno: errno, "cannot write \(tmp)")
+      throw SystemError(errno: n < 0 ? e : ENOSPC, "cannot write \(tmp)")
     }
     guard rename(tmp, path) == 0 else { throw SystemError(errno: errno, "cannot rename \(tmp)") }
+  }
+
+  /// Flushes the file and its directory entry to disk. Failure leaves the
+  /// file as good as before (it only survives process deaths then), so it
+  /// is reported, not thrown.
+  @discardableResult
+  public func makeDurable() -> Bool {
+    var ok = false
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    if fd >= 0 {
+      ok = fsync(fd) == 0
+      close(fd)
+    }
     let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     if dfd >= 0 {
-      _ = fsync(dfd)
+      ok = fsync(dfd) == 0 && ok
       close(dfd)
     }
+    return ok
   }
 
   /// The saved volume, if a file is there. A file that does not decode is

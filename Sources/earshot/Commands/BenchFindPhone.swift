@@ -55,7 +55,9 @@ enum BenchFindPhone {
     let alert = TimedAlert(output)
     var volume: ALSAVolumeControl? = nil
     if let mixerCard { volume = ALSAVolumeControl(mixer: try Mixer(card: mixerCard)) }
-    let dir = "/tmp/earshot-bench-\(getpid())"
+    // On disk like the daemon's state directory (/tmp is often tmpfs,
+    // where an fsync costs nothing).
+    let dir = "/var/tmp/earshot-bench-\(getpid())"
     defer {
       unlink(dir + "/find-phone-volume")
       rmdir(dir)
