@@ -161,6 +161,6 @@ final class MediaDriverTests: XCTestCase {
     let (ids, got) = try collect(loop, driver, count: 1) { [driver.request(title: "elan")] }
     XCTAssertEqual(got[ids[0]], [.failure])
     XCTAssertTrue(
-      logs.contains { $0.contains("ALSA device 'hw:97,0'") }, logs.joined(separator: "\n"))
+      logs.contains { $0.contains("audio device 'hw:97,0'") }, logs.joined(separator: "\n"))
   }
 }
