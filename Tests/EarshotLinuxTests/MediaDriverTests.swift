@@ -122,9 +122,8 @@ final class MediaDriverTests: XCTestCase {
   }
 
   func testAlsaPlayerCompletesWhenTheFirstAudioIsWritten() throws {
-    try MediaFixtures.requirePulse()
+    try PulseServer.require()
     let lib = try MediaFixtures.library()
-    setenv("XDG_RUNTIME_DIR", MediaFixtures.pulseRuntime, 1)
     let loop = try EventLoop()
     let scan = MediaScanner.scan(lib)
     XCTAssertEqual(scan.library.items.count, 4)

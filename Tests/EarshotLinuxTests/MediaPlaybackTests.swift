@@ -37,30 +37,6 @@ enum MediaFixtures {
     return dir
   }
 
-  /// The PulseAudio server scripts/services/pulseaudio.sh starts.
-  static var pulseRuntime: String {
-    ProcessInfo.processInfo.environment["EARSHOT_PULSE_RUNTIME"] ?? "/tmp/xdg"
-  }
-
-  static func requirePulse() throws {
-    guard let pactl = Earshot.tool("pactl"), Earshot.tool("parec") != nil,
-      Earshot.tool("pacat") != nil
-    else {
-      try requireResource("PulseAudio tools (package pulseaudio-utils)")
-    }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: pactl)
-    p.arguments = ["info"]
-    p.environment = ["XDG_RUNTIME_DIR": pulseRuntime]
-    p.standardOutput = FileHandle.nullDevice
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    p.waitUntilExit()
-    if p.terminationStatus != 0 {
-      try requireResource("a PulseAudio server in \(pulseRuntime) (scripts/services/pulseaudio.sh)")
-    }
-  }
-
   /// Strength of `frequency` in `samples` (Goertzel), per sample.
   static func power(_ samples: ArraySlice<Int16>, _ frequency: Double, rate: Double) -> Double {
     let k = 2 * cos(2 * Double.pi * frequency / rate)
@@ -137,9 +113,9 @@ final class MediaPlaybackTests: XCTestCase {
   /// The recording holds the requested file's tone (its spectrum's peak is
   /// the file's), not the other files', and falls silent when stopped.
   func testRecordedOutputIsTheRequestedFile() throws {
-    try MediaFixtures.requirePulse()
+    try PulseServer.require()
     let lib = try MediaFixtures.library()
-    let runtime = MediaFixtures.pulseRuntime
+    let runtime = PulseServer.runtime
     var env = ProcessInfo.processInfo.environment
     env["XDG_RUNTIME_DIR"] = runtime
 

@@ -43,33 +43,50 @@ func runLog(_ args: Arguments) throws -> Int32 {
   }
 }
 
-/// The options every log query shares.
-struct LogQueryOptions {
+/// What selects log records, as `earshot log` and `earshot plot` both take
+/// it: --db, --since, --until (each as given; nil when absent), --region
+/// and --beacon.
+struct LogFilterOptions {
   let path: String
   let query: LogQuery
-  let format: LogFormat
   let now: Int64
 
   init(_ args: Arguments) throws {
-    guard args.positionals.count <= 1 else {
-      throw UsageError("unexpected argument '\(args.positionals[1])'")
-    }
     path = args.value("db") ?? ProximityLogPaths.defaultPath()
     let now = Clock.realtimeMicros()
     self.now = now
-    var q = LogQuery()
+    var q = LogQuery(region: args.value("region"))
     q.since = try args.value("since").map { try parseLogTime($0, "--since", now: now) }
     q.until = try args.value("until").map { try parseLogTime($0, "--until", now: now) }
     if let s = q.since, let u = q.until, s >= u {
       throw UsageError("--since must be before --until")
     }
-    q.region = args.value("region")
     if let b = args.value("beacon") {
       do { q.beacon = try BeaconFilter(parsing: b) } catch {
         throw UsageError("--beacon: \(error)")
       }
     }
     query = q
+  }
+
+  func open() throws -> ProximityLogReader {
+    do { return try ProximityLogReader(path: path) } catch { throw CommandFailure("\(error)") }
+  }
+}
+
+/// The options every `earshot log` query shares: the filter and --format.
+struct LogQueryOptions {
+  let filter: LogFilterOptions
+  let format: LogFormat
+  var path: String { filter.path }
+  var query: LogQuery { filter.query }
+  var now: Int64 { filter.now }
+
+  init(_ args: Arguments) throws {
+    guard args.positionals.count <= 1 else {
+      throw UsageError("unexpected argument '\(args.positionals[1])'")
+    }
+    filter = try LogFilterOptions(args)
     let f = args.value("format") ?? "table"
     guard let format = LogFormat(rawValue: f) else {
       throw UsageError("--format must be table, json or csv, not '\(f)'")
@@ -77,9 +94,7 @@ struct LogQueryOptions {
     self.format = format
   }
 
-  func open() throws -> ProximityLogReader {
-    do { return try ProximityLogReader(path: path) } catch { throw CommandFailure("\(error)") }
-  }
+  func open() throws -> ProximityLogReader { try filter.open() }
 }
 
 func parseLogTime(_ text: String, _ option: String, now: Int64) throws -> Int64 {

@@ -37,42 +37,34 @@ func runPlot(_ args: Arguments) throws -> Int32 {
     throw UsageError("--day and --since/--until exclude each other")
   }
   let offset = LocalTimeZone.offset
-  let now = Clock.realtimeMicros()
-  let path = args.value("db") ?? ProximityLogPaths.defaultPath()
-  let reader: ProximityLogReader
-  do { reader = try ProximityLogReader(path: path) } catch { throw CommandFailure("\(error)") }
-
-  var q = LogQuery(region: args.value("region"))
-  if let b = args.value("beacon") {
-    do { q.beacon = try BeaconFilter(parsing: b) } catch { throw UsageError("--beacon: \(error)") }
-  }
+  let filter = try LogFilterOptions(args)
+  let now = filter.now
+  let reader = try filter.open()
+  var q = filter.query
   var title = args.value("title")
-  if let day = args.value("day") {
-    do {
-      let (s, e) = try LogTime.day(day, offset: offset)
-      q.since = s
-      q.until = e
-    } catch { throw UsageError("--day expects YYYY-MM-DD, not '\(day)'") }
-    if title == nil { title = "Proximity, \(day)" }
-  } else if let since = args.value("since") {
-    q.since = try parseLogTime(since, "--since", now: now)
-    q.until =
-      try args.value("until").map { try parseLogTime($0, "--until", now: now) }
-      ?? q.since! + 86_400_000_000
-  } else if let until = args.value("until") {
-    q.until = try parseLogTime(until, "--until", now: now)
-    q.since = q.until! - 86_400_000_000
+  let day = 86_400_000_000 as Int64
+  // The window: --day, or a day from whichever end is given, or the day of
+  // the latest record.
+  if let name = args.value("day") {
+    do { (q.since, q.until) = try LogTime.day(name, offset: offset) } catch {
+      throw UsageError("--day expects YYYY-MM-DD, not '\(name)'")
+    }
+    if title == nil { title = "Proximity, \(name)" }
+  } else if let since = q.since {
+    q.until = q.until ?? since + day
+  } else if let until = q.until {
+    q.since = until - day
   } else {
     let latest = (try? reader.store.lastTime()) ?? nil
-    let day = LogTime.dayContaining(latest ?? now, offset: offset)
-    q.since = day.start
-    q.until = day.end
+    let d = LogTime.dayContaining(latest ?? now, offset: offset)
+    q.since = d.start
+    q.until = d.end
   }
   guard q.since! < q.until! else { throw UsageError("--since must be before --until") }
   if title == nil {
     let c = LogTime.components(q.since!, offset: offset)
     let d = "\(c.year)-\(LogTime.pad(c.month))-\(LogTime.pad(c.day))"
-    title = q.until! - q.since! == 86_400_000_000 && c.hour == 0 ? "Proximity, \(d)" : "Proximity"
+    title = q.until! - q.since! == day && c.hour == 0 ? "Proximity, \(d)" : "Proximity"
   }
   let svg: String
   do {
