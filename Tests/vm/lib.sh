@@ -125,3 +125,19 @@ scan_for_beacons() {
   kill -INT "$pid" 2>/dev/null
   wait "$pid"
 }
+
+# A config that monitors the test beacon as region "desk" on hci0:
+# desk_config FILE EXIT_AFTER STATE_FILE
+desk_config() {
+  cat >"$1" <<CONF
+[scanner]
+adapter = hci0
+[region "desk"]
+uuid = $BEACON_UUID
+major = $BEACON_MAJOR
+minor = $BEACON_MINOR
+exit_after = $2
+[state]
+path = $3
+CONF
+}

@@ -20,17 +20,7 @@ wait_for 10 bash -c "bluetoothctl list | grep -q $addr" || fail "bluetoothd does
 advertise_ibeacon hci1
 start_advertising_loop hci1
 
-cat >/tmp/agent.conf <<CONF
-[scanner]
-adapter = hci0
-[region "desk"]
-uuid = $BEACON_UUID
-major = $BEACON_MAJOR
-minor = $BEACON_MINOR
-exit_after = $EXIT_AFTER
-[state]
-path = /tmp/agent.state
-CONF
+desk_config /tmp/agent.conf "$EXIT_AFTER" /tmp/agent.state
 "$EARSHOT" run --config /tmp/agent.conf --socket /tmp/agent.sock --no-audio 2>agent.err &
 AGENT=$!
 wait_for 10 test -S /tmp/agent.sock

@@ -7,17 +7,7 @@
 EXIT_AFTER=5
 start_btvirt -l2
 advertise_ibeacon hci1
-cat >/tmp/monitor.conf <<CONF
-[scanner]
-adapter = hci0
-[region "desk"]
-uuid = $BEACON_UUID
-major = $BEACON_MAJOR
-minor = $BEACON_MINOR
-exit_after = $EXIT_AFTER
-[state]
-path = /tmp/monitor.state
-CONF
+desk_config /tmp/monitor.conf "$EXIT_AFTER" /tmp/monitor.state
 events() { grep -c "\"event\":\"$1\",\"region\":\"desk\",\"state\":\"$2\"" mon.out; }
 has() { [ "$(events "$1" "$2")" -ge "${3:-1}" ]; }
 # t of the Nth (default last) matching line.
