@@ -169,4 +169,37 @@ final class FaultAudioTests: XCTestCase {
     XCTAssertTrue(agent.process.isRunning, "no crash")
     XCTAssertEqual(agent.stop(), 0)
   }
+
+  /// `earshot alert` on its own takes the same fallback as the agent.
+  func testStandaloneAlertFallsBackMidAlert() throws {
+    try startDoomedServer()
+    let alert = Process()
+    alert.executableURL = URL(fileURLWithPath: Earshot.binary)
+    alert.arguments = [
+      "alert", "--device", "doomed", "--fallback", "default", "--sound", "beep", "--frequency",
+      "1300", "--duration", "2",
+    ]
+    var env = ProcessInfo.processInfo.environment
+    env["HOME"] = home
+    alert.environment = env
+    let errPath = NSTemporaryDirectory() + "earshot-alert-fallback-\(getpid()).err"
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+    defer { try? FileManager.default.removeItem(atPath: errPath) }
+    alert.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+    alert.standardOutput = FileHandle.nullDevice
+    try alert.run()
+    usleep(600_000)
+    let killedAt = Clock.monotonicNanos()
+    kill(second!.pid, SIGKILL)
+    alert.waitUntilExit()
+    let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+    XCTAssertEqual(alert.terminationStatus, 0, stderr)
+    XCTAssertTrue(stderr.contains("audio device 'doomed' failed mid-alert"), stderr)
+    XCTAssertTrue(stderr.contains("the alert continues on 'default'"), stderr)
+    recorder.waitUntilRecorded(past: killedAt, seconds: 1.0)
+    let rec = Recording(samples: recorder.samples())
+    let onset = try XCTUnwrap(
+      rec.onset(after: recorder.index(at: killedAt)), "no tone after the kill")
+    XCTAssertEqual(rec.dominant(from: onset, 20, 250), 1300, accuracy: 15, "the fallback plays it")
+  }
 }

@@ -24,7 +24,9 @@ let alertCommand = Command(
     .value("device", "PCM", "ALSA PCM device (default: default)"),
     .value("buffer", "MS", "ALSA buffer length; a period is a quarter of it (default: 40)"),
     .value(
-      "fallback", "PCMS", "Devices to try in order if it fails, space-separated, e.g. 'plughw:0,0'"),
+      "fallback", "PCMS",
+      "Devices to try in order if it fails to open or mid-alert, space-separated, e.g. 'plughw:0,0'"
+    ),
   ],
   run: runAlert)
 
@@ -63,14 +65,22 @@ func runAlert(_ args: Arguments) throws -> Int32 {
   var reason = "signal"
   try loop.handleSignals([SIGINT, SIGTERM]) { _ in loop.stop() }
   Console.lineBuffered = true
+  // The agent's output: a device that fails mid-alert hands over to the
+  // next of --fallback, and the notes say so on stderr.
+  let output = ALSAAlertOutput(
+    player: player, sound: sound, ramp: ramp.map { GainRamp(seconds: $0) })
+  output.attach(to: loop)
+  output.log = { Console.error("earshot alert: \($0)\n") }
+  var failure: String? = nil
+  output.onFailure = { why in
+    failure = why
+    loop.stop()
+  }
   let began = Clock.monotonicNanos()
   do {
-    try player.start(sound: sound, ramp: ramp.map { GainRamp(seconds: $0) })
+    try output.startAlert()
   } catch {
     throw CommandFailure("\(error)")
-  }
-  for skipped in player.skipped {
-    Console.error("earshot alert: \(skipped); tried the next device\n")
   }
   var line = JSONLine()
   line.add("event", "playing")
@@ -87,21 +97,10 @@ func runAlert(_ args: Arguments) throws -> Int32 {
       loop.stop()
     }
   }
-  var failure: Error? = nil
-  let pcmFds = player.pollDescriptors()
-  try loop.watch(pollDescriptors: pcmFds) { fds in
-    do {
-      try player.handleReady(fds)
-    } catch {
-      failure = error
-      loop.stop()
-    }
-  }
   try loop.run()
-  if let failure { throw CommandFailure("\(failure)") }
+  if let failure { throw CommandFailure(failure) }
   let played = Double(Clock.monotonicNanos() - began) / 1e9
-  loop.unwatch(pollDescriptors: pcmFds)
-  player.stop()
+  output.stopAlert()
   var end = JSONLine()
   end.add("event", "stopped")
   end.add("reason", reason)
