@@ -70,9 +70,10 @@ final class MonitorScaleTests: XCTestCase {
     c.regions = [region("room", exitAfter: .seconds(30)), region("desk", major: 9)]
     var m = RegionMonitor(config: c, emitRange: false)
     _ = m.start(at: 0, scanning: true)
-    for i in 0..<100 {
+    // Three segments' worth, so forgetting moves records across segments.
+    for i in 0..<1_500 {
       _ = m.report(
-        at: Int64(i) * 1_000,
+        at: Int64(i) * 100,
         beacon: IBeacon(
           id: BeaconID(uuid: testUUID, major: 1, minor: UInt16(i)), measuredPower: -59),
         address: BDAddress(raw: UInt64(i)), rssi: -70)
@@ -82,7 +83,7 @@ final class MonitorScaleTests: XCTestCase {
     _ = m.report(
       at: 200_000, beacon: IBeacon(id: desk, measuredPower: -59), address: BDAddress(raw: 999),
       rssi: -65)
-    XCTAssertEqual(m.trackedBeacons, 101)
+    XCTAssertEqual(m.trackedBeacons, 1_501)
     let stayer = BeaconID(uuid: testUUID, major: 1, minor: 500)
     var t: Int64 = 1_000_000
     while t < 7_200_000_000 {
@@ -93,6 +94,13 @@ final class MonitorScaleTests: XCTestCase {
     }
     _ = m.advance(to: t)
     XCTAssertEqual(m.trackedBeacons, 2, "the stayer and the desk's last beacon")
+    // The survivors are still found: a report from each updates, not adds.
+    _ = m.report(
+      at: t, beacon: IBeacon(id: desk, measuredPower: -59), address: BDAddress(raw: 999), rssi: -65)
+    _ = m.report(
+      at: t, beacon: IBeacon(id: stayer, measuredPower: -59), address: BDAddress(raw: 5), rssi: -60)
+    XCTAssertEqual(m.trackedBeacons, 2)
+    XCTAssertEqual(m.state(of: "desk"), .inside)
     XCTAssertEqual(m.state(of: "room"), .inside)
     XCTAssertEqual(m.state(of: "desk"), .outside)
   }

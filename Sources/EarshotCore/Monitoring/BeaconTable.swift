@@ -4,20 +4,30 @@ struct TrackedBeacon: Sendable {
   var interval = AdvertisingIntervalEstimator()
 }
 
-/// The beacons the monitor tracks: records in one dense array (inline
-/// filter and gap storage, no per-beacon heap blocks), found through a
-/// small index. With ten thousand beacons a dictionary of full records
-/// would leave a third of its buckets empty yet resident; here only the
-/// index has spare buckets, and they are 24 bytes each.
+/// The beacons the monitor tracks: records stored densely (inline filter
+/// and gap storage, no heap block per beacon) and found through a small
+/// index. With ten thousand beacons a dictionary of full records would
+/// leave a third of its buckets empty yet resident; here only the index
+/// has spare buckets, at 24 bytes each. Records live in fixed-size
+/// segments, so growing never copies them all at once (a doubling array
+/// briefly holds two copies: several megabytes of peak for nothing).
 struct BeaconTable: Sendable {
+  static let segmentSize = 512
   private var index: [BeaconID: Int32] = [:]
-  private(set) var beacons: ContiguousArray<TrackedBeacon> = []
-
-  var count: Int { beacons.count }
+  private var segments: [ContiguousArray<TrackedBeacon>] = []
+  private(set) var count = 0
 
   subscript(id: BeaconID) -> TrackedBeacon? {
-    index[id].map { beacons[Int($0)] }
+    index[id].map { self[position: Int($0)] }
   }
+
+  private subscript(position i: Int) -> TrackedBeacon {
+    get { segments[i / Self.segmentSize][i % Self.segmentSize] }
+    set { segments[i / Self.segmentSize][i % Self.segmentSize] = newValue }
+  }
+
+  /// Every record, in no particular order.
+  var all: some Sequence<TrackedBeacon> { segments.lazy.flatMap { $0 } }
 
   /// One report: creates the record on first sight.
   mutating func observe(
@@ -27,38 +37,51 @@ struct BeaconTable: Sendable {
     if let found = index[id] {
       i = Int(found)
     } else {
-      i = beacons.count
+      i = count
       index[id] = Int32(i)
-      beacons.append(
+      if i % Self.segmentSize == 0 {
+        var segment = ContiguousArray<TrackedBeacon>()
+        segment.reserveCapacity(Self.segmentSize)
+        segments.append(segment)
+      }
+      segments[i / Self.segmentSize].append(
         TrackedBeacon(
           track: BeaconTrack(id: id, address: address, measuredPower: measuredPower, at: t)))
+      count += 1
     }
-    beacons[i].track.observe(address: address, rssi: rssi, measuredPower: measuredPower, at: t)
-    beacons[i].interval.observe(at: t)
+    let (s, o) = (i / Self.segmentSize, i % Self.segmentSize)
+    segments[s][o].track.observe(
+      address: address, rssi: rssi, measuredPower: measuredPower, at: t)
+    segments[s][o].interval.observe(at: t)
   }
 
   /// A gap in scanning: no beacon's next gap may span it.
   mutating func interruptIntervals() {
-    for i in beacons.indices { beacons[i].interval.interrupt() }
+    for s in segments.indices {
+      for o in segments[s].indices { segments[s][o].interval.interrupt() }
+    }
   }
 
   /// Forgets beacons last seen before `horizon`, except those in `keep`;
   /// the last record moves into each hole, so this is linear.
   mutating func forget(seenBefore horizon: Int64, keep: Set<BeaconID>) {
     var i = 0
-    while i < beacons.count {
-      let id = beacons[i].track.id
-      guard beacons[i].track.lastSeen < horizon, !keep.contains(id) else {
+    while i < count {
+      let track = self[position: i].track
+      guard track.lastSeen < horizon, !keep.contains(track.id) else {
         i += 1
         continue
       }
-      index[id] = nil
-      let last = beacons.count - 1
+      index[track.id] = nil
+      let last = count - 1
       if i != last {
-        beacons.swapAt(i, last)
-        index[beacons[i].track.id] = Int32(i)
+        let moved = self[position: last]
+        self[position: i] = moved
+        index[moved.track.id] = Int32(i)
       }
-      beacons.removeLast()
+      segments[segments.count - 1].removeLast()
+      if segments[segments.count - 1].isEmpty { segments.removeLast() }
+      count -= 1
     }
   }
 }

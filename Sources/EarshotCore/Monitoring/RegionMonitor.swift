@@ -301,7 +301,7 @@ public struct RegionMonitor: Sendable {
   private func ranged(_ i: Int, at t: Int64) -> [RangedBeacon] {
     // The beacons that currently keep the region inside.
     let horizon = t - Int64((timeout(i) * 1e6).rounded())
-    return beacons.beacons.lazy.map(\.track)
+    return beacons.all.lazy.map(\.track)
       .filter { regions[i].config.matches($0.id) && $0.lastSeen >= horizon }
       .map { $0.ranged(at: t, model: ranging.model, staleAfter: ranging.staleAfter) }
       .sorted(by: RangedBeacon.nearestFirst)
@@ -336,7 +336,7 @@ public struct RegionMonitor: Sendable {
   private func computeSlowest(_ i: Int) -> (seconds: Double, beacon: BeaconID)? {
     let recent = recentHorizon(i)
     var worst: (seconds: Double, beacon: BeaconID)? = nil
-    for b in beacons.beacons
+    for b in beacons.all
     where b.track.lastSeen >= recent && regions[i].config.matches(b.track.id) {
       let t = beaconTimeout(b)
       if worst == nil || t > worst!.seconds { worst = (t, b.track.id) }
