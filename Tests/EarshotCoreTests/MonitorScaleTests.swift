@@ -94,6 +94,8 @@ final class MonitorScaleTests: XCTestCase {
     }
     _ = m.advance(to: t)
     XCTAssertEqual(m.trackedBeacons, 2, "the stayer and the desk's last beacon")
+    XCTAssertEqual(m.state(of: "room"), .inside)
+    XCTAssertEqual(m.state(of: "desk"), .outside)
     // The survivors are still found: a report from each updates, not adds.
     _ = m.report(
       at: t, beacon: IBeacon(id: desk, measuredPower: -59), address: BDAddress(raw: 999), rssi: -65)
@@ -101,7 +103,5 @@ final class MonitorScaleTests: XCTestCase {
       at: t, beacon: IBeacon(id: stayer, measuredPower: -59), address: BDAddress(raw: 5), rssi: -60)
     XCTAssertEqual(m.trackedBeacons, 2)
     XCTAssertEqual(m.state(of: "desk"), .inside)
-    XCTAssertEqual(m.state(of: "room"), .inside)
-    XCTAssertEqual(m.state(of: "desk"), .outside)
   }
 }
