@@ -49,6 +49,78 @@ final class BLELinkDBusTests: XCTestCase {
     return "unix:path=\(dir)/bus"
   }
 
+  /// bluetoothd's registrations die with it: when it leaves the bus the
+  /// link says so and is down; when it is back, the link registers again.
+  func testRegistersAgainWhenBluetoothdComesBack() throws {
+    let address = try startBus()
+    let loop = try EventLoop()
+    var config = LinkConfig()
+    config.enabled = true
+    let server = try BLELinkServer(
+      loop: loop, config: config, name: "lab", features: [.find], busAddress: address)
+    var logs: [String] = []
+    server.onLog = { logs.append($0) }
+    var calls: [String] = []
+    /// A bluetoothd stand-in with one adapter that serves GATT.
+    func fakeBlueZ() throws -> DBusConnection {
+      let bluez = try DBusConnection(loop: loop, address: address)
+      try bluez.serve(prefix: "/") { call in
+        switch call.member {
+        case "GetManagedObjects":
+          let ifaces: [(DBusValue, DBusValue)] = [
+            (.string("org.bluez.GattManager1"), .properties([])),
+            (.string("org.bluez.LEAdvertisingManager1"), .properties([])),
+          ]
+          call.reply([
+            .dict(
+              key: "o", value: "a{sa{sv}}",
+              [(.objectPath("/org/bluez/hci0"), .dict(key: "s", value: "a{sv}", ifaces))])
+          ])
+        case "RegisterApplication", "RegisterAdvertisement":
+          call.reply()
+        default:
+          return false
+        }
+        calls.append(call.member)
+        return true
+      }
+      try bluez.requestName("org.bluez")
+      return bluez
+    }
+    var first: DBusConnection? = try fakeBlueZ()
+    var second: DBusConnection? = nil
+    var ready: [String] = []
+    server.onReady = { result in
+      switch result {
+      case .success(let adapter): ready.append("up \(adapter)")
+      case .failure(let e): ready.append("down: \(e)")
+      }
+      if ready.count == 1 {
+        // bluetoothd crashes: its connection goes, and the name with it.
+        first?.close()
+        first = nil
+      } else if ready.count == 2 {
+        second = try? fakeBlueZ()
+      } else {
+        loop.stop()
+      }
+    }
+    server.start()
+    loop.after(seconds: 10) { loop.stop() }
+    try loop.run()
+    XCTAssertNotNil(second)
+    XCTAssertEqual(
+      ready, ["up /org/bluez/hci0", "down: org.bluez left the bus", "up /org/bluez/hci0"])
+    XCTAssertEqual(
+      calls,
+      [
+        "GetManagedObjects", "RegisterApplication", "RegisterAdvertisement",
+        "GetManagedObjects", "RegisterApplication", "RegisterAdvertisement",
+      ])
+    XCTAssertTrue(logs.contains { $0.contains("bluetoothd left the bus") }, "\(logs)")
+    XCTAssertTrue(logs.contains { $0.contains("registering the link again") }, "\(logs)")
+  }
+
   func testGattObjectsAndTheWritePath() throws {
     let address = try startBus()
     let loop = try EventLoop()

@@ -41,6 +41,11 @@ public final class BLELinkServer {
   private var notificationSeq: UInt8 = 0
   private var registered = false
   private var advertised = false
+  private var watchingBlueZ = false
+  /// Registering again after bluetoothd came back: it may need a moment
+  /// before its adapters serve GATT, so failures are retried a while.
+  private var rejoinAttempts: Int? = nil
+  private var rejoinTimer: EventLoop.TimerID?
 
   static let root = "/org/earshot/link"
   static let advertisementPath = "/org/earshot/advertisement"
@@ -75,8 +80,48 @@ public final class BLELinkServer {
 
   // MARK: Registration
 
-  /// Finds the adapter, registers the application, then the advertisement.
+  /// Finds the adapter, registers the application, then the advertisement;
+  /// and does it again whenever bluetoothd (re)appears on the bus, since
+  /// its registrations die with it.
   public func start() {
+    watchBlueZ()
+    register()
+  }
+
+  private func watchBlueZ() {
+    guard !watchingBlueZ else { return }
+    watchingBlueZ = true
+    do {
+      try bus.match(
+        "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.bluez'"
+      ) { [weak self] _, _, args in
+        guard let self, args.count == 3, case .string(let owner) = args[2] else { return }
+        self.blueZChanged(present: !owner.isEmpty)
+      }
+    } catch {
+      log(
+        "link: cannot watch for bluetoothd restarts (\(error)); the link will not come back by itself"
+      )
+    }
+  }
+
+  private func blueZChanged(present: Bool) {
+    registered = false
+    advertised = false
+    if let t = rejoinTimer { loop.cancel(t) }
+    rejoinTimer = nil
+    if present {
+      log("link: bluetoothd is on the bus; registering the link again")
+      rejoinAttempts = 0
+      register()
+    } else {
+      log("link: bluetoothd left the bus; the link is down until it is back")
+      rejoinAttempts = nil
+      onReady?(.failure(.serviceGone("org.bluez")))
+    }
+  }
+
+  private func register() {
     bus.call(
       destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.ObjectManager",
       member: "GetManagedObjects"
@@ -140,6 +185,7 @@ public final class BLELinkServer {
         }
       case .success:
         self.advertised = true
+        self.rejoinAttempts = nil
         self.log("link: advertising \(LinkUUID.service)\(withName ? " as \"\(self.name)\"" : "")")
         self.onReady?(.success(adapter))
       }
@@ -148,11 +194,23 @@ public final class BLELinkServer {
 
   private func fail(_ e: DBusError, _ what: String) {
     log("link: \(what): \(e)")
+    if let n = rejoinAttempts, n < 10 {
+      rejoinAttempts = n + 1
+      rejoinTimer = loop.after(seconds: 1) { [weak self] in
+        self?.rejoinTimer = nil
+        self?.register()
+      }
+      return
+    }
+    rejoinAttempts = nil
     onReady?(.failure(e))
   }
 
   /// Unregisters (best effort; bluetoothd also drops both when we disconnect).
   public func stop() {
+    if let t = rejoinTimer { loop.cancel(t) }
+    rejoinTimer = nil
+    rejoinAttempts = nil
     guard let adapter = adapterPath else { return }
     if advertised {
       bus.call(

@@ -292,9 +292,12 @@ public enum DBusError: Error, CustomStringConvertible {
   case malformed(String)
   /// The peer answered with a D-Bus error.
   case remote(name: String, message: String)
+  /// A service we rely on left the bus (bluetoothd stopped or crashed).
+  case serviceGone(String)
 
   public var description: String {
     switch self {
+    case .serviceGone(let name): "\(name) left the bus"
     case .errno(let e, let what): "D-Bus \(what): \(String(cString: strerror(e)))"
     case .malformed(let what): "malformed D-Bus message: \(what)"
     case .remote(let name, let message): "\(name): \(message)"

@@ -107,7 +107,8 @@ extension Daemon {
     let server = link.server
     server.onLog = { [unowned self] in self.log($0) }
     server.onReady = { result in
-      if case .success = result { link.ready = true }
+      // Down while bluetoothd is away; up again once it re-registers.
+      if case .success = result { link.ready = true } else { link.ready = false }
     }
     server.onEvent = { [unowned self] in self.bleEvent($0, link) }
     findObservers.append { [unowned self] in self.bleFindChanged($0, link) }

@@ -12,6 +12,7 @@ wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not sta
 start_btvirt -l2
 btmon -w trace.btsnoop >/dev/null 2>&1 &
 /usr/libexec/bluetooth/bluetoothd -n -d >bluetoothd.log 2>&1 &
+BTD=$!
 a0=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
 a1=$(hciconfig hci1 | awk '/BD Address/ {print $3}')
 wait_for 20 bash -c "timeout 5 bluetoothctl list | grep -q $a1" || fail "bluetoothd does not list hci1"
@@ -172,6 +173,18 @@ busctl get-property org.bluez "$(path hci1 "$a0")" org.bluez.Device1 Paired Bond
 cat info2.out
 check "unbonded central refused: ATT 0x08" grep -q '"att_error":"0x08"' unbonded.out
 check "refusal logged with address and reason" grep -q "refused a write from $a0: the device is not bonded" agent.log
+
+# bluetoothd crashes and comes back: the link's registrations died with it,
+# and Earshot registers them again by itself.
+kill -9 $BTD
+check "the agent says bluetoothd left" wait_for 10 grep -q 'bluetoothd left the bus' agent.log
+/usr/libexec/bluetooth/bluetoothd -n -d >bluetoothd2.log 2>&1 &
+check "the link registers again by itself" \
+  wait_for 30 bash -c "[ \$(grep -c 'link: advertising' agent.log) -ge 2 ]"
+dev --security low find start >again.out 2>again.err
+cat again.out again.err
+check "the service answers again (its write still demands encryption)" \
+  grep -q '"att_error":"0x0[5f]"' again.out
 
 kill -INT $AGENT
 wait $AGENT
