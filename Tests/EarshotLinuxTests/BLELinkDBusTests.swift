@@ -49,6 +49,77 @@ final class BLELinkDBusTests: XCTestCase {
     return "unix:path=\(dir)/bus"
   }
 
+  /// A bluetoothd stand-in with one adapter that serves GATT: answers the
+  /// object tree and both registrations, telling `onCall` of each.
+  private func fakeBlueZ(
+    _ loop: EventLoop, _ address: String, onCall: @escaping (String) -> Void
+  ) throws -> DBusConnection {
+    let bluez = try DBusConnection(loop: loop, address: address)
+    try bluez.serve(prefix: "/") { call in
+      switch call.member {
+      case "GetManagedObjects":
+        let ifaces: [(DBusValue, DBusValue)] = [
+          (.string("org.bluez.GattManager1"), .properties([])),
+          (.string("org.bluez.LEAdvertisingManager1"), .properties([])),
+        ]
+        call.reply([
+          .dict(
+            key: "o", value: "a{sa{sv}}",
+            [(.objectPath("/org/bluez/hci0"), .dict(key: "s", value: "a{sv}", ifaces))])
+        ])
+      case "RegisterApplication", "RegisterAdvertisement":
+        call.reply()
+      default:
+        return false
+      }
+      onCall(call.member)
+      return true
+    }
+    try bluez.requestName("org.bluez")
+    return bluez
+  }
+
+  /// BlueZ's Device1 `Connected` going false is a disconnect event, with
+  /// the address from the object path; other property changes are not.
+  func testADeviceDisconnectIsAnEvent() throws {
+    let address = try startBus()
+    let loop = try EventLoop()
+    var config = LinkConfig()
+    config.enabled = true
+    let server = try BLELinkServer(
+      loop: loop, config: config, name: "lab", features: [.find], busAddress: address)
+    var events: [BLELinkServer.Event] = []
+    server.onEvent = { events.append($0) }
+    let bluez = try fakeBlueZ(loop, address) { _ in }
+    server.onReady = { _ in
+      let device = "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_07"
+      func changed(_ iface: String, _ props: [(String, DBusValue)]) {
+        try? bluez.emit(
+          path: device, interface: "org.freedesktop.DBus.Properties",
+          member: "PropertiesChanged", [.string(iface), .properties(props), .strings([])])
+      }
+      changed("org.bluez.Device1", [("RSSI", .int16(-60))])
+      changed("org.bluez.Device1", [("Connected", .bool(true))])
+      changed("org.bluez.Adapter1", [("Connected", .bool(false))])
+      changed("org.bluez.Device1", [("Connected", .bool(false))])
+      // The same device seen by another adapter is not the link's.
+      try? bluez.emit(
+        path: "/org/bluez/hci1/dev_AA_BB_CC_DD_EE_08", interface: "org.freedesktop.DBus.Properties",
+        member: "PropertiesChanged",
+        [.string("org.bluez.Device1"), .properties([("Connected", .bool(false))]), .strings([])])
+      loop.after(seconds: 0.3) { loop.stop() }
+    }
+    server.start()
+    loop.after(seconds: 10) { loop.stop() }
+    try loop.run()
+    XCTAssertEqual(events, [.disconnected(BDAddress("AA:BB:CC:DD:EE:07")!)])
+    XCTAssertEqual(
+      BLELinkServer.address(ofDevicePath: "/org/bluez/hci1/dev_00_AA_01_01_00_01"),
+      BDAddress("00:AA:01:01:00:01"))
+    XCTAssertNil(BLELinkServer.address(ofDevicePath: "/org/bluez/hci1"))
+    XCTAssertNil(BLELinkServer.address(ofDevicePath: "/org/bluez/hci1/dev_nonsense"))
+  }
+
   /// bluetoothd's registrations die with it: when it leaves the bus the
   /// link says so and is down; when it is back, the link registers again.
   func testRegistersAgainWhenBluetoothdComesBack() throws {
@@ -61,31 +132,8 @@ final class BLELinkDBusTests: XCTestCase {
     var logs: [String] = []
     server.onLog = { logs.append($0) }
     var calls: [String] = []
-    /// A bluetoothd stand-in with one adapter that serves GATT.
     func fakeBlueZ() throws -> DBusConnection {
-      let bluez = try DBusConnection(loop: loop, address: address)
-      try bluez.serve(prefix: "/") { call in
-        switch call.member {
-        case "GetManagedObjects":
-          let ifaces: [(DBusValue, DBusValue)] = [
-            (.string("org.bluez.GattManager1"), .properties([])),
-            (.string("org.bluez.LEAdvertisingManager1"), .properties([])),
-          ]
-          call.reply([
-            .dict(
-              key: "o", value: "a{sa{sv}}",
-              [(.objectPath("/org/bluez/hci0"), .dict(key: "s", value: "a{sv}", ifaces))])
-          ])
-        case "RegisterApplication", "RegisterAdvertisement":
-          call.reply()
-        default:
-          return false
-        }
-        calls.append(call.member)
-        return true
-      }
-      try bluez.requestName("org.bluez")
-      return bluez
+      try self.fakeBlueZ(loop, address) { calls.append($0) }
     }
     var first: DBusConnection? = try fakeBlueZ()
     var second: DBusConnection? = nil

@@ -21,6 +21,8 @@ public final class BLELinkServer {
     /// A device enabled or disabled notifications (any device: BlueZ does
     /// not say which).
     case notifying(Bool)
+    /// A device's connection ended (BlueZ's Device1 `Connected` went false).
+    case disconnected(BDAddress)
   }
 
   public var onEvent: ((Event) -> Void)?
@@ -98,11 +100,28 @@ public final class BLELinkServer {
         guard let self, args.count == 3, case .string(let owner) = args[2] else { return }
         self.blueZChanged(present: !owner.isEmpty)
       }
+      try bus.match(
+        "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.bluez.Device1'"
+      ) { [weak self] path, _, args in
+        // Only devices of the adapter the link serves (one bluetoothd
+        // has every adapter's devices).
+        guard let self, let adapter = self.adapterPath, path.hasPrefix(adapter + "/"),
+          args.count >= 2, args[1]["Connected"]?.boolValue == false,
+          let address = Self.address(ofDevicePath: path)
+        else { return }
+        self.onEvent?(.disconnected(address))
+      }
     } catch {
       log(
         "link: cannot watch for bluetoothd restarts (\(error)); the link will not come back by itself"
       )
     }
+  }
+
+  /// BlueZ names a device's object after its address: .../dev_AA_BB_CC_DD_EE_FF.
+  static func address(ofDevicePath path: String) -> BDAddress? {
+    guard let last = path.split(separator: "/").last, last.hasPrefix("dev_") else { return nil }
+    return BDAddress(String(last.dropFirst(4)).replacingUnderscores())
   }
 
   private func blueZChanged(present: Bool) {
@@ -500,4 +519,10 @@ public final class BLELinkServer {
 private func hexByte(_ b: UInt8) -> String {
   let s = String(b, radix: 16)
   return s.count == 1 ? "0" + s : s
+}
+
+extension String {
+  fileprivate func replacingUnderscores() -> String {
+    String(map { $0 == "_" ? ":" : $0 })
+  }
 }

@@ -293,6 +293,10 @@ extension Daemon {
     switch event {
     case .notifying(let on):
       log("link: a device \(on ? "enabled" : "disabled") notifications")
+    case .disconnected(let address):
+      // Its unacknowledged notices have failed; its ring request stays.
+      log("link: \(address) disconnected")
+      find.submit(.deviceGone(BLEDeviceLink.device(address)))
     case .legacy(.name, _):
       break  // answered by the server
     case .legacy(.volume, let from):

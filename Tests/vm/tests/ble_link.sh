@@ -163,6 +163,23 @@ check "REQ_VOLUME after set: the mixer's 0.75" grep -qE '"volume":0.7[456]' lega
 check "legacy 1.5 refused (0x81)" grep -q '"att_error":"0x81"' legacy.out
 check "legacy 2 bytes refused (0x0d)" grep -q '"att_error":"0x0d"' legacy.out
 
+# A device that leaves before acknowledging its notice: the disconnect is
+# seen (BlueZ's Device1 Connected), and the notice fails with it instead of
+# staying open.
+hangup
+"$EARSHOT" device --ble "$a1" --adapter hci0 --timeout 15 --security high --wait 4 \
+  find start >noack.out 2>noack.err &
+DEV=$!
+wait_for 60 grep -q '"result":"ringing"' noack.out || fail "find_start (no ack) was never answered"
+"$EARSHOT" found --socket $SOCK >found2.out 2>&1
+wait $DEV
+hangup
+forget_central
+cat noack.out noack.err
+check "the central's disconnect is seen" wait_for 10 grep -q "link: $a0 disconnected" agent.log
+check "its unacknowledged notice fails with the disconnect" \
+  wait_for 10 grep -qE "notice [0-9]+ to ble:$a0 failed: the device disconnected" agent.log
+
 # An unbonded central: forget the bond on both sides, pair without bonding.
 busctl call org.bluez /org/bluez/hci1 org.bluez.Adapter1 RemoveDevice o "$(path hci1 "$a0")"
 busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "$(path hci0 "$a1")"
