@@ -134,4 +134,43 @@ final class PacketReaderTests: XCTestCase {
     XCTAssertEqual(Array(perCall.prefix(3)), [1, 1, 1], "quiet packets are not held back")
     XCTAssertLessThan(calls, 303 / 3, "busy packets are read in batches (\(calls) reads)")
   }
+
+  /// A batching handler that closes its descriptor, whose number is then
+  /// reused and watched by someone else: the new owner is not put to rest.
+  func testAReusedDescriptorNumberIsNotTouchedByTheOldBatching() throws {
+    let loop = try EventLoop()
+    var (r, w) = try pair()
+    var newCalls = 0
+    var reused = false
+    var oldCalls = 0
+    try loop.watch(r, batchingFor: 50_000_000) { _ in
+      oldCalls += 1
+      loop.unwatch(r)
+      close(r)
+      close(w)
+      // The next socketpair gets the lowest free numbers: r's among them.
+      let (r2, w2) = try! self.pair()
+      reused = r2 == r || w2 == r
+      let mine = r2 == r ? r2 : w2
+      let other = r2 == r ? w2 : r2
+      try! loop.watch(mine) { _ in
+        var b = [UInt8](repeating: 0, count: 8)
+        _ = read(mine, &b, 8)
+        newCalls += 1
+        if newCalls == 3 { loop.stop() }
+      }
+      for i in 0..<3 {
+        loop.after(nanos: UInt64(i + 1) * 5_000_000) { _ = write(other, "x", 1) }
+      }
+      (r, w) = (mine, other)
+    }
+    _ = write(w, "go", 2)
+    loop.after(seconds: 5) { loop.stop() }
+    try loop.run()
+    close(r)
+    close(w)
+    XCTAssertEqual(oldCalls, 1)
+    XCTAssertTrue(reused, "the test needs the number reused")
+    XCTAssertEqual(newCalls, 3, "the new owner hears every write, not only the first")
+  }
 }

@@ -148,12 +148,12 @@ public final class AlertPlayer {
 
   /// Silences the device at once and releases it. Safe to call when idle.
   public func stop() {
+    renderer = nil
+    pendingFrames = 0
     guard let output else { return }
     earlierRecoveries += output.recoveries
     output.close()
     self.output = nil
-    renderer = nil
-    pendingFrames = 0
   }
 
   /// The descriptors to poll while playing, with the events to wait for.

@@ -140,12 +140,20 @@ public final class BLELinkServer {
     }
   }
 
+  /// One registration attempt: replies to an older attempt (before a
+  /// bluetoothd restart, or a retry) are ignored.
+  private var attempt = 0
+
+  /// Picks the adapter, then registers what is not registered yet (a
+  /// retry goes on from the step that failed).
   private func register() {
+    attempt += 1
+    let current = attempt
     bus.call(
       destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.ObjectManager",
       member: "GetManagedObjects"
     ) { [weak self] result in
-      guard let self else { return }
+      guard let self, current == self.attempt else { return }
       switch result {
       case .failure(let e):
         self.fail(e, "cannot reach bluetoothd (is it running?)")
@@ -162,52 +170,62 @@ public final class BLELinkServer {
           )
           return
         }
+        if path != self.adapterPath { self.registered = false }
         self.adapterPath = path
-        self.registerApplication(path)
+        if self.registered {
+          self.registerAdvertisement(path, withName: self.advertiseName, current)
+        } else {
+          self.registerApplication(path, current)
+        }
       }
     }
   }
 
-  private func registerApplication(_ adapter: String) {
+  /// BlueZ's answer when the object is already registered: as good as done.
+  private static func alreadyDone(_ e: DBusError) -> Bool {
+    if case .remote(let name, _) = e { return name == "org.bluez.Error.AlreadyExists" }
+    return false
+  }
+
+  private func registerApplication(_ adapter: String, _ current: Int) {
     bus.call(
       destination: "org.bluez", path: adapter, interface: "org.bluez.GattManager1",
       member: "RegisterApplication", [.objectPath(Self.root), .properties([])]
     ) { [weak self] result in
-      guard let self else { return }
-      switch result {
-      case .failure(let e): self.fail(e, "BlueZ refused the GATT application")
-      case .success:
-        self.registered = true
-        self.log("link: GATT service \(LinkUUID.service) registered on \(adapter)")
-        self.registerAdvertisement(adapter, withName: true)
+      guard let self, current == self.attempt else { return }
+      if case .failure(let e) = result, !Self.alreadyDone(e) {
+        self.fail(e, "BlueZ refused the GATT application")
+        return
       }
+      self.registered = true
+      self.log("link: GATT service \(LinkUUID.service) registered on \(adapter)")
+      self.registerAdvertisement(adapter, withName: true, current)
     }
   }
 
   private var advertiseName = true
 
-  private func registerAdvertisement(_ adapter: String, withName: Bool) {
+  private func registerAdvertisement(_ adapter: String, withName: Bool, _ current: Int) {
     advertiseName = withName
     bus.call(
       destination: "org.bluez", path: adapter, interface: "org.bluez.LEAdvertisingManager1",
       member: "RegisterAdvertisement", [.objectPath(Self.advertisementPath), .properties([])]
     ) { [weak self] result in
-      guard let self else { return }
-      switch result {
-      case .failure(let e):
+      guard let self, current == self.attempt else { return }
+      if case .failure(let e) = result, !Self.alreadyDone(e) {
         if withName {
           // The name may not fit beside a 128-bit UUID in 31 bytes.
           self.log("link: advertising with the name failed (\(e)); trying without it")
-          self.registerAdvertisement(adapter, withName: false)
+          self.registerAdvertisement(adapter, withName: false, current)
         } else {
           self.fail(e, "BlueZ refused the advertisement")
         }
-      case .success:
-        self.advertised = true
-        self.rejoinAttempts = nil
-        self.log("link: advertising \(LinkUUID.service)\(withName ? " as \"\(self.name)\"" : "")")
-        self.onReady?(.success(adapter))
+        return
       }
+      self.advertised = true
+      self.rejoinAttempts = nil
+      self.log("link: advertising \(LinkUUID.service)\(withName ? " as \"\(self.name)\"" : "")")
+      self.onReady?(.success(adapter))
     }
   }
 
@@ -215,6 +233,7 @@ public final class BLELinkServer {
     log("link: \(what): \(e)")
     if let n = rejoinAttempts, n < 10 {
       rejoinAttempts = n + 1
+      if let t = rejoinTimer { loop.cancel(t) }
       rejoinTimer = loop.after(seconds: 1) { [weak self] in
         self?.rejoinTimer = nil
         self?.register()
@@ -227,6 +246,7 @@ public final class BLELinkServer {
 
   /// Unregisters (best effort; bluetoothd also drops both when we disconnect).
   public func stop() {
+    attempt += 1  // replies still on their way change nothing now
     if let t = rejoinTimer { loop.cancel(t) }
     rejoinTimer = nil
     rejoinAttempts = nil

@@ -138,6 +138,7 @@ public final class FindPhoneDriver {
       }
     case .forgetSavedVolume:
       savedVolume.remove()
+      savedNotDurable = false
     case .armTimer(let deadline):
       if let timer { loop.cancel(timer) }
       timer = loop.at(deadline) { [weak self] in

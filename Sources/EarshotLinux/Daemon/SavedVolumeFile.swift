@@ -8,8 +8,9 @@ import EarshotCore
 /// (`SavedVolume`'s text). Written to a temporary file and renamed over, so
 /// a kill -9 at any moment leaves either no file or a whole one. Making it
 /// durable (fsync, which can take tens of milliseconds on a busy disk) is a
-/// separate step that find-phone takes once the alert is sounding: only a
-/// power loss in those few milliseconds could lose it.
+/// separate step that find-phone takes once the alert is sounding: a power
+/// loss in those few milliseconds can leave an empty file, which reads as
+/// no saved volume.
 public struct SavedVolumeFile {
   public let directory: String
   public var path: String { directory + "/find-phone-volume" }
@@ -59,6 +60,11 @@ public struct SavedVolumeFile {
     var st = stat()
     guard stat(path, &st) == 0 else { return nil }
     let file = try FileBytes(path: path)
+    // Renamed into place but never synced before a power loss.
+    if file.bytes.isEmpty {
+      remove()
+      return nil
+    }
     guard let v = SavedVolume.decode(String(decoding: file.bytes, as: UTF8.self)) else {
       throw SystemError(
         errno: EINVAL, "\(path) is not a saved volume; delete it if you set the volume yourself")

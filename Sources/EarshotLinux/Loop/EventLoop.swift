@@ -20,6 +20,11 @@ public final class EventLoop {
   private var resting: [Int32: TimerID] = [:]
   /// When each batching descriptor's handler last ran (monotonic ns).
   private var lastBatch: [Int32: UInt64] = [:]
+  /// Which `watch(_:batchingFor:_:)` a descriptor number belongs to now,
+  /// so a closed descriptor's rest timer never touches its number's next
+  /// owner.
+  private var batchTokens: [Int32: UInt64] = [:]
+  private var nextBatchToken: UInt64 = 1
   /// Pending timers, earliest first.
   private var timers: [(deadline: UInt64, id: TimerID, fire: () -> Void)] = []
   private var nextTimerID: TimerID = 1
@@ -63,6 +68,13 @@ public final class EventLoop {
       try add(fd, events)
     }
     handlers[fd] = handler
+    forgetBatching(fd)
+  }
+
+  private func forgetBatching(_ fd: Int32) {
+    if let timer = resting.removeValue(forKey: fd) { cancel(timer) }
+    lastBatch[fd] = nil
+    batchTokens[fd] = nil
   }
 
   /// Like `watch`, for a busy packet source (the HCI socket): when its
@@ -76,9 +88,12 @@ public final class EventLoop {
     _ fd: Int32, batchingFor interval: UInt64, _ handler: @escaping Handler
   ) throws {
     let events = EPOLLIN.rawValue | EPOLLONESHOT.rawValue
+    let token = nextBatchToken
+    nextBatchToken += 1
     try watch(fd, events: events) { [unowned self] bits in
       handler(bits)
-      guard self.handlers[fd] != nil else { return }  // unwatched by the handler
+      // Unwatched by the handler (its number may even be someone else's now).
+      guard self.batchTokens[fd] == token else { return }
       let now = Clock.monotonicNanos()
       let busy = self.lastBatch[fd].map { now &- $0 < 2 * interval } ?? false
       self.lastBatch[fd] = now
@@ -88,10 +103,11 @@ public final class EventLoop {
       }
       self.resting[fd] = self.after(nanos: interval) { [unowned self] in
         self.resting[fd] = nil
-        guard self.handlers[fd] != nil else { return }
+        guard self.batchTokens[fd] == token else { return }
         try? self.modify(fd, events: events)
       }
     }
+    batchTokens[fd] = token
   }
 
   public func modify(_ fd: Int32, events: UInt32) throws {
@@ -104,8 +120,7 @@ public final class EventLoop {
   /// Stops watching `fd`; safe to call from inside its own handler.
   public func unwatch(_ fd: Int32) {
     guard handlers.removeValue(forKey: fd) != nil else { return }
-    if let timer = resting.removeValue(forKey: fd) { cancel(timer) }
-    lastBatch[fd] = nil
+    forgetBatching(fd)
     _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
   }
 

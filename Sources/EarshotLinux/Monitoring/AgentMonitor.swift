@@ -124,6 +124,10 @@ public final class AgentMonitor {
         let delay = max(0, next - Clock.realtimeMicros())
         let id = loop.after(nanos: UInt64(delay) * 1000) { [unowned self] in
           self.deadlineTimer = nil
+          // Reports that arrived before the deadline may still be queued
+          // (the scanner reads a busy socket in batches): take them first,
+          // or an exit could fire with its beacon's report in the queue.
+          self.scanner?.readQueued()
           // A timer may wake a hair early by the wall clock; never short of its deadline.
           self.driver.advance(to: max(Clock.realtimeMicros(), next))
           self.rearm()

@@ -429,6 +429,10 @@ public final class LiveScanner {
 
   // MARK: Reading
 
+  /// Reads what is queued on the scan socket now, even while it rests
+  /// between batches: for whoever must see every report up to this moment.
+  public func readQueued() { readable() }
+
   private func readable() {
     guard let s = socket else { return }
     do {
