@@ -37,7 +37,7 @@ public final class BLEDeviceLink: DeviceLink {
   /// Registered with bluetoothd: notices can go out.
   public internal(set) var ready = false
   /// Notices sent: the 16-bit number on the wire → the coordinator's id.
-  private var notices: [UInt16: NoticeID] = [:]
+  private var notices: [UInt16: (id: NoticeID, device: DeviceID)] = [:]
 
   public init(server: BLELinkServer) {
     self.server = server
@@ -50,13 +50,15 @@ public final class BLEDeviceLink: DeviceLink {
   public func deliverNotice(_ id: NoticeID, to device: DeviceID) -> Bool {
     guard ready else { return false }
     let wire = UInt16(truncatingIfNeeded: id)
-    notices[wire] = id
+    notices[wire] = (id, device)
     server.notify(.phoneFound(notice: wire))
     return true
   }
 
-  func notice(_ wire: UInt16) -> NoticeID? { notices[wire] }
+  func notice(_ wire: UInt16) -> NoticeID? { notices[wire]?.id }
   func answered(_ wire: UInt16) { notices[wire] = nil }
+  /// A device left: its notices can no longer be answered.
+  func forgetNotices(of device: DeviceID) { notices = notices.filter { $0.value.device != device } }
 }
 
 extension Daemon {
@@ -296,6 +298,7 @@ extension Daemon {
     case .disconnected(let address):
       // Its unacknowledged notices have failed; its ring request stays.
       log("link: \(address) disconnected")
+      link.forgetNotices(of: BLEDeviceLink.device(address))
       find.submit(.deviceGone(BLEDeviceLink.device(address)))
     case .legacy(.name, _):
       break  // answered by the server
