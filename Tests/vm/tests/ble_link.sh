@@ -11,7 +11,12 @@ dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
 wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
 start_btvirt -l2
 btmon -w trace.btsnoop >/dev/null 2>&1 &
-/usr/libexec/bluetooth/bluetoothd -n -d >bluetoothd.log 2>&1 &
+# One bluetoothd serves both sides here, so Earshot's side must not run a
+# GATT client of its own against the central (reverse service discovery):
+# its requests would meet the raw client's bearer there too, and the
+# "unexpected ATT response" resets the link. A phone has one bearer.
+printf '[General]\nReverseServiceDiscovery = false\n' >main.conf
+/usr/libexec/bluetooth/bluetoothd -n -d -f main.conf >bluetoothd.log 2>&1 &
 BTD=$!
 a0=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
 a1=$(hciconfig hci1 | awk '/BD Address/ {print $3}')
@@ -166,11 +171,20 @@ check "legacy 2 bytes refused (0x0d)" grep -q '"att_error":"0x0d"' legacy.out
 # A device that leaves before acknowledging its notice: the disconnect is
 # seen (BlueZ's Device1 Connected), and the notice fails with it instead of
 # staying open.
-hangup
-"$EARSHOT" device --ble "$a1" --adapter hci0 --timeout 15 --security high --wait 4 \
-  find start >noack.out 2>noack.err &
-DEV=$!
-wait_for 60 grep -q '"result":"ringing"' noack.out || fail "find_start (no ack) was never answered"
+# (Up to three tries: bluetoothd's own ATT bearer on the central can still
+# clash with the raw client's, which resets the link at the first write.)
+for try in 1 2 3; do
+  hangup
+  "$EARSHOT" device --ble "$a1" --adapter hci0 --timeout 15 --security high --wait 4 \
+    find start >noack.out 2>noack.err &
+  DEV=$!
+  wait_for 60 bash -c "grep -q '\"result\":\"ringing\"' noack.out || ! kill -0 $DEV 2>/dev/null"
+  grep -q '"result":"ringing"' noack.out && break
+  wait $DEV
+  cat noack.out noack.err
+  forget_central
+done
+grep -q '"result":"ringing"' noack.out || fail "find_start (no ack) was never answered"
 "$EARSHOT" found --socket $SOCK >found2.out 2>&1
 wait $DEV
 hangup
@@ -195,7 +209,7 @@ check "refusal logged with address and reason" grep -q "refused a write from $a0
 # and Earshot registers them again by itself.
 kill -9 $BTD
 check "the agent says bluetoothd left" wait_for 10 grep -q 'bluetoothd left the bus' agent.log
-/usr/libexec/bluetooth/bluetoothd -n -d >bluetoothd2.log 2>&1 &
+/usr/libexec/bluetooth/bluetoothd -n -d -f main.conf >bluetoothd2.log 2>&1 &
 check "the link registers again by itself" \
   wait_for 30 bash -c "[ \$(grep -c 'link: advertising' agent.log) -ge 2 ]"
 dev --security low find start >again.out 2>again.err
