@@ -18,21 +18,26 @@ struct BeaconTable: Sendable {
   private(set) var count = 0
 
   subscript(id: BeaconID) -> TrackedBeacon? {
-    index[id].map { self[position: Int($0)] }
+    position(of: id).map { self[position: $0] }
   }
 
-  private subscript(position i: Int) -> TrackedBeacon {
-    get { segments[i / Self.segmentSize][i % Self.segmentSize] }
-    set { segments[i / Self.segmentSize][i % Self.segmentSize] = newValue }
+  /// Where a beacon's record is now (forgetting moves records).
+  func position(of id: BeaconID) -> Int? { index[id].map(Int.init) }
+
+  /// A record in place: reading one field does not copy the record.
+  subscript(position i: Int) -> TrackedBeacon {
+    _read { yield segments[i / Self.segmentSize][i % Self.segmentSize] }
+    _modify { yield &segments[i / Self.segmentSize][i % Self.segmentSize] }
   }
 
   /// Every record, in no particular order.
   var all: some Sequence<TrackedBeacon> { segments.lazy.flatMap { $0 } }
 
-  /// One report: creates the record on first sight.
+  /// One report: creates the record on first sight. Returns its position.
+  @discardableResult
   mutating func observe(
     _ id: BeaconID, address: BDAddress, rssi: Int8?, measuredPower: Int8, at t: Int64
-  ) {
+  ) -> Int {
     let i: Int
     if let found = index[id] {
       i = Int(found)
@@ -49,17 +54,15 @@ struct BeaconTable: Sendable {
           track: BeaconTrack(id: id, address: address, measuredPower: measuredPower, at: t)))
       count += 1
     }
-    let (s, o) = (i / Self.segmentSize, i % Self.segmentSize)
-    segments[s][o].track.observe(
+    self[position: i].track.observe(
       address: address, rssi: rssi, measuredPower: measuredPower, at: t)
-    segments[s][o].interval.observe(at: t)
+    self[position: i].interval.observe(at: t)
+    return i
   }
 
   /// A gap in scanning: no beacon's next gap may span it.
   mutating func interruptIntervals() {
-    for s in segments.indices {
-      for o in segments[s].indices { segments[s][o].interval.interrupt() }
-    }
+    for i in 0..<count { self[position: i].interval.interrupt() }
   }
 
   /// Forgets beacons last seen before `horizon`, except those in `keep`;

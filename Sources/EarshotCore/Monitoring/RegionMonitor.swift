@@ -154,19 +154,19 @@ public struct RegionMonitor: Sendable {
     if !started { out += start(at: t, scanning: true) }
     if scanningSince == nil { scanningSince = t }
 
-    beacons.observe(
+    let position = beacons.observe(
       beacon.id, address: address, rssi: rssi, measuredPower: beacon.measuredPower, at: t)
 
     for i in matching {
       regions[i].lastSeen = t
       regions[i].lastBeacon = beacon.id
-      updateSlowest(i, reporter: beacon.id)
+      updateSlowest(i, reporter: beacon.id, at: position)
       guard regions[i].state != .inside else { continue }
       let kind: MonitorEvent.Kind = regions[i].known == .outside ? .enter : .state
       regions[i].state = .inside
       regions[i].known = .inside
       if emitRange { regions[i].nextRange = nextTick(after: t) }
-      let trigger = beacons[beacon.id]!.track.ranged(
+      let trigger = beacons[position: position].track.ranged(
         at: t, model: ranging.model, staleAfter: ranging.staleAfter)
       out.append(event(t, kind, i, beacons: [trigger]))
     }
@@ -344,17 +344,22 @@ public struct RegionMonitor: Sendable {
     return worst
   }
 
-  /// After a report from `id` in region `i`: the maximum only needs a full
-  /// pass when the slowest beacon got faster or is no longer recent.
-  private mutating func updateSlowest(_ i: Int, reporter id: BeaconID) {
-    guard isAuto(i), let mine = beacons[id].map(beaconTimeout) else { return }
+  /// After a report from `id` (at `position`) in region `i`: the maximum
+  /// only needs a full pass when the slowest beacon got faster or is no
+  /// longer recent.
+  private mutating func updateSlowest(_ i: Int, reporter id: BeaconID, at position: Int) {
+    guard isAuto(i) else { return }
+    let mine = beaconTimeout(beacons[position: position])
     if let current = regions[i].slowest {
       if mine >= current.seconds {
         regions[i].slowest = (mine, id)
         return
       }
-      let stillRecent = (beacons[current.beacon]?.track.lastSeen ?? .min) >= recentHorizon(i)
-      if current.beacon != id && stillRecent { return }
+      if current.beacon != id, let p = beacons.position(of: current.beacon),
+        beacons[position: p].track.lastSeen >= recentHorizon(i)
+      {
+        return
+      }
     }
     regions[i].slowest = computeSlowest(i)
   }
