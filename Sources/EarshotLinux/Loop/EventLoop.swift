@@ -16,14 +16,17 @@ public final class EventLoop {
   private let timerfd: Int32
   private var signalfd: Int32 = -1
   private var handlers: [Int32: Handler] = [:]
-  /// Batching descriptors resting after a call, with the timer that wakes them.
-  private var resting: [Int32: TimerID] = [:]
-  /// When each batching descriptor's handler last ran (monotonic ns).
-  private var lastBatch: [Int32: UInt64] = [:]
-  /// Which `watch(_:batchingFor:_:)` a descriptor number belongs to now,
-  /// so a closed descriptor's rest timer never touches its number's next
-  /// owner.
-  private var batchTokens: [Int32: UInt64] = [:]
+  /// A descriptor watched with `watch(_:batchingFor:_:)`.
+  private struct Batching {
+    /// Which watch the descriptor number belongs to now, so a closed
+    /// descriptor's rest timer never touches its number's next owner.
+    let token: UInt64
+    /// When the handler last ran (monotonic ns).
+    var lastCall: UInt64? = nil
+    /// The timer that ends the current rest.
+    var rest: TimerID? = nil
+  }
+  private var batching: [Int32: Batching] = [:]
   private var nextBatchToken: UInt64 = 1
   /// Pending timers, earliest first.
   private var timers: [(deadline: UInt64, id: TimerID, fire: () -> Void)] = []
@@ -72,9 +75,7 @@ public final class EventLoop {
   }
 
   private func forgetBatching(_ fd: Int32) {
-    if let timer = resting.removeValue(forKey: fd) { cancel(timer) }
-    lastBatch[fd] = nil
-    batchTokens[fd] = nil
+    if let timer = batching.removeValue(forKey: fd)?.rest { cancel(timer) }
   }
 
   /// Like `watch`, for a busy packet source (the HCI socket): when its
@@ -93,21 +94,21 @@ public final class EventLoop {
     try watch(fd, events: events) { [unowned self] bits in
       handler(bits)
       // Unwatched by the handler (its number may even be someone else's now).
-      guard self.batchTokens[fd] == token else { return }
+      guard self.batching[fd]?.token == token else { return }
       let now = Clock.monotonicNanos()
-      let busy = self.lastBatch[fd].map { now &- $0 < 2 * interval } ?? false
-      self.lastBatch[fd] = now
+      let busy = self.batching[fd]?.lastCall.map { now &- $0 < 2 * interval } ?? false
+      self.batching[fd]?.lastCall = now
       guard busy else {
         try? self.modify(fd, events: events)
         return
       }
-      self.resting[fd] = self.after(nanos: interval) { [unowned self] in
-        self.resting[fd] = nil
-        guard self.batchTokens[fd] == token else { return }
+      self.batching[fd]?.rest = self.after(nanos: interval) { [unowned self] in
+        guard self.batching[fd]?.token == token else { return }
+        self.batching[fd]?.rest = nil
         try? self.modify(fd, events: events)
       }
     }
-    batchTokens[fd] = token
+    batching[fd] = Batching(token: token)
   }
 
   public func modify(_ fd: Int32, events: UInt32) throws {

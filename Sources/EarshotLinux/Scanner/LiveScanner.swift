@@ -251,7 +251,7 @@ public final class LiveScanner {
       throw e.errno == ENODEV ? ScanError.adapterGone(name) : ScanError.system(name, e)
     }
     socket = s
-    try loop.watch(s.fd, batchingFor: Self.readBatchNanos) { [unowned self] _ in self.readable() }
+    try loop.watch(s.fd, batchingFor: Self.readBatchNanos) { [unowned self] _ in self.readQueued() }
 
     let answer = try request(.readLocalSupportedCommands)
     guard answer.status.isSuccess, case .complete(_, let p) = answer,
@@ -429,11 +429,10 @@ public final class LiveScanner {
 
   // MARK: Reading
 
-  /// Reads what is queued on the scan socket now, even while it rests
-  /// between batches: for whoever must see every report up to this moment.
-  public func readQueued() { readable() }
-
-  private func readable() {
+  /// Reads what is queued on the scan socket: when it is readable, and
+  /// for whoever must see every report up to this moment (even while the
+  /// socket rests between batches).
+  public func readQueued() {
     guard let s = socket else { return }
     do {
       try reader.drain(s.fd) { packet, control in
