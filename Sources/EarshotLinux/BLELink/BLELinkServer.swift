@@ -121,7 +121,7 @@ public final class BLELinkServer {
   /// BlueZ names a device's object after its address: .../dev_AA_BB_CC_DD_EE_FF.
   static func address(ofDevicePath path: String) -> BDAddress? {
     guard let last = path.split(separator: "/").last, last.hasPrefix("dev_") else { return nil }
-    return BDAddress(String(last.dropFirst(4)).replacingUnderscores())
+    return BDAddress(String(last.dropFirst(4).map { $0 == "_" ? ":" : $0 }))
   }
 
   private func blueZChanged(present: Bool) {
@@ -539,10 +539,4 @@ public final class BLELinkServer {
 private func hexByte(_ b: UInt8) -> String {
   let s = String(b, radix: 16)
   return s.count == 1 ? "0" + s : s
-}
-
-extension String {
-  fileprivate func replacingUnderscores() -> String {
-    String(map { $0 == "_" ? ":" : $0 })
-  }
 }

@@ -108,10 +108,8 @@ extension Daemon {
     find.add(link)
     let server = link.server
     server.onLog = { [unowned self] in self.log($0) }
-    server.onReady = { result in
-      // Down while bluetoothd is away; up again once it re-registers.
-      if case .success = result { link.ready = true } else { link.ready = false }
-    }
+    // Down while bluetoothd is away; up again once it re-registers.
+    server.onReady = { link.ready = (try? $0.get()) != nil }
     server.onEvent = { [unowned self] in self.bleEvent($0, link) }
     findObservers.append { [unowned self] in self.bleFindChanged($0, link) }
     volumeObservers.append { v in

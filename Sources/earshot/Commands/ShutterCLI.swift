@@ -71,28 +71,13 @@ func runShutter(_ args: Arguments) throws -> Int32 {
   driver.onReply = { reply in
     let raw = answered < sent.count ? sent[answered] : -1
     answered += 1
-    var line = JSONLine()
-    if let c = ShutterCommand(rawValue: raw) {
-      line.add("event", c.name)
-    } else {
-      line.add("event", raw)
-    }
-    line.add("value", raw)
+    let answer: (line: String, failed: Bool)
     switch reply {
-    case .state(let state, let photo):
-      line.add("state", state.name)
-      line.add("code", state.rawValue)
-      if let photo { line.add("photo", photo) }
-      if state == .photoFailed
-        || (state == .exitedOrUnableToEnter && raw == ShutterCommand.enter.rawValue)
-      {
-        failed = true
-      }
-    case .error(let value):
-      line.add("error", "unknown shutter event \(value)")
-      failed = true
+    case .state(let state, let photo): answer = shutterAnswer(raw, state, photo: photo)
+    case .error: answer = shutterAnswer(raw, nil)
     }
-    Console.line(line.line)
+    Console.line(answer.line)
+    if answer.failed { failed = true }
     if !inputOpen && answered == sent.count { loop.stop() }
   }
   try loop.handleSignals([SIGINT, SIGTERM]) { _ in loop.stop() }
@@ -118,14 +103,10 @@ func runShutter(_ args: Arguments) throws -> Int32 {
         let word = String(decoding: pending[..<nl], as: UTF8.self).trimmingCharacters()
         pending.removeSubrange(...nl)
         guard !word.isEmpty else { continue }
-        if let c = ShutterCommand(text: word) {
-          send(c.rawValue)
-        } else if let v = Int(word) {
-          send(v)
+        if let raw = shutterEvent(word) {
+          send(raw)
         } else {
-          Console.error(
-            "earshot shutter: '\(word)' is not a shutter event (enter, capture, exit or a number)\n"
-          )
+          Console.error("earshot shutter: '\(word)' \(notAShutterEvent)\n")
         }
       }
       if n <= 0 {
@@ -141,12 +122,18 @@ func runShutter(_ args: Arguments) throws -> Int32 {
   return failed ? 1 : 0
 }
 
+/// A word naming a shutter event: enter, capture, exit, or a number (an
+/// unknown one is answered with an error, as a device would be).
+private func shutterEvent(_ word: String) -> Int? {
+  ShutterCommand(text: word)?.rawValue ?? Int(word)
+}
+
+private let notAShutterEvent = "is not a shutter event (enter, capture, exit or a number)"
+
 private func shutterEvents(_ words: [String]) throws -> [Int] {
   try words.map { word in
-    if let c = ShutterCommand(text: word) { return c.rawValue }
-    // An unknown value is answered with an error, as a device would be.
-    if let n = Int(word) { return n }
-    throw UsageError("'\(word)' is not a shutter event: use enter, capture, exit or a number")
+    guard let raw = shutterEvent(word) else { throw UsageError("'\(word)' \(notAShutterEvent)") }
+    return raw
   }
 }
 
@@ -158,44 +145,29 @@ private func shutterThroughAgent(_ agent: ControlClient, _ events: [Int]) throws
   var failed = false
   func send(_ raw: Int) throws {
     let r = try agent.call(.shutter(raw))
-    var line = JSONLine()
-    if let c = ShutterCommand(rawValue: raw) {
-      line.add("event", c.name)
-    } else {
-      line.add("event", raw)
-    }
-    line.add("value", raw)
-    if r["ok"] == .bool(true), let state = r["state"]?.string, let code = r["code"]?.integer {
-      line.add("state", state)
-      line.add("code", Int(code))
-      if let photo = r["photo"]?.string { line.add("photo", photo) }
-      if code == ShutterState.photoFailed.rawValue
-        || (code == ShutterState.exitedOrUnableToEnter.rawValue
-          && raw == ShutterCommand.enter.rawValue)
-      {
-        failed = true
-      }
+    let answer: (line: String, failed: Bool)
+    if r["ok"] == .bool(true), let code = r["code"]?.integer,
+      let state = ShutterState(rawValue: Int(code))
+    {
+      answer = shutterAnswer(raw, state, photo: r["photo"]?.string)
     } else if r["error"]?["code"]?.string == "unknown_event" {
-      line.add("error", "unknown shutter event \(raw)")
-      failed = true
+      answer = shutterAnswer(raw, nil)
     } else {
       _ = try resultFields(r)  // throws the agent's message
+      return
     }
-    Console.line(line.line)
+    Console.line(answer.line)
+    if answer.failed { failed = true }
   }
   do {
     if events.isEmpty {
       while let text = readLine() {
         let word = text.trimmingCharacters()
         guard !word.isEmpty else { continue }
-        if let c = ShutterCommand(text: word) {
-          try send(c.rawValue)
-        } else if let v = Int(word) {
-          try send(v)
+        if let raw = shutterEvent(word) {
+          try send(raw)
         } else {
-          Console.error(
-            "earshot shutter: '\(word)' is not a shutter event (enter, capture, exit or a number)\n"
-          )
+          Console.error("earshot shutter: '\(word)' \(notAShutterEvent)\n")
         }
       }
     } else {
@@ -205,6 +177,32 @@ private func shutterThroughAgent(_ agent: ControlClient, _ events: [Int]) throws
     throw CommandFailure(e.description)
   }
   return failed ? 1 : 0
+}
+
+/// One answer as both modes print it: the event, then the state the
+/// camera reached (nil: the event is unknown); and whether it counts as a
+/// failure (a failed photo, a refused enter, an unknown event).
+private func shutterAnswer(_ raw: Int, _ state: ShutterState?, photo: String? = nil)
+  -> (line: String, failed: Bool)
+{
+  var line = JSONLine()
+  if let c = ShutterCommand(rawValue: raw) {
+    line.add("event", c.name)
+  } else {
+    line.add("event", raw)
+  }
+  line.add("value", raw)
+  guard let state else {
+    line.add("error", "unknown shutter event \(raw)")
+    return (line.line, true)
+  }
+  line.add("state", state.name)
+  line.add("code", state.rawValue)
+  if let photo { line.add("photo", photo) }
+  let failed =
+    state == .photoFailed
+    || (state == .exitedOrUnableToEnter && raw == ShutterCommand.enter.rawValue)
+  return (line.line, failed)
 }
 
 extension String {
