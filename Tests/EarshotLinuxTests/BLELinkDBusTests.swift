@@ -79,23 +79,30 @@ final class BLELinkDBusTests: XCTestCase {
     return bluez
   }
 
+  /// A link server offering find only, on the private bus.
+  private func findOnlyServer(_ loop: EventLoop, _ address: String) throws -> BLELinkServer {
+    var config = LinkConfig()
+    config.enabled = true
+    return try BLELinkServer(
+      loop: loop, config: config, name: "lab", features: [.find], busAddress: address)
+  }
+
   /// BlueZ's Device1 `Connected` going false is a disconnect event, with
   /// the address from the object path; other property changes are not.
   func testADeviceDisconnectIsAnEvent() throws {
     let address = try startBus()
     let loop = try EventLoop()
-    var config = LinkConfig()
-    config.enabled = true
-    let server = try BLELinkServer(
-      loop: loop, config: config, name: "lab", features: [.find], busAddress: address)
+    let server = try findOnlyServer(loop, address)
     var events: [BLELinkServer.Event] = []
     server.onEvent = { events.append($0) }
     let bluez = try fakeBlueZ(loop, address) { _ in }
     server.onReady = { _ in
       let device = "/org/bluez/hci0/dev_AA_BB_CC_DD_EE_07"
-      func changed(_ iface: String, _ props: [(String, DBusValue)]) {
+      func changed(
+        _ iface: String, _ props: [(String, DBusValue)], path: String = device
+      ) {
         try? bluez.emit(
-          path: device, interface: "org.freedesktop.DBus.Properties",
+          path: path, interface: "org.freedesktop.DBus.Properties",
           member: "PropertiesChanged", [.string(iface), .properties(props), .strings([])])
       }
       changed("org.bluez.Device1", [("RSSI", .int16(-60))])
@@ -103,10 +110,9 @@ final class BLELinkDBusTests: XCTestCase {
       changed("org.bluez.Adapter1", [("Connected", .bool(false))])
       changed("org.bluez.Device1", [("Connected", .bool(false))])
       // The same device seen by another adapter is not the link's.
-      try? bluez.emit(
-        path: "/org/bluez/hci1/dev_AA_BB_CC_DD_EE_08", interface: "org.freedesktop.DBus.Properties",
-        member: "PropertiesChanged",
-        [.string("org.bluez.Device1"), .properties([("Connected", .bool(false))]), .strings([])])
+      changed(
+        "org.bluez.Device1", [("Connected", .bool(false))],
+        path: "/org/bluez/hci1/dev_AA_BB_CC_DD_EE_08")
       loop.after(seconds: 0.3) { loop.stop() }
     }
     server.start()
@@ -125,10 +131,7 @@ final class BLELinkDBusTests: XCTestCase {
   func testRegistersAgainWhenBluetoothdComesBack() throws {
     let address = try startBus()
     let loop = try EventLoop()
-    var config = LinkConfig()
-    config.enabled = true
-    let server = try BLELinkServer(
-      loop: loop, config: config, name: "lab", features: [.find], busAddress: address)
+    let server = try findOnlyServer(loop, address)
     var logs: [String] = []
     server.onLog = { logs.append($0) }
     var calls: [String] = []
