@@ -6,7 +6,8 @@ import EarshotLinux
 #endif
 
 /// Find-phone latencies through the daemon's own parts: `FindPhoneDriver`
-/// (coordinator, saved-volume file synced to disk, mixer) with the ALSA
+/// (coordinator, saved-volume file, its fsync after the first sample,
+/// mixer) with the ALSA
 /// alert output on an `EventLoop`. A device asks to ring, the alert plays
 /// for a while, then "found":
 /// - request → first sample: from `submit(.deviceStart)` to the return of

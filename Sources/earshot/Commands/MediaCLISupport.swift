@@ -36,7 +36,7 @@ enum MediaCLI {
 
   /// Pause, resume or stop through the running agent, or else the MPRIS
   /// player in [media] player.
-  static func control(_ args: Arguments, command: ControlCommand, mprisMethod: String) throws
+  static func control(_ args: Arguments, command: ControlCommand) throws
     -> Int32
   {
     if let agent = runningAgent(args) {
@@ -60,9 +60,10 @@ enum MediaCLI {
       outcome = $0
       loop.stop()
     }
-    switch mprisMethod {
-    case "Pause": player.pause(done: done)
-    case "Play": player.play(done: done)
+    // MPRIS's Pause, Play (which resumes) and Stop.
+    switch command {
+    case .mediaPause: player.pause(done: done)
+    case .mediaResume: player.play(done: done)
     default: player.stop(done: done)
     }
     try loop.run()

@@ -16,5 +16,5 @@ let pauseCommand = Command(
   options: [MediaCLI.configOption, socketOption],
   run: { args in
     guard args.positionals.isEmpty else { throw UsageError("pause takes no arguments") }
-    return try MediaCLI.control(args, command: .mediaPause, mprisMethod: "Pause")
+    return try MediaCLI.control(args, command: .mediaPause)
   })

@@ -43,7 +43,7 @@ func runPlay(_ args: Arguments) throws -> Int32 {
   let title = args.positionals.joined(separator: " ")
   if title.isEmpty {
     if args.has("list") { throw UsageError("--list needs a TITLE to match") }
-    return try MediaCLI.control(args, command: .mediaResume, mprisMethod: "Play")
+    return try MediaCLI.control(args, command: .mediaResume)
   }
   let local = MediaSettings.keys.contains { args.value($0) != nil }
   if !local, !args.has("list"), let agent = runningAgent(args) {

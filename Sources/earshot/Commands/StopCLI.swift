@@ -16,5 +16,5 @@ let stopCommand = Command(
   options: [MediaCLI.configOption, socketOption],
   run: { args in
     guard args.positionals.isEmpty else { throw UsageError("stop takes no arguments") }
-    return try MediaCLI.control(args, command: .mediaStop, mprisMethod: "Stop")
+    return try MediaCLI.control(args, command: .mediaStop)
   })
