@@ -67,7 +67,7 @@ final class BLELinkDBusTests: XCTestCase {
             key: "o", value: "a{sa{sv}}",
             [(.objectPath("/org/bluez/hci0"), .dict(key: "s", value: "a{sv}", ifaces))])
         ])
-      case "RegisterApplication", "RegisterAdvertisement":
+      case "RegisterApplication", "RegisterAdvertisement", "RegisterAgent", "RequestDefaultAgent":
         call.reply()
       default:
         return false
@@ -170,6 +170,63 @@ final class BLELinkDBusTests: XCTestCase {
       ])
     XCTAssertTrue(logs.contains { $0.contains("bluetoothd left the bus") }, "\(logs)")
     XCTAssertTrue(logs.contains { $0.contains("registering the link again") }, "\(logs)")
+  }
+
+  /// The pairing agent (earshot ble-agent) registers, sees bluetoothd go,
+  /// and registers again, as the default agent, when it is back.
+  func testTheAgentRegistersAgainWhenBluetoothdComesBack() throws {
+    let address = try startBus()
+    let loop = try EventLoop()
+    let agent = try BlueZAgent(
+      loop: loop, capability: "KeyboardDisplay", accept: true, busAddress: address)
+    var calls: [String] = []
+    func fakeBlueZ() throws -> DBusConnection {
+      try self.fakeBlueZ(loop, address) { calls.append($0) }
+    }
+    var first: DBusConnection? = try fakeBlueZ()
+    var second: DBusConnection? = nil
+    var states: [String] = []
+    agent.start { state in
+      switch state {
+      case .ready: states.append("ready")
+      case .failed(let e): states.append("failed: \(e)")
+      case .bluetoothdGone: states.append("gone")
+      }
+      switch states.count {
+      case 1:
+        first?.close()
+        first = nil
+      case 2: second = try? fakeBlueZ()
+      default: loop.stop()
+      }
+    }
+    loop.after(seconds: 10) { loop.stop() }
+    try loop.run()
+    XCTAssertNotNil(second)
+    XCTAssertEqual(states, ["ready", "gone", "ready"])
+    XCTAssertEqual(
+      calls, ["RegisterAgent", "RequestDefaultAgent", "RegisterAgent", "RequestDefaultAgent"])
+  }
+
+  /// With no bluetoothd on the bus the first registration fails, saying so.
+  func testTheAgentSaysWhenBluetoothdIsNotThere() throws {
+    let address = try startBus()
+    let loop = try EventLoop()
+    let agent = try BlueZAgent(
+      loop: loop, capability: "KeyboardDisplay", accept: false, busAddress: address)
+    var states: [String] = []
+    agent.start { state in
+      if case .failed(let e) = state {
+        states.append("failed: \(e)")
+      } else {
+        states.append("other")
+      }
+      loop.stop()
+    }
+    loop.after(seconds: 10) { loop.stop() }
+    try loop.run()
+    XCTAssertEqual(states.count, 1)
+    XCTAssertTrue(states.first?.contains("org.bluez") ?? false, "\(states)")
   }
 
   func testGattObjectsAndTheWritePath() throws {

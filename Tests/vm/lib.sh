@@ -40,6 +40,24 @@ stop_btvirt() {
   wait_for 10 bash -c '! ls /sys/class/bluetooth/hci* >/dev/null 2>&1'
 }
 
+# mgmt btmgmt-arguments...: btmgmt bounded in time (it otherwise waits for
+# its reply for ever), its output and status appended to btmgmt.log; a
+# command the kernel never answers is a FAIL.
+mgmt() {
+  local rc=0
+  timeout 20 btmgmt "$@" >>btmgmt.log 2>&1 || rc=$?
+  echo "btmgmt $*: status $rc" >>btmgmt.log
+  [ "$rc" -eq 124 ] && fail "btmgmt $* was not answered within 20 s"
+  return "$rc"
+}
+
+# bluetoothd_lists ADDRESS...: bluetoothd has every one of these controllers.
+bluetoothd_lists() {
+  local list a
+  list=$(timeout 5 bluetoothctl list 2>/dev/null) || return 1
+  for a in "$@"; do grep -qi "$a" <<<"$list" || return 1; done
+}
+
 # hci_cmd hciN OGF OCF bytes...: sends a command and prints its status byte
 # (hex, from the Command Complete).
 hci_cmd() {

@@ -20,18 +20,61 @@ public final class BlueZAgent {
     try bus.serve(prefix: Self.path) { [unowned self] call in self.handle(call) }
   }
 
-  /// Registers with bluetoothd and asks to be the default agent.
-  public func register(done: @escaping (Result<Void, DBusError>) -> Void) {
+  /// Where the agent stands with bluetoothd.
+  public enum State {
+    /// Registered, and the default agent.
+    case ready
+    /// bluetoothd refused or did not answer.
+    case failed(DBusError)
+    /// bluetoothd left the bus: the registration died with it.
+    case bluetoothdGone
+  }
+
+  /// One registration attempt; replies to an older one are ignored.
+  private var attempt = 0
+
+  /// Registers with bluetoothd as the default agent, and again whenever
+  /// bluetoothd comes back on the bus (its registrations die with it).
+  public func start(_ onState: @escaping (State) -> Void) {
+    do {
+      try bus.match(
+        "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.bluez'"
+      ) { [weak self] _, _, args in
+        guard let self, args.count == 3, case .string(let owner) = args[2] else { return }
+        self.attempt += 1
+        if owner.isEmpty {
+          onState(.bluetoothdGone)
+        } else {
+          self.register(onState)
+        }
+      }
+    } catch {
+      onLog?(
+        "agent: cannot watch for bluetoothd restarts (\(error)); it will not register again by itself"
+      )
+    }
+    register(onState)
+  }
+
+  private func register(_ onState: @escaping (State) -> Void) {
+    attempt += 1
+    let current = attempt
     bus.call(
       destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
       member: "RegisterAgent", [.objectPath(Self.path), .string(capability)]
     ) { [weak self] r in
-      guard let self else { return }
-      if case .failure(let e) = r { return done(.failure(e)) }
+      guard let self, current == self.attempt else { return }
+      if case .failure(let e) = r { return onState(.failed(e)) }
       self.bus.call(
         destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
         member: "RequestDefaultAgent", [.objectPath(Self.path)]
-      ) { r in done(r.map { _ in () }) }
+      ) { [weak self] r in
+        guard let self, current == self.attempt else { return }
+        switch r {
+        case .success: onState(.ready)
+        case .failure(let e): onState(.failed(e))
+        }
+      }
     }
   }
 

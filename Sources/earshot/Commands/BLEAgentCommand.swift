@@ -15,7 +15,9 @@ let bleAgentCommand = Command(
     per request: {"agent":"RequestConfirmation","device":...,"passkey":123456}.
     With --accept it confirms numeric comparisons and authorizations (check
     the passkey matches the other side's); without, it rejects them. It
-    never types a passkey. Runs until SIGINT or SIGTERM.
+    never types a passkey. When bluetoothd restarts it prints
+    {"event":"bluetoothd_gone"}, registers again, and prints "ready" again.
+    Runs until SIGINT or SIGTERM; exits 1 if the first registration fails.
     """,
   options: [
     .flag("accept", "Accept confirmation and authorization requests"),
@@ -47,17 +49,26 @@ func runBLEAgent(_ args: Arguments) throws -> Int32 {
     if let passkey { j.add("passkey", Int(passkey)) }
     Console.line(j.line)
   }
-  agent.register { result in
+  // The first registration decides the exit status; after a bluetoothd
+  // restart the agent registers again and keeps running whatever happens.
+  var everReady = false
+  agent.onLog = { Console.error($0) }
+  agent.start { state in
     var j = JSONLine()
-    switch result {
-    case .success:
+    switch state {
+    case .ready:
+      everReady = true
       j.add("event", "ready")
       j.add("capability", capability)
-    case .failure(let e):
+    case .failed(let e):
       j.add("event", "failed")
       j.add("error", "\(e)")
-      status = 1
-      loop.stop()
+      if !everReady {
+        status = 1
+        loop.stop()
+      }
+    case .bluetoothdGone:
+      j.add("event", "bluetoothd_gone")
     }
     Console.line(j.line)
   }

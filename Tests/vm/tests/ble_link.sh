@@ -20,13 +20,14 @@ printf '[General]\nReverseServiceDiscovery = false\n' >main.conf
 BTD=$!
 a0=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
 a1=$(hciconfig hci1 | awk '/BD Address/ {print $3}')
-wait_for 20 bash -c "timeout 5 bluetoothctl list | grep -q $a1" || fail "bluetoothd does not list hci1"
+# Both controllers set up by bluetoothd before they are reconfigured.
+wait_for 30 bluetoothd_lists "$a0" "$a1" || fail "bluetoothd does not list hci0 and hci1"
 for i in hci0 hci1; do
   for c in "power off" "le on" "bredr off" "sc on" "bondable on" "connectable on" "power on"; do
-    btmgmt -i $i $c >>btmgmt.log 2>&1
+    mgmt -i $i $c
   done
 done
-btmgmt -i hci1 info >>btmgmt.log 2>&1
+mgmt -i hci1 info
 
 "$EARSHOT" ble-agent --accept >agent.out 2>agent.err &
 wait_for 10 grep -q '"ready"' agent.out || { fail "agent did not register"; cat agent.out agent.err; }
@@ -66,7 +67,7 @@ cat vol0.out mixer0.out
 link_down() { ! hcitool -i hci0 con 2>/dev/null | grep -q "$a1"; }
 hangup() {
   link_down && return 0
-  btmgmt -i hci0 disconnect -t 1 "$a1" >/dev/null 2>&1
+  mgmt -i hci0 disconnect -t 1 "$a1"
   wait_for 10 link_down || { echo "link to $a1 still up:"; hcitool -i hci0 con; }
 }
 # bluetoothd on hci0 (the central's side) attaches its own ATT bearer when a
@@ -197,7 +198,7 @@ check "its unacknowledged notice fails with the disconnect" \
 # An unbonded central: forget the bond on both sides, pair without bonding.
 busctl call org.bluez /org/bluez/hci1 org.bluez.Adapter1 RemoveDevice o "$(path hci1 "$a0")"
 busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "$(path hci0 "$a1")"
-btmgmt -i hci0 bondable off >>btmgmt.log 2>&1
+mgmt -i hci0 bondable off
 dev --security high find start >unbonded.out 2>unbonded.err
 cat unbonded.out unbonded.err
 busctl get-property org.bluez "$(path hci1 "$a0")" org.bluez.Device1 Paired Bonded >info2.out 2>&1
@@ -212,6 +213,8 @@ check "the agent says bluetoothd left" wait_for 10 grep -q 'bluetoothd left the 
 /usr/libexec/bluetooth/bluetoothd -n -d -f main.conf >bluetoothd2.log 2>&1 &
 check "the link registers again by itself" \
   wait_for 30 bash -c "[ \$(grep -c 'link: advertising' agent.log) -ge 2 ]"
+agent_ready_again() { grep -q '"event":"bluetoothd_gone"' agent.out && [ "$(grep -c '"event":"ready"' agent.out)" -ge 2 ]; }
+check "the pairing agent saw bluetoothd go and registered again" wait_for 30 agent_ready_again
 dev --security low find start >again.out 2>again.err
 cat again.out again.err
 check "the service answers again (its write still demands encryption)" \

@@ -16,7 +16,7 @@ wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not sta
 BTD=$!
 start_btvirt -L -l2
 addr=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
-wait_for 10 bash -c "bluetoothctl list | grep -q $addr" || fail "bluetoothd does not list hci0"
+wait_for 10 bluetoothd_lists "$addr" || fail "bluetoothd does not list hci0"
 advertise_ibeacon hci1
 start_advertising_loop hci1
 
@@ -52,7 +52,7 @@ check "the agent is still running" kill -0 $AGENT
 # bluetoothd comes back (it re-initialises the adapter it finds) and discovers again.
 /usr/libexec/bluetooth/bluetoothd -n >bluetoothd2.log 2>&1 &
 BTD=$!
-check "bluetoothd lists hci0 again" wait_for 15 bash -c "bluetoothctl list | grep -q $addr"
+check "bluetoothd lists hci0 again" wait_for 15 bluetoothd_lists "$addr"
 bluetoothctl --timeout 8 scan on >ctl2.out 2>&1
 sleep $((EXIT_AFTER * 2))
 check "still inside after bluetoothd's restart and discovery" inside

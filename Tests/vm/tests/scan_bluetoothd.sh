@@ -7,7 +7,7 @@ wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not sta
 /usr/libexec/bluetooth/bluetoothd -n >bluetoothd.log 2>&1 &
 start_btvirt -L -l2
 addr=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
-wait_for 20 bash -c "timeout 5 bluetoothctl list | grep -q $addr" || fail "bluetoothd does not list hci0"
+wait_for 20 bluetoothd_lists "$addr" || fail "bluetoothd does not list hci0"
 
 mkfifo /tmp/ctl
 bluetoothctl </tmp/ctl >ctl.out 2>&1 &
