@@ -5,8 +5,9 @@ import XCTest
 
 @testable import EarshotLinux
 
-/// Batched packet reads (recvmmsg), their ancillary data, and the loop's
-/// batching of a busy descriptor, on real sockets.
+/// Batched packet reads (recvmmsg), their ancillary data, the loop's
+/// batching of a busy descriptor, and an HCI command's wait for its answer,
+/// on real sockets.
 final class PacketReaderTests: XCTestCase {
   private func pair() throws -> (Int32, Int32) {
     var fds: [Int32] = [0, 0]
@@ -172,5 +173,42 @@ final class PacketReaderTests: XCTestCase {
     XCTAssertEqual(oldCalls, 1)
     XCTAssertTrue(reused, "the test needs the number reused")
     XCTAssertEqual(newCalls, 3, "the new owner hears every write, not only the first")
+  }
+
+  /// A command's answer may come after other packets (a report, another
+  /// command's answer): each goes to `other` in order, without a receive
+  /// time on a socket that has none, and the answer ends the wait.
+  func testARequestPassesOnWhatComesBeforeItsAnswer() throws {
+    let (r, w) = try pair()
+    defer { close(w) }
+    let hci = HCISocket(adopting: r, device: 0)
+    let report: [UInt8] = [0x04, 0x3E, 0x03, 0x02, 0x00, 0x00]
+    let otherAnswer: [UInt8] = [0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, 0x00]
+    let answer: [UInt8] = [0x04, 0x0E, 0x05, 0x01, 0x02, 0x10, 0x00, 0xAA]
+    for packet in [report, otherAnswer, answer] {
+      XCTAssertEqual(packet.withUnsafeBytes { write(w, $0.baseAddress, $0.count) }, packet.count)
+    }
+    var seen: [([UInt8], Int64?)] = []
+    let response = try hci.request(.readLocalSupportedCommands, timeout: 5) {
+      seen.append((Array($0), $1))
+    }
+    XCTAssertEqual(
+      response, .complete(opcode: .readLocalSupportedCommands, returnParameters: [0x00, 0xAA]))
+    XCTAssertEqual(seen.map(\.0), [report, otherAnswer, answer])
+    XCTAssertTrue(seen.allSatisfy { $0.1 == nil })
+    // The command went out as an H4 packet: indicator, opcode, no parameters.
+    var sent = [UInt8](repeating: 0, count: 16)
+    let n = sent.withUnsafeMutableBytes { read(w, $0.baseAddress, $0.count) }
+    XCTAssertEqual(Array(sent[0..<max(n, 0)]), [0x01, 0x02, 0x10, 0x00])
+  }
+
+  /// No answer: the request gives up with the command's name.
+  func testARequestWithoutAnAnswerTimesOut() throws {
+    let (r, w) = try pair()
+    defer { close(w) }
+    let hci = HCISocket(adopting: r, device: 0)
+    XCTAssertThrowsError(try hci.request(.readLocalSupportedCommands, timeout: 0.05) { _, _ in }) {
+      XCTAssertEqual("\($0)", "no answer to Read Local Supported Commands from the controller")
+    }
   }
 }

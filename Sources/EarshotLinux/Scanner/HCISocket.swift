@@ -129,6 +129,13 @@ public final class HCISocket {
     self.device = device
   }
 
+  /// Takes over an open descriptor (a socket pair in tests of the
+  /// command/answer exchange).
+  init(adopting fd: Int32, device: UInt16?) {
+    self.fd = fd
+    self.device = device
+  }
+
   deinit { close() }
 
   /// Restores the original filter and closes the socket.
@@ -242,16 +249,44 @@ public final class HCISocket {
     }
   }
 
+  /// Reads one packet like `receive(into:)`, with its ancillary data
+  /// (the receive time, once `enableTimestamps` is on) in `control`.
+  /// Returns the packet's length and the control data's, or `nil`.
+  public func receive(
+    into buffer: UnsafeMutableRawBufferPointer, control: UnsafeMutableRawBufferPointer
+  ) throws -> (bytes: Int, control: Int)? {
+    var iov = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+    return try withUnsafeMutablePointer(to: &iov) { iov in
+      while true {
+        var header = msghdr()
+        header.msg_iov = iov
+        header.msg_iovlen = 1
+        header.msg_control = control.baseAddress
+        header.msg_controllen = control.count
+        let n = recvmsg(fd, &header, 0)
+        if n >= 0 { return (n, Int(header.msg_controllen)) }
+        switch errno {
+        case EINTR: continue
+        case EAGAIN, EWOULDBLOCK: return nil
+        default: throw SystemError(errno: errno, "reading hci\(device.map(String.init) ?? "")")
+        }
+      }
+    }
+  }
+
   /// Sends `command` and waits (poll, not sleep) up to `timeout` seconds for
   /// its Command Complete or Command Status. Every other packet read
-  /// meanwhile goes to `other`, so no advertising report is lost.
+  /// meanwhile goes to `other` with the kernel's receive time (µs since the
+  /// epoch, `nil` without timestamps), so no advertising report is lost or
+  /// misdated.
   public func request(
     _ command: HCICommand, timeout: Double,
-    other: (UnsafeRawBufferPointer) -> Void
+    other: (UnsafeRawBufferPointer, Int64?) -> Void
   ) throws -> CommandResponse {
     try send(command)
     let deadline = Clock.monotonicNanos() + UInt64(timeout * 1e9)
     var buffer = [UInt8](repeating: 0, count: 1100)
+    var control = [UInt8](repeating: 0, count: Self.controlSize)
     while true {
       let now = Clock.monotonicNanos()
       guard now < deadline else { throw HCITimeout(opcode: command.opcode) }
@@ -263,18 +298,20 @@ public final class HCISocket {
         throw SystemError(errno: errno, "poll")
       }
       if rc == 0 { continue }
-      while let n = try buffer.withUnsafeMutableBytes({ try receive(into: $0) }) {
+      while let (n, c) = try buffer.withUnsafeMutableBytes({ b in
+        try control.withUnsafeMutableBytes { try receive(into: b, control: $0) }
+      }) {
+        let micros = control.withUnsafeBytes {
+          Self.receiveTime(control: UnsafeRawBufferPointer(rebasing: $0[0..<min(c, $0.count)]))
+        }
         let done: CommandResponse? = buffer.withUnsafeBytes { raw in
           let packet = UnsafeRawBufferPointer(rebasing: raw[0..<n])
-          if n > 1, packet[0] == 0x04,
+          other(packet, micros)
+          guard n > 1, packet[0] == 0x04,
             let response = CommandResponse(event: UnsafeRawBufferPointer(rebasing: packet[1...])),
             response.opcode == command.opcode
-          {
-            other(packet)
-            return response
-          }
-          other(packet)
-          return nil
+          else { return nil }
+          return response
         }
         if let done { return done }
       }

@@ -295,8 +295,8 @@ public final class LiveScanner {
       command.packet.withUnsafeBytes { onPacket(micros, $0) }
     }
     do {
-      return try s.request(command, timeout: timeout ?? options.commandTimeout) { packet in
-        handle(packet, micros: Clock.realtimeMicros())
+      return try s.request(command, timeout: timeout ?? options.commandTimeout) { packet, time in
+        handle(packet, micros: time ?? Clock.realtimeMicros())
       }
     } catch let e as SystemError {
       switch e.errno {
