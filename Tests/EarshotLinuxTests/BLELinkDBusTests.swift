@@ -11,47 +11,19 @@ import XCTest
 /// when a device writes. The real bluetoothd runs in the kernel test bed
 /// (Tests/vm); this test pins down the D-Bus shapes and the write path.
 final class BLELinkDBusTests: XCTestCase {
-  private var daemon: Process?
-  private var dir = ""
+  private var bus: PrivateBus?
 
-  override func tearDown() {
-    daemon?.terminate()
-    daemon?.waitUntilExit()
-    if !dir.isEmpty { try? FileManager.default.removeItem(atPath: dir) }
-  }
+  override func tearDown() { bus = nil }
 
   private func startBus() throws -> String {
-    guard let binary = Earshot.tool("dbus-daemon") else {
-      try requireResource("dbus-daemon (package dbus)")
-    }
-    dir = NSTemporaryDirectory() + "earshot-dbus-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    let conf = """
-      <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-       "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-      <busconfig><type>session</type><listen>unix:path=\(dir)/bus</listen>
-      <auth>EXTERNAL</auth><policy context="default"><allow send_destination="*"/><allow receive_sender="*"/>
-      <allow own="*"/><allow user="*"/></policy></busconfig>
-      """
-    try conf.write(toFile: dir + "/bus.conf", atomically: true, encoding: .utf8)
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: binary)
-    p.arguments = ["--config-file=\(dir)/bus.conf", "--nofork"]
-    try p.run()
-    daemon = p
-    for _ in 0..<200 where !FileManager.default.fileExists(atPath: dir + "/bus") {
-      usleep(10_000)
-    }
-    guard FileManager.default.fileExists(atPath: dir + "/bus") else {
-      XCTFail("dbus-daemon did not start")
-      throw XCTSkip("no bus")
-    }
-    return "unix:path=\(dir)/bus"
+    let bus = try PrivateBus()
+    self.bus = bus
+    return bus.address
   }
 
   /// A bluetoothd stand-in with one adapter that serves GATT: answers the
   /// object tree and both registrations, telling `onCall` of each.
-  private func fakeBlueZ(
+  fileprivate func fakeBlueZ(
     _ loop: EventLoop, _ address: String, onCall: @escaping (String) -> Void
   ) throws -> DBusConnection {
     let bluez = try DBusConnection(loop: loop, address: address)
@@ -77,6 +49,31 @@ final class BLELinkDBusTests: XCTestCase {
     }
     try bluez.requestName("org.bluez")
     return bluez
+  }
+
+  /// A bluetoothd that crashes (its connection goes, and the name
+  /// org.bluez with it) and comes back as a new connection, noting every
+  /// call it answers in `calls`.
+  private final class RestartingBlueZ {
+    private(set) var current: DBusConnection?
+    private(set) var cameBack = false
+    var calls: [String] = []
+    private let start: (RestartingBlueZ) throws -> DBusConnection
+
+    init(_ test: BLELinkDBusTests, _ loop: EventLoop, _ address: String) throws {
+      start = { me in try test.fakeBlueZ(loop, address) { [unowned me] in me.calls.append($0) } }
+      current = try start(self)
+    }
+
+    func crash() {
+      current?.close()
+      current = nil
+    }
+
+    func comeBack() {
+      current = try? start(self)
+      cameBack = current != nil
+    }
   }
 
   /// A link server offering find only, on the private bus.
@@ -134,36 +131,27 @@ final class BLELinkDBusTests: XCTestCase {
     let server = try findOnlyServer(loop, address)
     var logs: [String] = []
     server.onLog = { logs.append($0) }
-    var calls: [String] = []
-    func fakeBlueZ() throws -> DBusConnection {
-      try self.fakeBlueZ(loop, address) { calls.append($0) }
-    }
-    var first: DBusConnection? = try fakeBlueZ()
-    var second: DBusConnection? = nil
+    let bluez = try RestartingBlueZ(self, loop, address)
     var ready: [String] = []
     server.onReady = { result in
       switch result {
       case .success(let adapter): ready.append("up \(adapter)")
       case .failure(let e): ready.append("down: \(e)")
       }
-      if ready.count == 1 {
-        // bluetoothd crashes: its connection goes, and the name with it.
-        first?.close()
-        first = nil
-      } else if ready.count == 2 {
-        second = try? fakeBlueZ()
-      } else {
-        loop.stop()
+      switch ready.count {
+      case 1: bluez.crash()
+      case 2: bluez.comeBack()
+      default: loop.stop()
       }
     }
     server.start()
     loop.after(seconds: 10) { loop.stop() }
     try loop.run()
-    XCTAssertNotNil(second)
+    XCTAssertTrue(bluez.cameBack)
     XCTAssertEqual(
       ready, ["up /org/bluez/hci0", "down: org.bluez left the bus", "up /org/bluez/hci0"])
     XCTAssertEqual(
-      calls,
+      bluez.calls,
       [
         "GetManagedObjects", "RegisterApplication", "RegisterAdvertisement",
         "GetManagedObjects", "RegisterApplication", "RegisterAdvertisement",
@@ -179,12 +167,7 @@ final class BLELinkDBusTests: XCTestCase {
     let loop = try EventLoop()
     let agent = try BlueZAgent(
       loop: loop, capability: "KeyboardDisplay", accept: true, busAddress: address)
-    var calls: [String] = []
-    func fakeBlueZ() throws -> DBusConnection {
-      try self.fakeBlueZ(loop, address) { calls.append($0) }
-    }
-    var first: DBusConnection? = try fakeBlueZ()
-    var second: DBusConnection? = nil
+    let bluez = try RestartingBlueZ(self, loop, address)
     var states: [String] = []
     agent.start { state in
       switch state {
@@ -193,19 +176,17 @@ final class BLELinkDBusTests: XCTestCase {
       case .bluetoothdGone: states.append("gone")
       }
       switch states.count {
-      case 1:
-        first?.close()
-        first = nil
-      case 2: second = try? fakeBlueZ()
+      case 1: bluez.crash()
+      case 2: bluez.comeBack()
       default: loop.stop()
       }
     }
     loop.after(seconds: 10) { loop.stop() }
     try loop.run()
-    XCTAssertNotNil(second)
+    XCTAssertTrue(bluez.cameBack)
     XCTAssertEqual(states, ["ready", "gone", "ready"])
     XCTAssertEqual(
-      calls, ["RegisterAgent", "RequestDefaultAgent", "RegisterAgent", "RequestDefaultAgent"])
+      bluez.calls, ["RegisterAgent", "RequestDefaultAgent", "RegisterAgent", "RequestDefaultAgent"])
   }
 
   /// With no bluetoothd on the bus the first registration fails, saying so.

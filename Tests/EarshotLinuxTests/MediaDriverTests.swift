@@ -23,28 +23,14 @@ final class MediaDriverTests: XCTestCase {
     }
   }
 
-  /// A private session bus with no MPRIS player on it.
-  private func sessionBus() throws -> Process {
-    guard let daemon = Earshot.tool("dbus-daemon"), Earshot.tool("dbus-send") != nil else {
-      try requireResource("dbus-daemon and dbus-send (packages dbus-daemon, dbus-bin)")
+  /// A private session bus with no MPRIS player on it, for dbus-send.
+  private func sessionBus() throws -> PrivateBus {
+    guard Earshot.tool("dbus-send") != nil else {
+      try requireResource("dbus-send (package dbus-bin)")
     }
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: daemon)
-    p.arguments = ["--session", "--nofork", "--print-address=1"]
-    let out = Pipe()
-    p.standardOutput = out
-    try p.run()
-    var address = Data()
-    while !address.contains(0x0A) {
-      let chunk = out.fileHandleForReading.availableData
-      if chunk.isEmpty { break }
-      address.append(chunk)
-    }
-    let text = String(decoding: address, as: UTF8.self).trimmingCharacters(
-      in: .whitespacesAndNewlines)
-    XCTAssertTrue(text.hasPrefix("unix:"), text)
-    setenv("DBUS_SESSION_BUS_ADDRESS", text, 1)
-    return p
+    let bus = try PrivateBus()
+    setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
+    return bus
   }
 
   private func library() -> MediaLibrary {
@@ -76,7 +62,7 @@ final class MediaDriverTests: XCTestCase {
 
   func testConcurrentRequestsEachGetOneCompletion() throws {
     let bus = try sessionBus()
-    defer { bus.terminate() }
+    defer { bus.stop() }
     let loop = try EventLoop()
     var settings = MediaSettings()
     settings.player = "org.mpris.MediaPlayer2.earshottestabsent"
@@ -102,7 +88,7 @@ final class MediaDriverTests: XCTestCase {
 
   func testTimeoutCompletesOnceAndTheLateResultIsDropped() throws {
     let bus = try sessionBus()
-    defer { bus.terminate() }
+    defer { bus.stop() }
     let loop = try EventLoop()
     var settings = MediaSettings()
     settings.player = "org.mpris.MediaPlayer2.earshottestabsent"

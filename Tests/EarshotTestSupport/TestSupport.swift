@@ -115,3 +115,46 @@ public enum Earshot {
     return nil
   }
 }
+
+/// A private D-Bus daemon for one test. Its address is the one dbus-daemon
+/// prints once it is listening (a socket file can exist before that, and a
+/// connect to it then is refused). Stopped by `stop()` or when released.
+public final class PrivateBus {
+  public let address: String
+  private let process: Process
+
+  public init(file: StaticString = #filePath, line: UInt = #line) throws {
+    guard let daemon = Earshot.tool("dbus-daemon") else {
+      try requireResource("dbus-daemon (package dbus-daemon)", file: file, line: line)
+    }
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: daemon)
+    p.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1"]
+    let out = Pipe()
+    p.standardOutput = out
+    try p.run()
+    var printed = Data()
+    while !printed.contains(0x0A) {
+      let chunk = out.fileHandleForReading.availableData
+      if chunk.isEmpty { break }
+      printed.append(chunk)
+    }
+    let text = String(decoding: printed, as: UTF8.self)
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    guard text.hasPrefix("unix:") else {
+      p.terminate()
+      XCTFail("dbus-daemon printed no address: \(text)", file: file, line: line)
+      throw XCTSkip("failed: no private bus")
+    }
+    address = text
+    process = p
+  }
+
+  public func stop() {
+    guard process.isRunning else { return }
+    process.terminate()
+    process.waitUntilExit()
+  }
+
+  deinit { stop() }
+}
