@@ -20,6 +20,37 @@ final class EventLoopTests: XCTestCase {
     XCTAssertEqual(fired, ["a", "b", "c"])
   }
 
+  /// A moving deadline keeps one timer: arming the same instant again
+  /// changes nothing, a new instant replaces the old one, nil cancels, and
+  /// each firing hands over the instant it was armed for.
+  func testAMovingDeadlineKeepsOneTimer() throws {
+    let loop = try EventLoop()
+    let now = Clock.monotonicNanos()
+    let timer = MovingDeadline(monotonicOn: loop)
+    var fired: [UInt64] = []
+    timer.onFire = { fired.append($0) }
+    timer.arm(at: now + 2_000_000)
+    timer.arm(at: now + 2_000_000)
+    timer.arm(at: now + 1_000_000)
+    XCTAssertEqual(timer.deadline, now + 1_000_000)
+    loop.after(nanos: 5_000_000) {
+      XCTAssertNil(timer.deadline, "fired, so no longer armed")
+      timer.arm(at: now + 6_000_000)
+      timer.arm(at: nil)
+      timer.arm(at: now + 7_000_000)
+    }
+    // A wall-clock deadline already past fires at once.
+    let wall = MovingDeadline(wallClockOn: loop)
+    var wallFired: [Int64] = []
+    wall.onFire = { wallFired.append($0) }
+    let past = Clock.realtimeMicros() - 1_000_000
+    wall.arm(at: past)
+    loop.after(nanos: 20_000_000) { loop.stop() }
+    try loop.run()
+    XCTAssertEqual(fired, [now + 1_000_000, now + 7_000_000])
+    XCTAssertEqual(wallFired, [past])
+  }
+
   func testReadableDescriptorCallsItsHandler() throws {
     let loop = try EventLoop()
     var fds: [Int32] = [0, 0]

@@ -30,14 +30,29 @@ public final class AgentMonitor {
   private var live = false
   /// The newest capture time seen in a replay (the monitor's "now" afterwards).
   private var captureTime: Int64?
-  private var deadlineTimer: (id: EventLoop.TimerID, at: Int64)?
-  private var hookTimer: (id: EventLoop.TimerID, at: UInt64)?
+  private let deadlineTimer: MovingDeadline<Int64>
+  private let hookTimer: MovingDeadline<UInt64>
 
   public init(loop: EventLoop, driver: MonitorDriver, proximityLog: ProximityLogWriter? = nil) {
     self.loop = loop
     self.driver = driver
     self.proximityLog = proximityLog
+    deadlineTimer = MovingDeadline(wallClockOn: loop)
+    hookTimer = MovingDeadline(monotonicOn: loop)
     driver.output = { [unowned self] e in self.dispatch(e) }
+    deadlineTimer.onFire = { [unowned self] deadline in
+      // Reports that arrived before the deadline may still be queued (the
+      // scanner reads a busy socket in batches): take them first, or an
+      // exit could fire with its beacon's report in the queue.
+      self.scanner?.readQueued()
+      // A timer may wake a hair early by the wall clock; never short of its deadline.
+      self.driver.advance(to: max(Clock.realtimeMicros(), deadline))
+      self.rearm()
+    }
+    hookTimer.onFire = { [unowned self] _ in
+      self.driver.hooks?.reap()
+      self.rearm()
+    }
   }
 
   /// Adds a receiver of every monitor event (in the order they happen).
@@ -116,38 +131,8 @@ public final class AgentMonitor {
   /// one on the earliest hook timeout (monotonic).
   private func rearm() {
     guard live else { return }
-    let next = driver.nextDeadline
-    if deadlineTimer?.at != next {
-      if let t = deadlineTimer { loop.cancel(t.id) }
-      deadlineTimer = nil
-      if let next {
-        let delay = max(0, next - Clock.realtimeMicros())
-        let id = loop.after(nanos: UInt64(delay) * 1000) { [unowned self] in
-          self.deadlineTimer = nil
-          // Reports that arrived before the deadline may still be queued
-          // (the scanner reads a busy socket in batches): take them first,
-          // or an exit could fire with its beacon's report in the queue.
-          self.scanner?.readQueued()
-          // A timer may wake a hair early by the wall clock; never short of its deadline.
-          self.driver.advance(to: max(Clock.realtimeMicros(), next))
-          self.rearm()
-        }
-        deadlineTimer = (id, next)
-      }
-    }
-    let hookDeadline = driver.hooks?.nextDeadline
-    if hookTimer?.at != hookDeadline {
-      if let t = hookTimer { loop.cancel(t.id) }
-      hookTimer = nil
-      if let hookDeadline {
-        let id = loop.at(hookDeadline) { [unowned self] in
-          self.hookTimer = nil
-          self.driver.hooks?.reap()
-          self.rearm()
-        }
-        hookTimer = (id, hookDeadline)
-      }
-    }
+    deadlineTimer.arm(at: driver.nextDeadline)
+    hookTimer.arm(at: driver.hooks?.nextDeadline)
   }
 
   /// Stops scanning (restoring the adapter), cancels the timers and saves
@@ -155,10 +140,8 @@ public final class AgentMonitor {
   public func stop() {
     scanner?.stop()
     scanner = nil
-    if let t = deadlineTimer { loop.cancel(t.id) }
-    if let t = hookTimer { loop.cancel(t.id) }
-    deadlineTimer = nil
-    hookTimer = nil
+    deadlineTimer.cancel()
+    hookTimer.cancel()
     live = false
     if started { driver.saveState() }
   }

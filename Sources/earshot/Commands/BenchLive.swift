@@ -56,27 +56,17 @@ enum BenchLive {
     let driver = try BenchMonitor.driver(config) { _ in monitorEvents += 1 }
     var decoder = AdvertisingEventDecoder()
     var reports = 0
-    var timer: EventLoop.TimerID? = nil
-    var armedFor: Int64? = nil
     var first: (nanos: UInt64, cpu: UInt64, wakeups: Int)? = nil
     var last: (nanos: UInt64, cpu: UInt64, wakeups: Int)? = nil
 
-    // The monitor's deadline on the wall clock, as a loop timer.
-    func rearm() {
-      let deadline = driver.nextDeadline
-      guard deadline != armedFor else { return }
-      if let timer { loop.cancel(timer) }
-      timer = nil
-      armedFor = deadline
-      guard let deadline else { return }
-      let wait = max(0, deadline - Clock.realtimeMicros())
-      timer = loop.after(nanos: UInt64(wait) * 1000) {
-        timer = nil
-        armedFor = nil
-        driver.advance(to: Clock.realtimeMicros())
-        rearm()
-      }
+    // The monitor's deadline on the wall clock, as a loop timer (as
+    // AgentMonitor keeps it).
+    let deadline = MovingDeadline(wallClockOn: loop)
+    deadline.onFire = { [unowned deadline] _ in
+      driver.advance(to: Clock.realtimeMicros())
+      deadline.arm(at: driver.nextDeadline)
     }
+    func rearm() { deadline.arm(at: driver.nextDeadline) }
 
     driver.start(at: Clock.realtimeMicros(), scanning: true)
     rearm()
