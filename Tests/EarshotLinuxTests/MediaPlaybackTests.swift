@@ -158,15 +158,10 @@ final class MediaPlaybackTests: XCTestCase {
     play.standardError = FileHandle.standardError
     try play.run()
     // The completion line comes when the first audio has been written.
-    var line = Data()
-    while !line.contains(0x0A) {
-      let chunk = out.fileHandleForReading.availableData
-      if chunk.isEmpty { break }
-      line.append(chunk)
-    }
+    let line = firstLine(of: out)
     let completedAt = Date().timeIntervalSince(recordStart)
     let json = try XCTUnwrap(
-      JSONSerialization.jsonObject(with: line.prefix { $0 != 0x0A }) as? [String: Any])
+      JSONSerialization.jsonObject(with: line) as? [String: Any])
     XCTAssertEqual(json["result"] as? String, "success")
     XCTAssertEqual(json["title"] as? String, "Élan")
 

@@ -133,13 +133,7 @@ public final class PrivateBus {
     let out = Pipe()
     p.standardOutput = out
     try p.run()
-    var printed = Data()
-    while !printed.contains(0x0A) {
-      let chunk = out.fileHandleForReading.availableData
-      if chunk.isEmpty { break }
-      printed.append(chunk)
-    }
-    let text = String(decoding: printed, as: UTF8.self)
+    let text = String(decoding: firstLine(of: out), as: UTF8.self)
       .trimmingCharacters(in: .whitespacesAndNewlines)
     guard text.hasPrefix("unix:") else {
       p.terminate()
@@ -157,4 +151,16 @@ public final class PrivateBus {
   }
 
   deinit { stop() }
+}
+
+/// What a child process writes to `pipe` up to its first newline (without
+/// it), waiting for it; everything it wrote if it closes the pipe first.
+public func firstLine(of pipe: Pipe) -> Data {
+  var data = Data()
+  while !data.contains(0x0A) {
+    let chunk = pipe.fileHandleForReading.availableData
+    if chunk.isEmpty { break }
+    data.append(chunk)
+  }
+  return data.prefix { $0 != 0x0A }
 }
