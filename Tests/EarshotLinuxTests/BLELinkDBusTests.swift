@@ -23,11 +23,20 @@ final class BLELinkDBusTests: XCTestCase {
 
   /// A bluetoothd stand-in with one adapter that serves GATT: answers the
   /// object tree and both registrations, telling `onCall` of each.
+  /// `refusing`: methods whose first call is answered with an error (noted
+  /// as "NAME refused"), as a bluetoothd still starting up may.
   fileprivate func fakeBlueZ(
-    _ loop: EventLoop, _ address: String, onCall: @escaping (String) -> Void
+    _ loop: EventLoop, _ address: String, refusing: Set<String> = [],
+    onCall: @escaping (String) -> Void
   ) throws -> DBusConnection {
     let bluez = try DBusConnection(loop: loop, address: address)
+    var refusing = refusing
     try bluez.serve(prefix: "/") { call in
+      if refusing.remove(call.member) != nil {
+        call.replyError("org.bluez.Error.Failed", "not ready")
+        onCall(call.member + " refused")
+        return true
+      }
       switch call.member {
       case "GetManagedObjects":
         let ifaces: [(DBusValue, DBusValue)] = [
@@ -58,10 +67,15 @@ final class BLELinkDBusTests: XCTestCase {
     private(set) var current: DBusConnection?
     private(set) var cameBack = false
     var calls: [String] = []
+    private var refusing: Set<String> = []
     private let start: (RestartingBlueZ) throws -> DBusConnection
 
     init(_ test: BLELinkDBusTests, _ loop: EventLoop, _ address: String) throws {
-      start = { me in try test.fakeBlueZ(loop, address) { [unowned me] in me.calls.append($0) } }
+      start = { me in
+        try test.fakeBlueZ(loop, address, refusing: me.refusing) { [unowned me] in
+          me.calls.append($0)
+        }
+      }
       current = try start(self)
     }
 
@@ -70,7 +84,9 @@ final class BLELinkDBusTests: XCTestCase {
       current = nil
     }
 
-    func comeBack() {
+    /// `refusing`: see `fakeBlueZ`.
+    func comeBack(refusing: Set<String> = []) {
+      self.refusing = refusing
       current = try? start(self)
       cameBack = current != nil
     }
@@ -177,7 +193,8 @@ final class BLELinkDBusTests: XCTestCase {
       }
       switch states.count {
       case 1: bluez.crash()
-      case 2: bluez.comeBack()
+      // Back, but not ready at first: the agent tries again a second later.
+      case 2: bluez.comeBack(refusing: ["RegisterAgent"])
       default: loop.stop()
       }
     }
@@ -186,7 +203,11 @@ final class BLELinkDBusTests: XCTestCase {
     XCTAssertTrue(bluez.cameBack)
     XCTAssertEqual(states, ["ready", "gone", "ready"])
     XCTAssertEqual(
-      bluez.calls, ["RegisterAgent", "RequestDefaultAgent", "RegisterAgent", "RequestDefaultAgent"])
+      bluez.calls,
+      [
+        "RegisterAgent", "RequestDefaultAgent",
+        "RegisterAgent refused", "RegisterAgent", "RequestDefaultAgent",
+      ])
   }
 
   /// With no bluetoothd on the bus the first registration fails, saying so.

@@ -42,19 +42,20 @@ stop_btvirt() {
 
 # mgmt btmgmt-arguments...: btmgmt bounded in time (it otherwise waits for
 # its reply for ever), its output and status appended to btmgmt.log; a
-# command the kernel never answers is a FAIL.
+# command the kernel never answers is a FAIL. (timeout --foreground keeps
+# it in the test's process group, so it is ended with the test.)
 mgmt() {
   local rc=0
-  timeout 20 btmgmt "$@" >>btmgmt.log 2>&1 || rc=$?
+  timeout --foreground -k 5 20 btmgmt "$@" >>btmgmt.log 2>&1 || rc=$?
   echo "btmgmt $*: status $rc" >>btmgmt.log
-  [ "$rc" -eq 124 ] && fail "btmgmt $* was not answered within 20 s"
+  { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && fail "btmgmt $* was not answered within 20 s"
   return "$rc"
 }
 
 # bluetoothd_lists ADDRESS...: bluetoothd has every one of these controllers.
 bluetoothd_lists() {
   local list a
-  list=$(timeout 5 bluetoothctl list 2>/dev/null) || return 1
+  list=$(timeout --foreground -k 2 5 bluetoothctl list 2>/dev/null) || return 1
   for a in "$@"; do grep -qi "$a" <<<"$list" || return 1; done
 }
 

@@ -183,8 +183,7 @@ public final class BLELinkServer {
 
   /// BlueZ's answer when the object is already registered: as good as done.
   private static func alreadyDone(_ e: DBusError) -> Bool {
-    if case .remote(let name, _) = e { return name == "org.bluez.Error.AlreadyExists" }
-    return false
+    e.isRemote("org.bluez.Error.AlreadyExists")
   }
 
   private func registerApplication(_ adapter: String, _ current: Int) {

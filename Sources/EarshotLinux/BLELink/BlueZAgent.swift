@@ -6,6 +6,7 @@ import EarshotCore
 public final class BlueZAgent {
   public static let path = "/org/earshot/agent"
   private let bus: DBusConnection
+  private let loop: EventLoop
   public let capability: String
   /// Accept pairing requests (true) or reject them.
   public var accept: Bool
@@ -15,6 +16,7 @@ public final class BlueZAgent {
 
   public init(loop: EventLoop, capability: String, accept: Bool, busAddress: String? = nil) throws {
     bus = try DBusConnection(loop: loop, address: busAddress)
+    self.loop = loop
     self.capability = capability
     self.accept = accept
     try bus.serve(prefix: Self.path) { [unowned self] call in self.handle(call) }
@@ -32,9 +34,13 @@ public final class BlueZAgent {
 
   /// One registration attempt; replies to an older one are ignored.
   private var attempt = 0
+  /// After a bluetoothd restart a refused registration is tried again,
+  /// once a second, this many times (it may still be starting up).
+  private static let retries = 10
 
   /// Registers with bluetoothd as the default agent, and again whenever
-  /// bluetoothd comes back on the bus (its registrations die with it).
+  /// bluetoothd comes back on the bus (its registrations die with it),
+  /// trying for ten seconds then.
   public func start(_ onState: @escaping (State) -> Void) {
     do {
       try bus.match(
@@ -45,7 +51,7 @@ public final class BlueZAgent {
         if owner.isEmpty {
           onState(.bluetoothdGone)
         } else {
-          self.register(onState)
+          self.register(onState, retries: Self.retries)
         }
       }
     } catch {
@@ -53,18 +59,28 @@ public final class BlueZAgent {
         "agent: cannot watch for bluetoothd restarts (\(error)); it will not register again by itself"
       )
     }
-    register(onState)
+    register(onState, retries: 0)
   }
 
-  private func register(_ onState: @escaping (State) -> Void) {
+  private func register(_ onState: @escaping (State) -> Void, retries: Int) {
     attempt += 1
     let current = attempt
+    func failed(_ e: DBusError) {
+      guard retries > 0 else { return onState(.failed(e)) }
+      loop.after(seconds: 1) { [weak self] in
+        guard let self, current == self.attempt else { return }
+        self.register(onState, retries: retries - 1)
+      }
+    }
     bus.call(
       destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
       member: "RegisterAgent", [.objectPath(Self.path), .string(capability)]
     ) { [weak self] r in
       guard let self, current == self.attempt else { return }
-      if case .failure(let e) = r { return onState(.failed(e)) }
+      // Already registered (a retry after RequestDefaultAgent failed): go on.
+      if case .failure(let e) = r, !e.isRemote("org.bluez.Error.AlreadyExists") {
+        return failed(e)
+      }
       self.bus.call(
         destination: "org.bluez", path: "/org/bluez", interface: "org.bluez.AgentManager1",
         member: "RequestDefaultAgent", [.objectPath(Self.path)]
@@ -72,7 +88,7 @@ public final class BlueZAgent {
         guard let self, current == self.attempt else { return }
         switch r {
         case .success: onState(.ready)
-        case .failure(let e): onState(.failed(e))
+        case .failure(let e): failed(e)
         }
       }
     }

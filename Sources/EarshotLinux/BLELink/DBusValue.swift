@@ -295,6 +295,12 @@ public enum DBusError: Error, CustomStringConvertible {
   /// A service we rely on left the bus (bluetoothd stopped or crashed).
   case serviceGone(String)
 
+  /// Whether the peer answered with the D-Bus error `name`.
+  public func isRemote(_ name: String) -> Bool {
+    if case .remote(let n, _) = self { return n == name }
+    return false
+  }
+
   public var description: String {
     switch self {
     case .serviceGone(let name): "\(name) left the bus"
