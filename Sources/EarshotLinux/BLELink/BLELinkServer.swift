@@ -94,12 +94,7 @@ public final class BLELinkServer {
     guard !watchingBlueZ else { return }
     watchingBlueZ = true
     do {
-      try bus.match(
-        "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.bluez'"
-      ) { [weak self] _, _, args in
-        guard let self, args.count == 3, case .string(let owner) = args[2] else { return }
-        self.blueZChanged(present: !owner.isEmpty)
-      }
+      try bus.watchOwner(of: "org.bluez") { [weak self] in self?.blueZChanged(present: $0) }
       try bus.match(
         "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.bluez.Device1'"
       ) { [weak self] path, _, args in

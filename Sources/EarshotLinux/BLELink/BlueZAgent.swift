@@ -43,15 +43,13 @@ public final class BlueZAgent {
   /// trying for ten seconds then.
   public func start(_ onState: @escaping (State) -> Void) {
     do {
-      try bus.match(
-        "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='org.bluez'"
-      ) { [weak self] _, _, args in
-        guard let self, args.count == 3, case .string(let owner) = args[2] else { return }
-        self.attempt += 1
-        if owner.isEmpty {
-          onState(.bluetoothdGone)
-        } else {
+      try bus.watchOwner(of: "org.bluez") { [weak self] present in
+        guard let self else { return }
+        if present {
           self.register(onState, retries: Self.retries)
+        } else {
+          self.attempt += 1  // replies and retries still on their way change nothing now
+          onState(.bluetoothdGone)
         }
       }
     } catch {

@@ -184,6 +184,17 @@ public final class DBusConnection {
     rearm()
   }
 
+  /// Calls `handler` whenever the well-known `name` gets an owner (true:
+  /// the service started) or loses it (false: it stopped or crashed).
+  public func watchOwner(of name: String, _ handler: @escaping (Bool) -> Void) throws {
+    try match(
+      "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(name)'"
+    ) { _, _, args in
+      guard args.count == 3, case .string(let owner) = args[2] else { return }
+      handler(!owner.isEmpty)
+    }
+  }
+
   /// Takes a well-known name (tests use it to stand in for a service).
   public func requestName(_ name: String) throws {
     try check(sd_bus_request_name(bus, name, 0), "request name \(name)")

@@ -238,20 +238,12 @@ public final class HCISocket {
   /// Reads one packet (H4 indicator first) into `buffer`; `nil` when there
   /// is nothing to read.
   public func receive(into buffer: UnsafeMutableRawBufferPointer) throws -> Int? {
-    while true {
-      let n = read(fd, buffer.baseAddress, buffer.count)
-      if n >= 0 { return n }
-      switch errno {
-      case EINTR: continue
-      case EAGAIN, EWOULDBLOCK: return nil
-      default: throw SystemError(errno: errno, "reading hci\(device.map(String.init) ?? "")")
-      }
-    }
+    try receive(into: buffer, control: UnsafeMutableRawBufferPointer(start: nil, count: 0))?.bytes
   }
 
-  /// Reads one packet like `receive(into:)`, with its ancillary data
-  /// (the receive time, once `enableTimestamps` is on) in `control`.
-  /// Returns the packet's length and the control data's, or `nil`.
+  /// Reads one packet into `buffer` and its ancillary data (the receive
+  /// time, once `enableTimestamps` is on) into `control`. Returns both
+  /// lengths, or `nil` when there is nothing to read.
   public func receive(
     into buffer: UnsafeMutableRawBufferPointer, control: UnsafeMutableRawBufferPointer
   ) throws -> (bytes: Int, control: Int)? {
