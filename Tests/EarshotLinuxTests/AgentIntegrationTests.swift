@@ -249,8 +249,9 @@ final class DaemonMonitorTests: XCTestCase {
     let socket = dir + "/control.sock"
     var options = Daemon.Options(socketPath: socket, stateDirectory: dir + "/state")
     options.handleSignals = false
-    let daemon = try Daemon(options: options, version: "test", alert: nil, volume: nil)
-    daemon.log = { _ in }
+    let daemon = try Daemon(
+      loop: try EventLoop(), options: options, version: "test", alert: nil, volume: nil,
+      log: { _ in })
     let driver = try MonitorDriver(
       config: config, emitRange: true, stateFile: nil, runHooks: false, output: { _ in },
       log: { _ in })

@@ -34,12 +34,11 @@ final class DaemonAudioTests: XCTestCase {
 
   func testAlertPlaysOnTheLoopAndStopsSilent() throws {
     var logged: [String] = []
+    let loop = try EventLoop()
     let (alert, volume) = try DaemonAudio.make(
-      config(), findPhoneSound: nil, log: { logged.append($0) })
+      config(), findPhoneSound: nil, loop: loop, log: { logged.append($0) })
     XCTAssertNotNil(volume)
     XCTAssertEqual(logged, [])
-    let loop = try EventLoop()
-    alert.attach(to: loop)
     var failure: String? = nil
     alert.onFailure = { failure = $0 }
     usleep(200_000)
@@ -66,13 +65,14 @@ final class DaemonAudioTests: XCTestCase {
 
   func testFindPhoneSoundOverridesTheAudioSound() throws {
     let (alert, _) = try DaemonAudio.make(
-      config(sound: "ring"), findPhoneSound: "chirp", log: { _ in })
+      config(sound: "ring"), findPhoneSound: "chirp", loop: try EventLoop(), log: { _ in })
     XCTAssertEqual(alert.sound.name, "chirp")
   }
 
   func testAnUnknownSoundIsAConfigError() {
     XCTAssertThrowsError(
-      try DaemonAudio.make(config(sound: "siren"), findPhoneSound: nil, log: { _ in })
+      try DaemonAudio.make(
+        config(sound: "siren"), findPhoneSound: nil, loop: try EventLoop(), log: { _ in })
     ) { error in
       XCTAssertTrue("\(error)".hasPrefix("[audio] sound: no sound named 'siren'"), "\(error)")
     }
@@ -82,14 +82,16 @@ final class DaemonAudioTests: XCTestCase {
     var c = config()
     c.mixerCard = "hw:7"
     var logged: [String] = []
-    let (_, volume) = try DaemonAudio.make(c, findPhoneSound: nil, log: { logged.append($0) })
+    let (_, volume) = try DaemonAudio.make(
+      c, findPhoneSound: nil, loop: try EventLoop(), log: { logged.append($0) })
     XCTAssertNil(volume)
     XCTAssertEqual(logged.count, 1)
     XCTAssertTrue(logged[0].contains("cannot open the mixer of card 'hw:7'"), logged[0])
   }
 
   func testVolumeControlSetsExactlyAndReportsOthersChanges() throws {
-    let (_, v) = try DaemonAudio.make(config(), findPhoneSound: nil, log: { _ in })
+    let loop = try EventLoop()
+    let (_, v) = try DaemonAudio.make(config(), findPhoneSound: nil, loop: loop, log: { _ in })
     let volume = try XCTUnwrap(v)
     XCTAssertFalse(volume.outputIsHeadphones(), "PulseAudio's plugin has no jack control")
     try volume.setVolume(VolumeSetting(level: 0.4, muted: true))
@@ -100,10 +102,8 @@ final class DaemonAudioTests: XCTestCase {
     XCTAssertEqual(try volume.currentVolume().level, 0.7, accuracy: 0.0001)
     XCTAssertFalse(try volume.currentVolume().muted)
 
-    let loop = try EventLoop()
     var changes: [VolumeSetting] = []
     volume.onChange = { changes.append($0) }
-    try volume.attach(to: loop)
     loop.after(seconds: 0.1) {
       _ = try? PulseServer.pactl("set-sink-volume", PulseServer.sink, "55%")
     }

@@ -78,8 +78,9 @@ final class InProcessAgent: @unchecked Sendable {
       var options = Daemon.Options(socketPath: socket, stateDirectory: stateDirectory)
       options.handleSignals = false
       options.findPhone = findPhone
-      let daemon = try Daemon(options: options, version: "test", alert: audio, volume: audio)
-      daemon.log = { _ in }
+      let daemon = try Daemon(
+        loop: try EventLoop(), options: options, version: "test", alert: audio, volume: audio,
+        log: { _ in })
       stopFD = daemon.stopDescriptor
       ready.signal()
       try daemon.run()

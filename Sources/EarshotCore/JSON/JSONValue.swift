@@ -32,6 +32,11 @@ public enum JSONValue: Equatable, Sendable {
     return fields.last(where: { $0.0 == key })?.1
   }
 
+  /// An object's fields in order; nil for anything else.
+  public var objectFields: [(String, JSONValue)]? {
+    if case .object(let f) = self { return f }
+    return nil
+  }
   public var string: String? {
     if case .string(let s) = self { return s }
     return nil

@@ -3,6 +3,30 @@ public enum ControlTopic: String, CaseIterable, Sendable {
   case regions, ranging, volume, find
 }
 
+/// The control protocol's command names: the one table the parser, the
+/// encoder and the error messages take them from.
+public enum ControlVerb: String, CaseIterable, Sendable {
+  case status
+  case volumeGet = "volume.get"
+  case volumeSet = "volume.set"
+  case volumeMute = "volume.mute"
+  case volumeUnmute = "volume.unmute"
+  case findStatus = "find.status"
+  case found
+  case subscribe
+  case unsubscribe
+  case deviceRegister = "device.register"
+  case findStart = "find.start"
+  case findStop = "find.stop"
+  case noticeAck = "notice.ack"
+  case noticeFail = "notice.fail"
+  case shutter
+  case mediaPlay = "media.play"
+  case mediaPause = "media.pause"
+  case mediaResume = "media.resume"
+  case mediaStop = "media.stop"
+}
+
 /// What a control-socket client asks for. The wire name is `cmd`.
 public enum ControlCommand: Equatable, Sendable {
   case status
@@ -31,35 +55,35 @@ public enum ControlCommand: Equatable, Sendable {
   case mediaResume
   case mediaStop
 
-  public var name: String {
+  /// The command's wire name (`cmd`).
+  public var name: String { verb.rawValue }
+
+  public var verb: ControlVerb {
     switch self {
-    case .status: return "status"
-    case .volumeGet: return "volume.get"
-    case .volumeSet: return "volume.set"
-    case .volumeMute: return "volume.mute"
-    case .volumeUnmute: return "volume.unmute"
-    case .findStatus: return "find.status"
-    case .found: return "found"
-    case .subscribe: return "subscribe"
-    case .unsubscribe: return "unsubscribe"
-    case .deviceRegister: return "device.register"
-    case .findStart: return "find.start"
-    case .findStop: return "find.stop"
-    case .noticeAck: return "notice.ack"
-    case .noticeFail: return "notice.fail"
-    case .shutter: return "shutter"
-    case .mediaPlay: return "media.play"
-    case .mediaPause: return "media.pause"
-    case .mediaResume: return "media.resume"
-    case .mediaStop: return "media.stop"
+    case .status: .status
+    case .volumeGet: .volumeGet
+    case .volumeSet: .volumeSet
+    case .volumeMute: .volumeMute
+    case .volumeUnmute: .volumeUnmute
+    case .findStatus: .findStatus
+    case .found: .found
+    case .subscribe: .subscribe
+    case .unsubscribe: .unsubscribe
+    case .deviceRegister: .deviceRegister
+    case .findStart: .findStart
+    case .findStop: .findStop
+    case .noticeAck: .noticeAck
+    case .noticeFail: .noticeFail
+    case .shutter: .shutter
+    case .mediaPlay: .mediaPlay
+    case .mediaPause: .mediaPause
+    case .mediaResume: .mediaResume
+    case .mediaStop: .mediaStop
     }
   }
 
-  public static let names = [
-    "status", "volume.get", "volume.set", "volume.mute", "volume.unmute", "find.status", "found",
-    "subscribe", "unsubscribe", "device.register", "find.start", "find.stop", "notice.ack",
-    "notice.fail", "shutter", "media.play", "media.pause", "media.resume", "media.stop",
-  ]
+  /// Every wire name, in the protocol's order.
+  public static var names: [String] { ControlVerb.allCases.map(\.rawValue) }
 
   /// Longest title `media.play` accepts.
   public static let maxTitleBytes = 1024
@@ -182,26 +206,32 @@ public enum ControlProtocol {
     guard let cmd = cmdValue.string else {
       throw ControlError(.invalidRequest, "\"cmd\" must be a string")
     }
-    switch cmd {
-    case "status": return .status
-    case "volume.get": return .volumeGet
-    case "volume.set":
+    guard let verb = ControlVerb(rawValue: cmd) else {
+      throw ControlError(
+        .unknownCommand,
+        "unknown command \(JSONLine.quoted(cmd)); commands: \(ControlCommand.names.joined(separator: ", "))"
+      )
+    }
+    switch verb {
+    case .status: return .status
+    case .volumeGet: return .volumeGet
+    case .volumeSet:
       guard let field = v["level"] else {
-        throw ControlError(.missingField, "volume.set needs \"level\" (0.0 to 1.0)")
+        throw ControlError(.missingField, "\(verb.rawValue) needs \"level\" (0.0 to 1.0)")
       }
       guard let level = field.number, (0...1).contains(level) else {
         throw ControlError(.invalidRequest, "\"level\" must be a number from 0.0 to 1.0")
       }
       return .volumeSet(level)
-    case "volume.mute": return .volumeMute
-    case "volume.unmute": return .volumeUnmute
-    case "find.status": return .findStatus
-    case "found": return .found
-    case "subscribe", "unsubscribe":
+    case .volumeMute: return .volumeMute
+    case .volumeUnmute: return .volumeUnmute
+    case .findStatus: return .findStatus
+    case .found: return .found
+    case .subscribe, .unsubscribe:
       guard let field = v["topics"] else {
         throw ControlError(
           .missingField,
-          "\(cmd) needs \"topics\": a list of \(ControlTopic.allCases.map(\.rawValue).joined(separator: ", "))"
+          "\(verb.rawValue) needs \"topics\": a list of \(ControlTopic.allCases.map(\.rawValue).joined(separator: ", "))"
         )
       }
       guard let list = field.array, !list.isEmpty else {
@@ -217,10 +247,10 @@ public enum ControlProtocol {
         }
         if !topics.contains(t) { topics.append(t) }
       }
-      return cmd == "subscribe" ? .subscribe(topics) : .unsubscribe(topics)
-    case "device.register":
+      return verb == .subscribe ? .subscribe(topics) : .unsubscribe(topics)
+    case .deviceRegister:
       guard let field = v["name"] else {
-        throw ControlError(.missingField, "device.register needs \"name\"")
+        throw ControlError(.missingField, "\(verb.rawValue) needs \"name\"")
       }
       guard let name = field.string, validName(name) else {
         throw ControlError(
@@ -228,45 +258,41 @@ public enum ControlProtocol {
           "\"name\" must be 1 to \(maxNameBytes) bytes of printable text")
       }
       return .deviceRegister(name: name)
-    case "find.start": return .findStart
-    case "find.stop": return .findStop
-    case "notice.ack", "notice.fail":
+    case .findStart: return .findStart
+    case .findStop: return .findStop
+    case .noticeAck, .noticeFail:
       guard let field = v["notice"] else {
-        throw ControlError(.missingField, "\(cmd) needs \"notice\", the id from the notice event")
+        throw ControlError(
+          .missingField, "\(verb.rawValue) needs \"notice\", the id from the notice event")
       }
       guard let n = field.integer, n > 0 else {
         throw ControlError(.invalidRequest, "\"notice\" must be a positive integer")
       }
-      if cmd == "notice.ack" { return .noticeAck(NoticeID(n)) }
+      if verb == .noticeAck { return .noticeAck(NoticeID(n)) }
       let reason = v["reason"]?.string ?? "the device refused the notice"
       return .noticeFail(NoticeID(n), reason: reason)
-    case "shutter":
+    case .shutter:
       guard let field = v["event"] else {
         throw ControlError(
-          .missingField, "shutter needs \"event\": enter, capture, exit, or a wire value")
+          .missingField, "\(verb.rawValue) needs \"event\": enter, capture, exit, or a wire value")
       }
       if let n = field.integer { return .shutter(Int(clamping: n)) }
       if let name = field.string, let c = ShutterCommand(text: name) { return .shutter(c.rawValue) }
       throw ControlError(
         .invalidRequest,
         "\"event\" must be enter, capture, exit or an integer (enter 1, capture 2, exit 0)")
-    case "media.play":
+    case .mediaPlay:
       guard let field = v["title"] else {
-        throw ControlError(.missingField, "media.play needs \"title\"")
+        throw ControlError(.missingField, "\(verb.rawValue) needs \"title\"")
       }
       guard let title = field.string, !title.isEmpty, title.utf8.count <= maxTitleBytes else {
         throw ControlError(
           .invalidRequest, "\"title\" must be 1 to \(maxTitleBytes) bytes of text")
       }
       return .mediaPlay(title: title)
-    case "media.pause": return .mediaPause
-    case "media.resume": return .mediaResume
-    case "media.stop": return .mediaStop
-    default:
-      throw ControlError(
-        .unknownCommand,
-        "unknown command \(JSONLine.quoted(cmd)); commands: \(ControlCommand.names.joined(separator: ", "))"
-      )
+    case .mediaPause: return .mediaPause
+    case .mediaResume: return .mediaResume
+    case .mediaStop: return .mediaStop
     }
   }
 
@@ -316,6 +342,48 @@ public enum ControlProtocol {
     fields.append(("last_end", s.lastEnd.map { .string($0.rawValue) } ?? .null))
     fields.append(("outstanding_notices", .int(s.outstandingNotices)))
     return .object(fields)
+  }
+
+  /// The phone-found notice as a device receives it.
+  public static func noticeEvent(_ id: NoticeID, to device: DeviceID) -> String {
+    event(
+      "notice",
+      [("notice", .int(id)), ("kind", .string("phone_found")), ("device", .string(device.name))])
+  }
+
+  /// What became of a phone-found notice, for `find` subscribers.
+  public static func noticeResultEvent(_ id: NoticeID, _ device: DeviceID, _ result: NoticeResult)
+    -> String
+  {
+    var fields: [(String, JSONValue)] = [
+      ("notice", .int(id)), ("device", .string(device.description)),
+    ]
+    switch result {
+    case .accepted:
+      fields.append(("result", .string("accepted")))
+    case .failed(let why):
+      fields.append(("result", .string("failed")))
+      fields.append(("reason", .string(why)))
+    }
+    return event("notice_result", fields)
+  }
+
+  /// The media player's state; null where no player is set up.
+  public static func json(_ phase: MediaCoordinator.Phase?) -> JSONValue {
+    func item(_ state: String, _ id: MediaRequestID, _ i: MediaItem) -> [(String, JSONValue)] {
+      [
+        ("state", .string(state)), ("request", .int(id.value)), ("title", .string(i.title)),
+        ("path", .string(i.path)),
+      ]
+    }
+    switch phase {
+    case nil: return .null
+    case .idle?: return .object([("state", .string("idle"))])
+    case .starting(let id, let i, _, _)?: return .object(item("starting", id, i))
+    case .playing(let id, let i)?: return .object(item("playing", id, i))
+    case .paused(let id, let i, let byRing)?:
+      return .object(item("paused", id, i) + [("by_ring", .bool(byRing))])
+    }
   }
 
   /// What a find request's reply means on the wire.

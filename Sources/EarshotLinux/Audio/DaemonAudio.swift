@@ -12,25 +12,25 @@ public final class ALSAAlertOutput: AlertOutput {
   public let ramp: GainRamp?
   public var onFailure: ((String) -> Void)?
   /// Notes that are not failures (a fallback device was used).
-  public var log: (String) -> Void = { _ in }
-  private var loop: EventLoop?
+  let log: (String) -> Void
+  /// The loop whose thread drives the player.
+  private let loop: EventLoop
   private var watched: [pollfd] = []
 
-  public init(player: AlertPlayer, sound: AlertSound, ramp: GainRamp?) {
+  public init(
+    player: AlertPlayer, sound: AlertSound, ramp: GainRamp?, loop: EventLoop,
+    log: @escaping (String) -> Void = { _ in }
+  ) {
     self.player = player
     self.sound = sound
     self.ramp = ramp
-  }
-
-  /// The loop whose thread drives the player; before `startAlert`.
-  public func attach(to loop: EventLoop) {
     self.loop = loop
+    self.log = log
   }
 
   /// Starts the loop of the alert from its beginning; a start while it
   /// plays changes nothing (find-phone does not stack alerts).
   public func startAlert() throws {
-    guard let loop else { throw AudioSetupError("the alert output is not attached to a loop") }
     if player.isPlaying { return }
     try player.start(sound: sound, ramp: ramp)
     for skipped in player.skipped { log("\(skipped); played on the next device") }
@@ -69,7 +69,7 @@ public final class ALSAAlertOutput: AlertOutput {
 
   /// Silent when this returns: the queued audio is dropped.
   public func stopAlert() {
-    loop?.unwatch(pollDescriptors: watched)
+    loop.unwatch(pollDescriptors: watched)
     watched = []
     player.stop()
   }
@@ -84,18 +84,19 @@ public final class ALSAVolumeControl: VolumeControl {
   public let assumeHeadphones: Bool
   public var onChange: ((VolumeSetting) -> Void)?
   /// Called if the mixer goes away (the sound server stopped).
-  public var log: (String) -> Void = { _ in }
-  private var loop: EventLoop?
+  let log: (String) -> Void
+  private let loop: EventLoop
   private var watched: [pollfd] = []
 
-  public init(mixer: Mixer, assumeHeadphones: Bool = false) {
+  /// Watches the mixer for changes on `loop` from now on.
+  public init(
+    mixer: Mixer, loop: EventLoop, assumeHeadphones: Bool = false,
+    log: @escaping (String) -> Void = { _ in }
+  ) throws {
     self.mixer = mixer
-    self.assumeHeadphones = assumeHeadphones
-  }
-
-  /// Starts watching the mixer for changes on `loop`.
-  public func attach(to loop: EventLoop) throws {
     self.loop = loop
+    self.assumeHeadphones = assumeHeadphones
+    self.log = log
     mixer.remember(mixer.state())
     watched = mixer.pollDescriptors()
     try loop.watch(pollDescriptors: watched) { [unowned self] fds in
@@ -105,7 +106,7 @@ public final class ALSAVolumeControl: VolumeControl {
         }
       } catch {
         self.log("\(error); volume changes are no longer watched")
-        self.loop?.unwatch(pollDescriptors: self.watched)
+        self.loop.unwatch(pollDescriptors: self.watched)
         self.watched = []
       }
     }
@@ -145,7 +146,7 @@ public enum DaemonAudio {
   /// control and `log` says why.
   public static func make(
     _ audio: AudioConfig, findPhoneSound: String?, library: SoundLibrary = .standard(),
-    log: (String) -> Void
+    loop: EventLoop, log: @escaping (String) -> Void
   ) throws -> (alert: ALSAAlertOutput, volume: ALSAVolumeControl?) {
     let name = findPhoneSound ?? audio.sound
     let sound: AlertSound
@@ -157,11 +158,12 @@ public enum DaemonAudio {
     let player = AlertPlayer(
       settings: .init(device: audio.device, fallbacks: audio.fallback))
     let alert = ALSAAlertOutput(
-      player: player, sound: sound, ramp: audio.ramp > 0 ? GainRamp(seconds: audio.ramp) : nil)
+      player: player, sound: sound, ramp: audio.ramp > 0 ? GainRamp(seconds: audio.ramp) : nil,
+      loop: loop, log: log)
     var volume: ALSAVolumeControl? = nil
     do {
-      volume = ALSAVolumeControl(
-        mixer: try Mixer(card: audio.mixerCard, control: audio.mixerControl))
+      volume = try ALSAVolumeControl(
+        mixer: try Mixer(card: audio.mixerCard, control: audio.mixerControl), loop: loop, log: log)
     } catch {
       log("no volume control: \(error)")
     }

@@ -1,88 +1,93 @@
 import EarshotCore
 
-/// The glue between the daemon and its optional parts: each part keeps its
-/// own API, the daemon routes events between them.
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The optional parts of the agent. Attaching one stores it and gives it
+/// its status section; nothing here depends on what else is attached, or
+/// in which order: the parts meet only at `perform` and `dispatch`.
 extension Daemon {
-  /// Region monitoring: `status` shows it, `regions` and `ranging`
-  /// subscribers and MQTT get its events, and it stops (restoring the
-  /// scan, saving the states) when the daemon does.
+  /// Region monitoring: its events go to every transport, it shows its
+  /// sections in `status`, and it stops (restoring the scan, saving the
+  /// states) when the daemon does.
   public func attach(monitor: AgentMonitor) {
+    precondition(self.monitor == nil, "one region monitor per agent")
     self.monitor = monitor
-    statusSections = monitor.statusSections
-    monitor.observe { [unowned self] e in self.monitorEvent(e) }
-    stopActions.append { monitor.stop() }
+    for (section, value) in monitor.statusSections { statusSections[section] = value }
+    monitor.observe { [unowned self] e in self.dispatch(.monitor(e)) }
   }
 
-  private func monitorEvent(_ e: MonitorEvent) {
-    let line = MonitorEventFormatter.json(e)
-    publish(e.kind == .range ? .ranging : .regions, line)
-    guard let mqtt else { return }
-    switch e.kind {
-    case .range:
-      for b in e.beacons {
-        mqtt.beacon(
-          b.id, distance: b.accuracy, proximity: b.proximity.rawValue,
-          rssi: b.rssi.map { Int($0.rounded()) }, at: Double(e.t) / 1e6)
+  /// The remote shutter: `shutter` requests go to this driver; each is
+  /// answered with the state the camera reached.
+  public func attach(shutter driver: ShutterDriver) {
+    precondition(shutter == nil, "one shutter per agent")
+    shutter = driver
+    driver.onLog = { [unowned self] in self.log("shutter: \($0)") }
+    driver.onReply = { [unowned self] in self.shutterReplied($0) }
+    statusSections[.shutter] = {
+      .object([
+        ("photo_mode", .bool(driver.inPhotoMode)),
+        (
+          "device",
+          .string(
+            driver.settings.captureCommand == nil ? driver.settings.device : "capture_command")
+        ),
+      ])
+    }
+  }
+
+  /// Media: play requests go to this driver, each answered by its one
+  /// completion; pause, resume and stop act on what plays; find-phone
+  /// pauses it while ringing.
+  public func attach(media driver: MediaDriver) {
+    precondition(media == nil, "one media player per agent")
+    media = driver
+    driver.onLog = { [unowned self] in self.log("media: \($0)") }
+    driver.onCompletion = { [unowned self] id, response, item in
+      self.pending.mediaCompleted(id, .mediaCompleted(id, response, item), log: self.log)
+    }
+    statusSections[.media] = { ControlProtocol.json(driver.phase) }
+    preemptMedia(find.status)
+  }
+
+  /// The proximity log: find-phone, notices and volume changes (the
+  /// monitor records its own); closed last when the daemon stops.
+  public func attach(log writer: ProximityLogWriter) {
+    precondition(proximityLog == nil, "one proximity log per agent")
+    proximityLog = writer
+  }
+
+  /// Every section of `status`, in `StatusSection` order.
+  func statusJSON() -> JSONValue {
+    var fields: [(String, JSONValue)] = []
+    for section in StatusSection.allCases {
+      let value: JSONValue?
+      switch section {
+      case .agent:
+        value = .object([
+          ("version", .string(version)), ("pid", .int(getpid())),
+          ("uptime_s", .number(Double((Clock.monotonicNanos() - startedAt) / 1_000_000) / 1000)),
+          ("clients", .int(control.clientCount)),
+          ("subscribers", .int(control.subscriberCount)),
+        ])
+      case .find: value = ControlProtocol.json(find.status, now: Clock.monotonicNanos())
+      case .volume: value = currentVolume().map(ControlProtocol.json) ?? section.absent
+      default: value = statusSections[section]?() ?? section.absent
       }
-    case .state, .enter, .exit:
-      mqtt.regionState(e.region, state: e.state.rawValue)
-      mqtt.event(line)
+      if let value { fields.append((section.rawValue, value)) }
     }
+    return .object(fields)
   }
 
-  /// MQTT: region states, events, beacons, find-phone state and volume go
-  /// out; ring, found, volume and mute come in and go through the same
-  /// coordinator and mixer as the control socket's commands. Starts
-  /// connecting (in the background, with backoff) and says `offline` when
-  /// the daemon stops.
-  public func attach(mqtt bridge: MQTTBridge) {
-    mqtt = bridge
-    find.add(mqttLink)
-    mqttLink.onNotice = { [unowned self] id, device in
-      // Home Assistant has no one to answer: the link takes the notice.
-      self.mqtt?.event(
-        ControlProtocol.event(
-          "notice",
-          [
-            ("notice", .int(id)), ("kind", .string("phone_found")),
-            ("device", .string(device.name)),
-          ]
-        ))
-      self.find.submit(.noticeResult(id, .accepted))
-    }
-    bridge.onLog = { [unowned self] in self.log($0) }
-    bridge.onCommand = { [unowned self] in self.mqttCommand($0) }
-    bridge.findState(find.status.state.rawValue)
-    if let v = try? volume?.currentVolume() { bridge.volume(v.level, muted: v.muted) }
-    if let monitor {
-      for r in monitor.regionStates { bridge.regionState(r.region, state: r.state.rawValue) }
-    }
-    bridge.start()
-    stopActions.append { bridge.close() }
-  }
-
-  private func mqttCommand(_ command: MQTTCommand) {
-    switch command {
-    case .ring:
-      let reply = find.submit(.deviceStart(mqttLink.device))
-      log("mqtt: ring: \(reply.map(ControlProtocol.json)?.encoded ?? "queued")")
-    case .found:
-      if find.submit(.found) == .notRinging { log("mqtt: found: nothing is ringing") }
-    case .setVolume(let level):
-      mqttVolume("volume \(Int((level * 100).rounded()))") { $0.level = level }
-    case .setMute(let muted):
-      mqttVolume(muted ? "mute" : "unmute") { $0.muted = muted }
-    }
-  }
-
-  private func mqttVolume(_ what: String, _ change: (inout VolumeSetting) -> Void) {
-    do {
-      _ = try changeVolume(change)
-    } catch let e as ControlError {
-      log("mqtt: \(what) ignored: \(e.message)")
-    } catch {
-      log("mqtt: \(what): \(error)")
-    }
+  /// Find-phone preempts media: paused when the ring starts, resumed once
+  /// the alert is silent and the volume restored.
+  func preemptMedia(_ status: FindStatus) {
+    guard let media else { return }
+    let active = [.starting, .ringing, .stopping].contains(status.state)
+    guard active != mediaPausedForFind else { return }
+    mediaPausedForFind = active
+    if active { media.findPhoneStarted() } else { media.findPhoneEnded() }
   }
 
   /// Find-phone's course in the proximity log: started, then found or
@@ -102,5 +107,17 @@ extension Daemon {
             t: t, kind: found ? .found : .stopped, device: device,
             detail: status.lastEnd?.rawValue)))
     }
+  }
+
+  func recordNotice(_ id: NoticeID, _ device: DeviceID, _ result: NoticeResult) {
+    let detail: String
+    switch result {
+    case .accepted: detail = "accepted"
+    case .failed(let why): detail = "failed: \(why)"
+    }
+    proximityLog?.record(
+      .findPhone(
+        FindPhoneLogEvent(
+          t: Clock.realtimeMicros(), kind: .notice, device: device.description, detail: detail)))
   }
 }

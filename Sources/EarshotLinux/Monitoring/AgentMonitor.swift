@@ -211,11 +211,10 @@ public final class AgentMonitor {
   }
 
   /// `monitoring`, `regions` and `beacons` for the daemon's `status`.
-  public var statusSections: [(name: String, value: () -> JSONValue)] {
+  public var statusSections: [StatusSection: () -> JSONValue] {
     [
-      ("monitoring", { [unowned self] in .bool(self.started) }),
-      (
-        "regions",
+      .monitoring: { [unowned self] in .bool(self.started) },
+      .regions:
         { [unowned self] in
           .array(
             self.regionStates.map { r in
@@ -227,10 +226,8 @@ public final class AgentMonitor {
               }
               return .object(fields)
             })
-        }
-      ),
-      (
-        "beacons",
+        },
+      .beacons:
         { [unowned self] in
           .array(
             self.rangedBeacons().map { r in
@@ -243,9 +240,8 @@ public final class AgentMonitor {
               }
               return .object(fields)
             })
-        }
-      ),
-      ("adapter", { [unowned self] in self.adapter.map { .string($0.message) } ?? .null }),
+        },
+      .adapter: { [unowned self] in self.adapter.map { .string($0.message) } ?? .null },
     ]
   }
 }

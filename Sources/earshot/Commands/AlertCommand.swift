@@ -68,9 +68,8 @@ func runAlert(_ args: Arguments) throws -> Int32 {
   // The agent's output: a device that fails mid-alert hands over to the
   // next of --fallback, and the notes say so on stderr.
   let output = ALSAAlertOutput(
-    player: player, sound: sound, ramp: ramp.map { GainRamp(seconds: $0) })
-  output.attach(to: loop)
-  output.log = { Console.error("earshot alert: \($0)\n") }
+    player: player, sound: sound, ramp: ramp.map { GainRamp(seconds: $0) }, loop: loop,
+    log: { Console.error("earshot alert: \($0)\n") })
   var failure: String? = nil
   output.onFailure = { why in
     failure = why

@@ -51,11 +51,12 @@ enum BenchFindPhone {
     let loop = try EventLoop()
     let output = ALSAAlertOutput(
       player: AlertPlayer(settings: .init(device: device)),
-      sound: .pattern(SoundPattern.named("ring")!), ramp: nil)
-    output.attach(to: loop)
+      sound: .pattern(SoundPattern.named("ring")!), ramp: nil, loop: loop)
     let alert = TimedAlert(output)
     var volume: ALSAVolumeControl? = nil
-    if let mixerCard { volume = ALSAVolumeControl(mixer: try Mixer(card: mixerCard)) }
+    if let mixerCard {
+      volume = try ALSAVolumeControl(mixer: try Mixer(card: mixerCard), loop: loop)
+    }
     // On disk like the daemon's state directory (/tmp is often tmpfs,
     // where an fsync costs nothing).
     let dir = "/var/tmp/earshot-bench-\(getpid())"

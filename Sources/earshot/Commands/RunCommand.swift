@@ -82,6 +82,10 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
   options.findPhone = FindPhoneSettings(
     volume: config.findPhone.volume, headphoneVolume: config.findPhone.headphoneVolume,
     timeoutSeconds: config.findPhone.timeout)
+  let log: (String) -> Void = { Console.error("earshot run: \($0)\n") }
+  // Everything serves on this loop: it is made first and handed to each part.
+  let loop: EventLoop
+  do { loop = try EventLoop() } catch { throw CommandFailure("\(error)") }
   // The ALSA alert player and mixer from [audio]. Without them (--no-audio)
   // find-phone rings silently and the volume commands answer "unavailable".
   let audio: (alert: ALSAAlertOutput, volume: ALSAVolumeControl?)?
@@ -90,8 +94,7 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
   } else {
     do {
       audio = try DaemonAudio.make(
-        config.audio, findPhoneSound: config.findPhone.sound,
-        log: { Console.error("earshot run: \($0)\n") })
+        config.audio, findPhoneSound: config.findPhone.sound, loop: loop, log: log)
     } catch {
       throw CommandFailure("\(error)")
     }
@@ -99,21 +102,16 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
   let daemon: Daemon
   do {
     daemon = try Daemon(
-      options: options, version: version, alert: audio?.alert, volume: audio?.volume)
-    if let audio {
-      audio.alert.log = daemon.log
-      audio.alert.attach(to: daemon.loop)
-      if let volume = audio.volume {
-        volume.log = daemon.log
-        try volume.attach(to: daemon.loop)
-      }
-    }
+      loop: loop, options: options, version: version, alert: audio?.alert,
+      volume: audio?.volume, log: log)
   } catch {
     throw CommandFailure("\(error)")
   }
-  try attachParts(to: daemon, config: config, input: args.value("input"))
+  // The parts, in any order; scanning (or the replay) starts once all are in place.
+  let monitor = try attachParts(to: daemon, config: config, replay: args.value("input") != nil)
   try attachDeviceParts(
     to: daemon, config: config, audio: audio != nil, hasMixer: audio?.volume != nil)
+  if let monitor { try start(monitor, config: config, input: args.value("input"), daemon: daemon) }
   // SIGHUP reloads the config (Daemon/ConfigReloader.swift).
   let reloader = ConfigReloader(
     path: args.value("config") ?? ConfigLocation.defaultPath(), config: config, daemon: daemon,
@@ -124,45 +122,38 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
 }
 
 /// The proximity log, MQTT and the region monitor, as the config asks.
-private func attachParts(to daemon: Daemon, config: Config, input: String?) throws {
+/// Returns the monitor, not yet started.
+private func attachParts(to daemon: Daemon, config: Config, replay: Bool) throws -> AgentMonitor? {
   let log = daemon.log
   let writer = proximityLogWriter(
-    config: config, path: nil, replay: input != nil, report: { log("proximity log: \($0)") })
+    config: config, path: nil, replay: replay, report: { log("proximity log: \($0)") })
   if let writer {
-    daemon.proximityLog = writer
+    daemon.attach(log: writer)
     // A replay's log is written at its end (capture time: no timer flushes
     // and no retention against today's date).
-    if input == nil { writer.attach(to: daemon.loop) }
-  }
-  // At the stop, after the monitor and MQTT have stopped: the log goes last.
-  defer {
-    if let writer {
-      daemon.stopActions.append {
-        writer.detach(from: daemon.loop)
-        writer.close()
-      }
-    }
+    if !replay { writer.attach(to: daemon.loop) }
   }
   if config.mqtt.enabled {
     do {
       let settings = try MQTTBridge.Settings(
         config: config.mqtt, hostname: MQTTBridge.Settings.hostname(), version: version)
-      daemon.attach(mqtt: try MQTTBridge(loop: daemon.loop, settings: settings))
+      daemon.add(
+        MQTTTransport(bridge: try MQTTBridge(loop: daemon.loop, settings: settings), agent: daemon))
     } catch {
       throw CommandFailure("\(error)")
     }
   }
   guard !config.regions.isEmpty else {
-    if input != nil {
+    if replay {
       throw CommandFailure("--input needs [region \"NAME\"]s in the config to monitor")
     }
-    return
+    return nil
   }
   let driver: MonitorDriver
   do {
     driver = try MonitorDriver(
       config: config, emitRange: true,
-      stateFile: input == nil ? StateFile(path: config.state.path) : nil, runHooks: true,
+      stateFile: replay ? nil : StateFile(path: config.state.path), runHooks: true,
       output: { _ in }, log: log)
   } catch {
     throw CommandFailure("\(error)")
@@ -170,12 +161,18 @@ private func attachParts(to daemon: Daemon, config: Config, input: String?) thro
   let monitor = AgentMonitor(loop: daemon.loop, driver: driver, proximityLog: writer)
   monitor.onAdapterState = { log($0.message) }
   daemon.attach(monitor: monitor)
+  return monitor
+}
+
+/// Scans live, or replays `input` through the monitor (its log written at
+/// the end, in capture time).
+private func start(_ monitor: AgentMonitor, config: Config, input: String?, daemon: Daemon) throws {
   if let input {
     do { try monitor.replay(path: input) } catch let e as ReplayError {
       throw CommandFailure(e.description)
     }
-    writer?.close()
-    log("replayed \(input)")
+    monitor.proximityLog?.close()
+    daemon.log("replayed \(input)")
     return
   }
   do {

@@ -32,7 +32,7 @@ func attachDeviceParts(to daemon: Daemon, config: Config, audio: Bool, hasMixer:
       "[link] enabled = true, but the system D-Bus cannot be reached: \(error); start dbus and bluetoothd, or set [link] enabled = false"
     )
   }
-  daemon.attach(ble: BLEDeviceLink(server: server))
+  daemon.add(BLELinkTransport(server: server, agent: daemon))
 }
 
 func hostName() -> String {

@@ -1,0 +1,18 @@
+/// The sections of the agent's `status`, in the order they are shown.
+/// Each part of the agent provides its own; a section no part provides is
+/// shown with its `absent` value, or left out when that is nil.
+public enum StatusSection: String, CaseIterable, Sendable {
+  case agent, find, volume
+  case monitoring, regions, beacons, adapter
+  case shutter, media
+
+  /// What a section says when no part provides it.
+  public var absent: JSONValue? {
+    switch self {
+    case .monitoring: .bool(false)
+    case .regions, .beacons: .array([])
+    case .volume: .null
+    default: nil
+    }
+  }
+}

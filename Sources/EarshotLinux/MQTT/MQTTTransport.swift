@@ -1,0 +1,102 @@
+import EarshotCore
+
+/// MQTT as a transport: region states, events, beacons, find-phone state
+/// and volume go out through the bridge; ring, found, volume and mute come
+/// in on command topics and become device requests. Outcomes have no one
+/// to answer on a broker: refusals are logged.
+public final class MQTTTransport: AgentTransport {
+  public let name = "mqtt"
+  public let bridge: MQTTBridge
+  public let link = MQTTDeviceLink()
+  public var deviceLink: DeviceLink? { link }
+  private unowned let agent: Daemon
+
+  public init(bridge: MQTTBridge, agent: Daemon) {
+    self.bridge = bridge
+    self.agent = agent
+    bridge.onLog = { [unowned agent] in agent.log($0) }
+    bridge.onCommand = { [unowned self] in self.command($0) }
+    link.onNotice = { [unowned self] id, device in
+      // Home Assistant has no one to answer: the link takes the notice.
+      bridge.event(ControlProtocol.noticeEvent(id, to: device))
+      self.agent.perform(.noticeResult(id, .accepted), from: Requester(device: device)) { _ in }
+    }
+  }
+
+  /// Publishes what is known now, then connects (in the background, with backoff).
+  public func start() {
+    bridge.findState(agent.find.status.state.rawValue)
+    if let v = agent.currentVolume() { bridge.volume(v.level, muted: v.muted) }
+    for r in agent.monitor?.regionStates ?? [] {
+      bridge.regionState(r.region, state: r.state.rawValue)
+    }
+    bridge.start()
+  }
+
+  /// Says `offline` and disconnects.
+  public func stop() { bridge.close() }
+
+  private func command(_ command: MQTTCommand) {
+    let request: DeviceRequest
+    let what: String
+    switch command {
+    case .ring: (request, what) = (.findStart, "ring")
+    case .found: (request, what) = (.found, "found")
+    case .setVolume(let level):
+      (request, what) = (.volumeSet(level), "volume \(Int((level * 100).rounded()))")
+    case .setMute(let muted): (request, what) = (.volumeMute(muted), muted ? "mute" : "unmute")
+    }
+    agent.perform(request, from: Requester(device: link.device, name: "mqtt")) {
+      [unowned agent] outcome in
+      switch outcome {
+      case .refused(let e) where e.code == .notRinging: agent.log("mqtt: \(what): \(e.message)")
+      case .refused(let e): agent.log("mqtt: \(what) ignored: \(e.message)")
+      case .find(let reply?, _): agent.log("mqtt: \(what): \(ControlProtocol.json(reply).encoded)")
+      default: break
+      }
+    }
+  }
+
+  public func agentEvent(_ event: AgentEvent) {
+    switch event {
+    case .find(let status):
+      bridge.findState(status.state.rawValue)
+      bridge.event(
+        ControlProtocol.event(
+          "find", [("find", ControlProtocol.json(status, now: Clock.monotonicNanos()))]))
+    case .noticeResult(let id, let device, let result):
+      bridge.event(ControlProtocol.noticeResultEvent(id, device, result))
+    case .volume(let v):
+      bridge.volume(v.level, muted: v.muted)
+    case .monitor(let e):
+      switch e.kind {
+      case .range:
+        for b in e.beacons {
+          bridge.beacon(
+            b.id, distance: b.accuracy, proximity: b.proximity.rawValue,
+            rssi: b.rssi.map { Int($0.rounded()) }, at: Double(e.t) / 1e6)
+        }
+      case .state, .enter, .exit:
+        bridge.regionState(e.region, state: e.state.rawValue)
+        bridge.event(MonitorEventFormatter.json(e))
+      }
+    }
+  }
+}
+
+/// The device behind MQTT's "Ring this laptop" button (`mqtt:button`):
+/// a ring starts find-phone as this device, and its phone-found notice is
+/// handed to `onNotice`, which publishes and accepts it.
+public final class MQTTDeviceLink: DeviceLink {
+  public let linkName = "mqtt"
+  public let device = DeviceID(link: "mqtt", name: "button")
+  var onNotice: ((NoticeID, DeviceID) -> Void)?
+
+  public init() {}
+
+  public func deliverNotice(_ id: NoticeID, to device: DeviceID) -> Bool {
+    guard let onNotice else { return false }
+    onNotice(id, device)
+    return true
+  }
+}
