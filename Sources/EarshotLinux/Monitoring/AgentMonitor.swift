@@ -39,7 +39,7 @@ public final class AgentMonitor {
     self.proximityLog = proximityLog
     deadlineTimer = MovingDeadline(wallClockOn: loop)
     hookTimer = MovingDeadline(monotonicOn: loop)
-    driver.output = { [unowned self] e in self.dispatch(e) }
+    driver.observe { [unowned self] e in self.dispatch(e) }
     deadlineTimer.onFire = { [unowned self] deadline in
       // Reports that arrived before the deadline may still be queued (the
       // scanner reads a busy socket in batches): take them first, or an

@@ -14,9 +14,9 @@ public final class MonitorDriver {
   public private(set) var config: Config
   public let hooks: HookRunner?
   public let stateFile: StateFile?
-  /// Receives every event the monitor decides (settable, so an owner
-  /// created after the driver can take them).
-  public var output: (MonitorEvent) -> Void
+  /// Receives every event the monitor decides, then each observer.
+  private let output: (MonitorEvent) -> Void
+  private var observers: [(MonitorEvent) -> Void] = []
   public var log: (String) -> Void
 
   public init(
@@ -44,6 +44,12 @@ public final class MonitorDriver {
     }
     monitor = RegionMonitor(config: config, emitRange: emitRange, snapshot: snapshot)
     hooks?.log = { [unowned self] in self.log($0) }
+  }
+
+  /// Adds a receiver of every event after `output` (an owner made after
+  /// the driver, such as `AgentMonitor`).
+  public func observe(_ receiver: @escaping (MonitorEvent) -> Void) {
+    observers.append(receiver)
   }
 
   public func start(at t: Int64, scanning: Bool) {
@@ -79,6 +85,7 @@ public final class MonitorDriver {
     var changed = false
     for e in events {
       output(e)
+      for o in observers { o(e) }
       if e.kind != .range && e.state != .unknown { changed = true }
       if e.kind == .enter || e.kind == .exit { runHook(e) }
     }
