@@ -47,8 +47,122 @@ final class MonitorScenarioTests: XCTestCase {
     s.beacons = [beacon("tag", major: 2, minor: 1, interval: 0.1, loss: 0.1, present: [60..<300])]
     let (m, events) = runScenario(s, c)
     assertMatchesTruth(
-      events, region: "tag", truth: [60..<300], scenario: s, enterBound: 1, exitBound: 11)
-    XCTAssertEqual(m.exitTimeout(region: "tag")!, 10, accuracy: 0.001, "the floor")
+      events, region: "tag", truth: [60..<300], scenario: s, enterBound: 1, exitBound: 7)
+    XCTAssertEqual(m.exitTimeout(region: "tag")!, 6, accuracy: 0.001, "the floor")
+  }
+
+  /// Runs one region "r" (major 5, `auto`) over seeds and sums its figures.
+  func exitFigures(
+    seeds: ClosedRange<Int>, duration: Double, monitor: MonitorConfig = MonitorConfig(),
+    _ beacons: [ScenarioBeacon]
+  ) -> ExitFigures {
+    var c = config(region("r", major: 5))
+    c.monitor = monitor
+    var total = ExitFigures()
+    for seed in seeds {
+      var s = Scenario()
+      s.seed = UInt64(seed)
+      s.duration = duration
+      s.beacons = beacons
+      let (_, events) = runScenario(s, c)
+      total =
+        total
+        + EarshotCoreTests.exitFigures(
+          events, region: "r", truth: s.presence(matching: c.regions[0]), scenario: s)
+    }
+    return total
+  }
+
+  /// Issue 20: under `auto` each beacon's timeout follows its own gaps. At
+  /// 50 % loss, 25 seeds of four departures each (100 exits per interval).
+  func testExitsAsFastAsTheEvidenceAllowsAtHalfLoss() {
+    let present: [Range<Double>] = [20..<120, 180..<280, 340..<440, 500..<600]
+    var limits = MonitorConfig()
+    limits.autoFloor = 1
+    for (interval, median, worst, floorMedian) in [
+      (0.1, 6.0, 6.0, 3.0), (0.35, 11.0, 16.0, 11.0), (1.0, 30.0, 40.0, 30.0),
+    ] {
+      let f = exitFigures(
+        seeds: 1...25, duration: 660,
+        [beacon("b", major: 5, minor: 1, interval: interval, loss: 0.5, present: present)])
+      XCTAssertEqual(f.delays.count, 100, "\(interval) s")
+      XCTAssertEqual(f.missed, 0, "\(interval) s")
+      XCTAssertEqual(f.falseExits, 0, "\(interval) s")
+      XCTAssertLessThanOrEqual(f.median, median, "\(interval) s")
+      XCTAssertLessThanOrEqual(f.worst, worst, "\(interval) s")
+      // With the floor out of the way, the evidence alone: still safe.
+      let evidence = exitFigures(
+        seeds: 1...25, duration: 660, monitor: limits,
+        [beacon("b", major: 5, minor: 1, interval: interval, loss: 0.5, present: present)])
+      XCTAssertEqual(evidence.falseExits, 0, "\(interval) s, no floor")
+      XCTAssertEqual(evidence.missed, 0, "\(interval) s, no floor")
+      XCTAssertLessThanOrEqual(evidence.median, floorMedian, "\(interval) s, no floor")
+    }
+  }
+
+  /// The floor's reason: a phone at 100 ms that slows to 1 s when locked
+  /// (and back when unlocked), every 100 s, at 30 % loss. Its first slow
+  /// gaps come before its new pace is learnt; 6 s covers them (5 s gave 4
+  /// false exits in these 150 slowdowns).
+  func testPhoneThatSlowsDownWhenLockedDoesNotFlap() {
+    var fast = beacon(
+      "unlocked", major: 5, minor: 1, interval: 0.1, loss: 0.3,
+      present: [0..<100, 200..<300, 400..<500])
+    let slow = {
+      var b = beacon(
+        "locked", major: 5, minor: 1, interval: 1, loss: 0.3,
+        present: [100..<200, 300..<400, 500..<600])
+      b.phase = 0.37
+      return b
+    }()
+    fast.addresses = slow.addresses
+    let f = exitFigures(seeds: 1...50, duration: 660, [fast, slow])
+    XCTAssertEqual(f.falseExits, 0)
+    XCTAssertEqual(f.missed, 0)
+    XCTAssertEqual(f.delays.count, 50)
+    XCTAssertLessThanOrEqual(f.worst, 30, "learnt afresh after the slowdown: at most cautious")
+  }
+
+  /// Issue 20: a region's timeout follows the beacons present now. A 1 s
+  /// beacon (50 % loss, timeout ~25 s) left at 120 s; the 100 ms one stays
+  /// until 300 s: the exit follows the fast one's timeout, not the slow one's.
+  func testRegionTimeoutFollowsTheBeaconsPresentNow() {
+    let c = config(region("r", major: 5))
+    for seed in 1...10 {
+      var s = Scenario()
+      s.seed = UInt64(seed)
+      s.duration = 400
+      s.beacons = [
+        beacon("slow", major: 5, minor: 1, interval: 1, loss: 0.5, present: [0..<120]),
+        beacon("fast", major: 5, minor: 2, interval: 0.1, loss: 0.5, present: [0..<300]),
+      ]
+      let (m, _) = runScenario(s, c, until: 200)
+      XCTAssertEqual(m.exitTimeout(region: "r")!, 6, accuracy: 0.001, "the fast one's (the floor)")
+      let (_, all) = runScenario(s, c)
+      assertMatchesTruth(
+        all, region: "r", truth: [0..<300], scenario: s, enterBound: 1, exitBound: 6.2)
+    }
+    // While both are present the slower sets the pace.
+    var s = Scenario()
+    s.duration = 100
+    s.beacons = [
+      beacon("slow", major: 5, minor: 1, interval: 1, loss: 0.5, present: [0..<100]),
+      beacon("fast", major: 5, minor: 2, interval: 0.1, loss: 0.5, present: [0..<100]),
+    ]
+    let (m, _) = runScenario(s, c, until: 99)
+    XCTAssertGreaterThan(m.exitTimeout(region: "r")!, 15)
+  }
+
+  /// Nothing heard under `auto`: unknown for the cautious 30 s (the reason
+  /// is at `cautiousTimeout`), then `outside` as a state, not an exit.
+  func testNothingInRangeUnderAutoWaitsTheCautiousTimeout() {
+    let c = config(region("r", major: 5))
+    var s = Scenario()
+    s.duration = 100
+    let (m, events) = runScenario(s, c)
+    XCTAssertEqual(events.map { "\($0.kind)/\($0.state)" }, ["state/unknown", "state/outside"])
+    XCTAssertEqual(events[1].t, s.micros(30))
+    XCTAssertEqual(m.exitTimeout(region: "r"), 30)
   }
 
   func testBeaconThatChangesAddressStaysOneBeacon() {

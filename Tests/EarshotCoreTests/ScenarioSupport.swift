@@ -94,3 +94,48 @@ func assertMatchesTruth(
     mine.filter { $0.kind == .exit }.count, expectedExits, "\(region) exits", file: file, line: line
   )
 }
+
+/// How fast and how safely a region's exits came, against ground truth.
+struct ExitFigures {
+  /// Seconds from each departure to its exit (departures with no exit
+  /// before the next arrival or the end are `missed`).
+  var delays: [Double] = []
+  var missed = 0
+  /// Exits or outside states while the region was present.
+  var falseExits = 0
+
+  var median: Double { delays.isEmpty ? .nan : delays.sorted()[delays.count / 2] }
+  var worst: Double { delays.max() ?? .nan }
+
+  static func + (a: ExitFigures, b: ExitFigures) -> ExitFigures {
+    ExitFigures(
+      delays: a.delays + b.delays, missed: a.missed + b.missed,
+      falseExits: a.falseExits + b.falseExits)
+  }
+}
+
+/// Measures `region`'s exits in `events` against `truth`. Departures too
+/// close to the end to be judged (within `settle` seconds) are skipped.
+func exitFigures(
+  _ events: [MonitorEvent], region: String, truth: [Range<Double>], scenario s: Scenario,
+  settle: Double = 60
+) -> ExitFigures {
+  let mine = events.filter { $0.region == region && $0.kind != .range }
+  func secs(_ e: MonitorEvent) -> Double { Double(e.t - s.start) / 1e6 }
+  var f = ExitFigures()
+  for (k, p) in truth.enumerated() where p.upperBound + settle <= s.duration {
+    let next = k + 1 < truth.count ? truth[k + 1].lowerBound : s.duration
+    if let exit = mine.first(where: {
+      $0.kind == .exit && secs($0) >= p.upperBound && secs($0) <= next
+    }) {
+      f.delays.append(secs(exit) - p.upperBound)
+    } else {
+      f.missed += 1
+    }
+  }
+  f.falseExits =
+    mine.filter { e in
+      e.state == .outside && truth.contains { $0.contains(secs(e)) }
+    }.count
+  return f
+}

@@ -70,8 +70,11 @@ public struct RangingConfig: Sendable, Equatable {
 public struct MonitorConfig: Sendable, Equatable {
   /// Default for regions that do not set `exit_after`.
   public var exitAfter = ExitAfter.seconds(30)
-  /// `exit_after = auto` never waits less than this.
-  public var autoFloor = 10.0
+  /// `exit_after = auto` never waits less than this: the margin for a
+  /// phone that slows from 100 ms to 1 s when locked, before its new pace
+  /// is learnt (at 30 % loss its first slow gap outlasts 6 s with a chance
+  /// of 0.3^6 = 7e-4 per slowdown).
+  public var autoFloor = 6.0
   /// ... nor more than this.
   public var autoCeiling = 300.0
   public init() {}

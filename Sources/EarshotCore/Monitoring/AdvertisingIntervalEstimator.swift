@@ -7,11 +7,13 @@
 ///
 /// The interval is a low percentile of the gaps (the gaps with nothing lost
 /// in between); the loss rate follows from the mean gap (mean = interval /
-/// (1 - loss)), taken at an upper confidence bound. The timeout is the number of consecutive missed intervals
-/// that has a one-in-a-billion chance under that loss, at least 5, and never
-/// less than three times the longest gap seen lately (bursts of loss, a body
-/// in the way), clamped to [floor, ceiling]. So a 100 ms beacon exits after
-/// the floor, and a 1 s beacon under 30 % loss waits ~19 s and does not flap.
+/// (1 - loss)), taken at an upper confidence bound. With loss p, a gap of
+/// m + 1 intervals while the beacon is present has a chance of p^m, so the
+/// timeout is m + 1 intervals with m the smallest count (at least 5) for
+/// which p^m < `missChance`; never less than three times the longest gap
+/// seen lately (bursts of loss, a body in the way), clamped to
+/// [floor, ceiling]. So a 100 ms beacon under 50 % loss waits ~2.5 s (then
+/// the floor) and a 1 s beacon under 30 % loss ~15 s.
 public struct AdvertisingIntervalEstimator: Sendable {
   /// Gaps kept (a ring): enough for a stable 10th percentile, small enough
   /// that 10,000 tracked beacons cost little (256 bytes each, inline).
@@ -24,6 +26,9 @@ public struct AdvertisingIntervalEstimator: Sendable {
   /// Reports closer than this are one advertising event seen twice (three
   /// channels, or an advertisement and its scan response).
   public static let minimumGapMicros: Int64 = 20_000
+  /// The chance, for one gap, that a beacon still present stays unheard
+  /// for its whole timeout.
+  public static let missChance = 1e-6
 
   private var gaps = InlineArray<128, UInt16>(repeating: 0)
   // Small counters: this struct is stored once per tracked beacon.
@@ -33,7 +38,11 @@ public struct AdvertisingIntervalEstimator: Sendable {
 
   public init() {}
 
-  public mutating func observe(at t: Int64) {
+  /// One report at `t`. A gap longer than `absentAfter` seconds (the
+  /// beacon's timeout before this report) was an absence, not a gap in its
+  /// advertising: it is not kept, so a beacon that comes back is not
+  /// taken for one that falls silent for minutes.
+  public mutating func observe(at t: Int64, absentAfter: Double = .infinity) {
     guard let last = lastReport else {
       lastReport = t
       return
@@ -42,7 +51,11 @@ public struct AdvertisingIntervalEstimator: Sendable {
     // Keep measuring from the advertising event's first report.
     guard micros >= Self.minimumGapMicros else { return }
     lastReport = t
+    guard Double(micros) <= absentAfter * 1e6 else { return }
     let gap = UInt16(clamping: (micros + Self.unitMicros / 2) / Self.unitMicros)
+    // A gap longer than any seen is news (a beacon that slowed down): the
+    // statistics take it in at once, not at the next scheduled update.
+    let longer = stats.map { Double(gap) * Double(Self.unitMicros) / 1e6 > $0.longest } ?? false
     if count < Self.capacity {
       gaps[Int(count)] = gap
       count += 1
@@ -50,20 +63,54 @@ public struct AdvertisingIntervalEstimator: Sendable {
       gaps[Int(next)] = gap
       next = UInt8((Int(next) + 1) % Self.capacity)
     }
-    update()
+    if let (interval, _, loss, _) = stats,
+      Double(gap) * Double(Self.unitMicros) / 1e6 >= Self.slowdownFactor(loss: loss) * interval
+    {
+      slowRun += 1
+      if slowRun >= Self.slowdownGaps { return restartFromRecentGaps() }
+    } else {
+      slowRun = 0
+    }
+    update(now: longer)
+  }
+
+  /// Gaps in a row, each at least `slowdownFactor` intervals, that mean
+  /// the beacon advertises more slowly now (a phone locked), not that it
+  /// lost more: the factor makes that run as unlikely as `missChance` for
+  /// a steady beacon at its loss (3 at 10 % loss, 7 at 55 %).
+  static let slowdownGaps: UInt8 = 4
+  static func slowdownFactor(loss: Double) -> Double {
+    guard loss > 0.01 else { return 2 }
+    return 1 + max(1, (log(missChance) / (Double(slowdownGaps) * log(loss))).rounded(.up))
+  }
+  private var slowRun: UInt8 = 0
+
+  /// A beacon that slowed down: the gaps from before say nothing about it
+  /// now. Keeps only the recent gaps, so it is learnt afresh (too few gaps:
+  /// the cautious timeout meanwhile).
+  private mutating func restartFromRecentGaps() {
+    let recent = Int(Self.slowdownGaps)
+    let end = count < Self.capacity ? Int(count) : Int(next) + Self.capacity
+    let kept = (end - recent..<end).map { gaps[$0 % Self.capacity] }
+    for (k, g) in kept.enumerated() { gaps[k] = g }
+    count = UInt8(recent)
+    next = 0
+    slowRun = 0
+    stats = nil
   }
 
   /// A gap across scanning downtime says nothing about the beacon.
   public mutating func interrupt() { lastReport = nil }
 
   /// Statistics recomputed as gaps arrive (every gap at first, then every
-  /// 16th), so that asking for the timeout costs nothing.
+  /// 16th, and at once for a gap longer than any seen), so that asking for
+  /// the timeout costs nothing.
   private var stats: (interval: Double, loss: Double, upper: Double, longest: Double)? = nil
   private var sinceUpdate: UInt8 = 0
 
-  private mutating func update() {
-    sinceUpdate += 1
-    guard count >= Self.minimumGaps, count < 64 || sinceUpdate >= 16 || stats == nil
+  private mutating func update(now: Bool) {
+    sinceUpdate &+= 1
+    guard count >= Self.minimumGaps, now || count < 64 || sinceUpdate >= 16 || stats == nil
     else { return }
     sinceUpdate = 0
     let unit = Double(Self.unitMicros) / 1e6
@@ -89,7 +136,7 @@ public struct AdvertisingIntervalEstimator: Sendable {
   public func timeout(floor: Double, ceiling: Double) -> Double? {
     guard let (interval, _, loss, longest) = stats else { return nil }
     var misses = 5.0
-    if loss > 0.01 { misses = max(misses, (log(1e-9) / log(loss)).rounded(.up)) }
+    if loss > 0.01 { misses = max(misses, (log(Self.missChance) / log(loss)).rounded(.up)) }
     let t = max(interval * (misses + 1), 3 * longest)
     return min(ceiling, max(floor, t))
   }

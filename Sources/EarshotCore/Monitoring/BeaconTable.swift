@@ -34,9 +34,12 @@ struct BeaconTable: Sendable {
   var all: some Sequence<TrackedBeacon> { segments.lazy.flatMap { $0 } }
 
   /// One report: creates the record on first sight. Returns its position.
+  /// `absentAfter` gives a beacon's timeout before the report: a longer
+  /// gap was an absence, and does not count as a gap in its advertising.
   @discardableResult
   mutating func observe(
-    _ id: BeaconID, address: BDAddress, rssi: Int8?, measuredPower: Int8, at t: Int64
+    _ id: BeaconID, address: BDAddress, rssi: Int8?, measuredPower: Int8, at t: Int64,
+    absentAfter: (TrackedBeacon) -> Double = { _ in .infinity }
   ) -> Int {
     let i: Int
     if let found = index[id] {
@@ -56,7 +59,8 @@ struct BeaconTable: Sendable {
     }
     self[position: i].track.observe(
       address: address, rssi: rssi, measuredPower: measuredPower, at: t)
-    self[position: i].interval.observe(at: t)
+    let limit = absentAfter(self[position: i])
+    self[position: i].interval.observe(at: t, absentAfter: limit)
     return i
   }
 

@@ -50,10 +50,19 @@ public struct RegionMonitor: Sendable {
     var lastSeen: Int64? = nil
     var lastBeacon: BeaconID? = nil
     var nextRange: Int64? = nil
-    /// With `exit_after = auto`: the slowest recent beacon's timeout and
-    /// which beacon that is, kept up to date as reports arrive so that
-    /// finding the next deadline does not visit every beacon.
-    var slowest: (seconds: Double, beacon: BeaconID)? = nil
+    /// With `exit_after = auto`: the beacon whose silence ends the region
+    /// last (its last report plus its own timeout is the latest), kept up
+    /// to date as reports arrive so that finding the next deadline does not
+    /// visit every beacon. A beacon that left long ago has an end in the
+    /// past, so only the beacons present now set the region's pace.
+    var holder: Holder? = nil
+  }
+
+  struct Holder: Sendable {
+    var lastSeen: Int64
+    var seconds: Double
+    var beacon: BeaconID
+    var end: Int64 { lastSeen &+ Int64((seconds * 1e6).rounded()) }
   }
 
   /// Beacons unseen for this long are forgotten (unless a region still
@@ -69,6 +78,8 @@ public struct RegionMonitor: Sendable {
   private var nextForget: Int64 = .min
   private var scanningSince: Int64? = nil
   private var scanPaused = false
+  /// When scanning last stopped (adapter down or paused).
+  private var scanStoppedAt: Int64? = nil
   private var now: Int64 = .min
   private var started = false
 
@@ -109,6 +120,7 @@ public struct RegionMonitor: Sendable {
 
   public mutating func adapterDown(at t: Int64) -> [MonitorEvent] {
     var out = advance(to: t)
+    if scanningSince != nil { scanStoppedAt = t }
     scanningSince = nil
     scanPaused = false
     beacons.interruptIntervals()
@@ -127,6 +139,7 @@ public struct RegionMonitor: Sendable {
     let out = advance(to: t)
     if scanningSince != nil {
       scanningSince = nil
+      scanStoppedAt = t
       scanPaused = true
     }
     return out
@@ -155,12 +168,13 @@ public struct RegionMonitor: Sendable {
     if scanningSince == nil { scanningSince = t }
 
     let position = beacons.observe(
-      beacon.id, address: address, rssi: rssi, measuredPower: beacon.measuredPower, at: t)
+      beacon.id, address: address, rssi: rssi, measuredPower: beacon.measuredPower, at: t,
+      absentAfter: beaconTimeout)
 
     for i in matching {
       regions[i].lastSeen = t
       regions[i].lastBeacon = beacon.id
-      updateSlowest(i, reporter: beacon.id, at: position)
+      updateHolder(i, reporter: beacon.id, at: position)
       guard regions[i].state != .inside else { continue }
       let kind: MonitorEvent.Kind = regions[i].known == .outside ? .enter : .state
       regions[i].state = .inside
@@ -213,7 +227,7 @@ public struct RegionMonitor: Sendable {
     }
     let known = Set(regions.map { $0.config.name + "\u{0}" + $0.config.identity })
     regions = next
-    for i in regions.indices { regions[i].slowest = isAuto(i) ? computeSlowest(i) : nil }
+    for i in regions.indices { regions[i].holder = isAuto(i) ? computeHolder(i) : nil }
     if started {
       for i in regions.indices
       where !known.contains(regions[i].config.name + "\u{0}" + regions[i].config.identity) {
@@ -238,7 +252,8 @@ public struct RegionMonitor: Sendable {
     return ranged(i, at: t)
   }
 
-  /// The seconds `exit_after` currently stands for in a region.
+  /// The seconds `exit_after` currently stands for in a region: under
+  /// `auto`, the timeout of the beacon whose silence would end it last.
   public func exitTimeout(region: String) -> Double? {
     regions.firstIndex { $0.config.name == region }.map { timeout($0) }
   }
@@ -270,11 +285,19 @@ public struct RegionMonitor: Sendable {
   }
 
   /// When the region is due to be declared outside: exit_after of scanning
-  /// after the later of its last report and the start of scanning.
+  /// after the later of its last report and the start of scanning. Under
+  /// `auto`, the holder's timeout after its last report; when the holder
+  /// had already gone when scanning last stopped, a cautious wait.
   private func exitDeadline(_ i: Int) -> Int64? {
     guard let since = scanningSince, regions[i].state != .outside else { return nil }
-    let from = max(regions[i].lastSeen ?? since, since, regions[i].watchedSince ?? since)
-    return from + Int64((timeout(i) * 1e6).rounded())
+    let start = max(since, regions[i].watchedSince ?? since)
+    if isAuto(i) {
+      guard let h = regions[i].holder, h.end >= min(start, scanStoppedAt ?? start) else {
+        return start + Int64((cautiousTimeout * 1e6).rounded())
+      }
+      return max(h.lastSeen, start) + Int64((h.seconds * 1e6).rounded())
+    }
+    return max(regions[i].lastSeen ?? start, start) + Int64((timeout(i) * 1e6).rounded())
   }
 
   private mutating func fireExit(_ i: Int, at t: Int64, into out: inout [MonitorEvent]) {
@@ -299,11 +322,17 @@ public struct RegionMonitor: Sendable {
   }
 
   private func ranged(_ i: Int, at t: Int64) -> [RangedBeacon] {
-    // The beacons that currently keep the region inside.
+    // The beacons that currently keep the region inside: under `auto`, each
+    // within its own timeout.
+    let auto = isAuto(i)
     let horizon = t - Int64((timeout(i) * 1e6).rounded())
-    return beacons.all.lazy.map(\.track)
-      .filter { regions[i].config.matches($0.id) && $0.lastSeen >= horizon }
-      .map { $0.ranged(at: t, model: ranging.model, staleAfter: ranging.staleAfter) }
+    return beacons.all.lazy
+      .filter {
+        guard self.regions[i].config.matches($0.track.id) else { return false }
+        guard auto else { return $0.track.lastSeen >= horizon }
+        return $0.track.lastSeen + Int64((self.beaconTimeout($0) * 1e6).rounded()) >= t
+      }
+      .map { $0.track.ranged(at: t, model: ranging.model, staleAfter: ranging.staleAfter) }
       .sorted(by: RangedBeacon.nearestFirst)
   }
 
@@ -311,57 +340,55 @@ public struct RegionMonitor: Sendable {
   private func timeout(_ i: Int) -> Double {
     switch regions[i].config.exitAfter ?? monitor.exitAfter {
     case .seconds(let s): return s
-    case .auto: return regions[i].slowest?.seconds ?? cautiousTimeout
+    case .auto: return regions[i].holder?.seconds ?? cautiousTimeout
     }
   }
 
-  /// `auto` with too little seen yet: a cautious 30 s.
+  /// `auto` with too little seen yet (nothing heard since start, or a
+  /// beacon with fewer gaps than the estimator trusts): a beacon not yet
+  /// heard may advertise as slowly as phones and tags commonly do (up to
+  /// 1.285 s, the longest interval Apple's accessory guidelines suggest;
+  /// Android's slowest mode is 1 s) and lose half its advertisements. Its
+  /// silence outlasts 20 missed intervals with a chance of 0.5^20 < 1e-6
+  /// (`missChance`): 21 × 1.285 s = 27 s, so 30 s.
   private var cautiousTimeout: Double { min(monitor.autoCeiling, max(monitor.autoFloor, 30)) }
 
   private func isAuto(_ i: Int) -> Bool {
     (regions[i].config.exitAfter ?? monitor.exitAfter) == .auto
   }
 
-  /// Beacons seen within the ceiling before the region's last report are
-  /// the ones that set its pace.
-  private func recentHorizon(_ i: Int) -> Int64 {
-    (regions[i].lastSeen ?? .min) &- Int64(monitor.autoCeiling * 1e6)
-  }
-
   private func beaconTimeout(_ b: TrackedBeacon) -> Double {
     b.interval.timeout(floor: monitor.autoFloor, ceiling: monitor.autoCeiling) ?? cautiousTimeout
   }
 
-  /// The slowest of the region's recent beacons sets the pace.
-  private func computeSlowest(_ i: Int) -> (seconds: Double, beacon: BeaconID)? {
-    let recent = recentHorizon(i)
-    var worst: (seconds: Double, beacon: BeaconID)? = nil
-    for b in beacons.all
-    where b.track.lastSeen >= recent && regions[i].config.matches(b.track.id) {
-      let t = beaconTimeout(b)
-      if worst == nil || t > worst!.seconds { worst = (t, b.track.id) }
-    }
-    return worst
+  private func holder(_ b: TrackedBeacon) -> Holder {
+    Holder(lastSeen: b.track.lastSeen, seconds: beaconTimeout(b), beacon: b.track.id)
   }
 
-  /// After a report from `id` (at `position`) in region `i`: the maximum
-  /// only needs a full pass when the slowest beacon got faster or is no
-  /// longer recent.
-  private mutating func updateSlowest(_ i: Int, reporter id: BeaconID, at position: Int) {
-    guard isAuto(i) else { return }
-    let mine = beaconTimeout(beacons[position: position])
-    if let current = regions[i].slowest {
-      if mine >= current.seconds {
-        regions[i].slowest = (mine, id)
-        return
-      }
-      if current.beacon != id, let p = beacons.position(of: current.beacon),
-        beacons[position: p].track.lastSeen >= recentHorizon(i)
-      {
-        return
-      }
+  /// The region's beacon whose silence ends last (a full pass).
+  private func computeHolder(_ i: Int) -> Holder? {
+    var best: Holder? = nil
+    for b in beacons.all where regions[i].config.matches(b.track.id) {
+      let h = holder(b)
+      if best == nil || h.end > best!.end { best = h }
     }
-    regions[i].slowest = computeSlowest(i)
+    return best
+  }
+
+  /// After a report from `id` (at `position`) in region `i`: its end only
+  /// moves later, unless its own timeout shrank; a full pass is needed only
+  /// when the holder's end moved earlier.
+  private mutating func updateHolder(_ i: Int, reporter id: BeaconID, at position: Int) {
+    guard isAuto(i) else { return }
+    let mine = holder(beacons[position: position])
+    if let current = regions[i].holder {
+      if mine.end >= current.end {
+        regions[i].holder = mine
+        return
+      }
+      if current.beacon != id { return }
+    }
+    regions[i].holder = computeHolder(i)
   }
 
   private mutating func forgetOldBeacons(at t: Int64) {
@@ -372,7 +399,7 @@ public struct RegionMonitor: Sendable {
     for i in regions.indices { longest = max(longest, timeout(i)) }
     let horizon = t &- max(Self.forgetAfterMicros, Int64(longest * 2e6))
     var keep = Set(regions.compactMap(\.lastBeacon))
-    for r in regions { if let s = r.slowest { keep.insert(s.beacon) } }
+    for r in regions { if let h = r.holder { keep.insert(h.beacon) } }
     beacons.forget(seenBefore: horizon, keep: keep)
   }
 
