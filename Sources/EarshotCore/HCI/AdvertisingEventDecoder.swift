@@ -41,8 +41,10 @@ public struct AdvertisingEventDecoder {
       stats.malformedEvents += 1
       return .malformed("empty packet")
     }
-    guard indicator == 0x04 else {
-      if indicator >= 0x01 && indicator <= 0x05 { return .notAdvertising }
+    guard indicator == H4PacketType.event.rawValue else {
+      if (H4PacketType.command.rawValue...H4PacketType.isoData.rawValue).contains(indicator) {
+        return .notAdvertising
+      }
       stats.malformedEvents += 1
       return .malformed("unknown H4 packet indicator")
     }
@@ -62,17 +64,17 @@ public struct AdvertisingEventDecoder {
       stats.malformedEvents += 1
       return .malformed("parameter length does not match the event size")
     }
-    guard code == 0x3E else { return .notAdvertising }
+    guard code == HCIEventCode.leMeta.rawValue else { return .notAdvertising }
     guard let subevent = r.u8() else {
       stats.malformedEvents += 1
       return .malformed("LE meta event without subevent code")
     }
     let params = r.rest()
     let outcome: Outcome
-    switch subevent {
-    case 0x02: outcome = decodeLegacy(params, body)
-    case 0x0D: outcome = decodeExtended(params, body)
-    case 0x0B: outcome = decodeDirected(params, body)
+    switch LESubeventCode(rawValue: subevent) {
+    case .advertisingReport: outcome = decodeLegacy(params, body)
+    case .extendedAdvertisingReport: outcome = decodeExtended(params, body)
+    case .directedAdvertisingReport: outcome = decodeDirected(params, body)
     default: return .notAdvertising
     }
     switch outcome {

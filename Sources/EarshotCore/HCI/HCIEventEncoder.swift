@@ -16,9 +16,9 @@ public enum HCIEventEncoder {
     }
     guard r.data.count <= 31 else { return nil }
     var w = ByteWriter(capacity: 14 + r.data.count)
-    w.u8(0x3E)
+    w.u8(HCIEventCode.leMeta.rawValue)
     w.u8(UInt8(12 + r.data.count))
-    w.u8(0x02)  // subevent: LE Advertising Report
+    w.u8(LESubeventCode.advertisingReport.rawValue)
     w.u8(1)  // Num_Reports
     w.u8(type)
     w.u8(r.addressType.rawValue)
@@ -43,9 +43,9 @@ public enum HCIEventEncoder {
     eventType |= UInt16(r.dataStatus.rawValue) << 5
     guard r.data.count <= 229 else { return nil }
     var w = ByteWriter(capacity: 28 + r.data.count)
-    w.u8(0x3E)
+    w.u8(HCIEventCode.leMeta.rawValue)
     w.u8(UInt8(2 + 24 + r.data.count))
-    w.u8(0x0D)
+    w.u8(LESubeventCode.extendedAdvertisingReport.rawValue)
     w.u8(1)
     w.u16le(eventType)
     w.u8(r.addressType.rawValue)

@@ -397,15 +397,17 @@ public final class LiveScanner {
     lifecycle = nil
   }
 
-  /// Stack-internal events: FD 06, type 0001 (device), event, index.
+  /// The kernel's stack-internal device events (`HCIStackInternal`).
   private func lifecycleReadable() {
     guard let s = lifecycle else { return }
-    var events: [(event: UInt16, index: UInt16)] = []
+    var events: [(event: HCIDeviceEvent, index: UInt16)] = []
     do {
       while let n = try buffer.withUnsafeMutableBytes({ try s.receive(into: $0) }) {
-        guard n >= 9, buffer[0] == 0x04, buffer[1] == 0xFD, buffer[3] == 0x01 else { continue }
-        events.append(
-          (UInt16(buffer[5]) | UInt16(buffer[6]) << 8, UInt16(buffer[7]) | UInt16(buffer[8]) << 8))
+        let device = buffer.withUnsafeBytes { raw -> (event: HCIDeviceEvent, index: UInt16)? in
+          guard n > 1, raw[0] == H4PacketType.event.rawValue else { return nil }
+          return HCIStackInternal.deviceEvent(event: UnsafeRawBufferPointer(rebasing: raw[1..<n]))
+        }
+        if let device { events.append(device) }
       }
     } catch {
       closeLifecycle()
@@ -414,9 +416,9 @@ public final class LiveScanner {
     for (event, index) in events {
       let mine = socket?.device == index
       switch event {
-      case 2 where mine: adapterLost(down: false)  // HCI_DEV_UNREG
-      case 4 where mine: adapterLost(down: true)  // HCI_DEV_DOWN
-      case 1, 3:  // HCI_DEV_REG, HCI_DEV_UP: maybe ours is back
+      case .unregistered where mine: adapterLost(down: false)
+      case .down where mine: adapterLost(down: true)
+      case .registered, .up:  // maybe ours is back
         if socket == nil && running {
           if let t = retryTimer { loop.cancel(t) }
           retryTimer = nil
@@ -450,13 +452,13 @@ public final class LiveScanner {
     guard let indicator = packet.first else { return }
     onPacket?(micros, packet)
     let body = UnsafeRawBufferPointer(rebasing: packet[1...])
-    switch indicator {
-    case 0x01:
+    switch H4PacketType(rawValue: indicator) {
+    case .command:
       // A command another program sent (the kernel copies them to raw sockets).
       if let command = HCICommand(packet: body), let enable = command.scanEnableValue {
         foreignScan[command.opcode] = enable
       }
-    case 0x04:
+    case .event:
       let outcome = decoder.decode(event: body) { report in onReport(micros, report) }
       if outcome == .notAdvertising, !foreignScan.isEmpty,
         let response = CommandResponse(event: body),
