@@ -92,8 +92,6 @@ public struct AdvertisingEventDecoder {
   // controllers send for Num_Reports > 1 (the captures hold such events).
   // Data longer than the 31 bytes a legacy PDU can carry is accepted when
   // it fits the event: some tools write ADV and SCAN_RSP data joined.
-  private static let legacyFixed = 1 + 1 + 6 + 1 + 1
-
   private mutating func decodeLegacy(
     _ params: UnsafeRawBufferPointer, _ body: (AdvertisingReport) -> Void
   ) -> Outcome {
@@ -133,7 +131,7 @@ public struct AdvertisingEventDecoder {
       body(
         AdvertisingReport(
           pdu: pdu, address: address, addressType: at,
-          rssi: (rssiRaw == 127 || rssiRaw == -128) ? nil : rssiRaw, data: data))
+          rssi: ReportRSSI.decode(rssiRaw, in: .legacy), data: data))
     }
     return .reports(delivered)
   }
@@ -167,7 +165,8 @@ public struct AdvertisingEventDecoder {
       body(
         AdvertisingReport(
           pdu: .advDirectInd, address: address, addressType: at, directAddress: direct,
-          rssi: rssiRaw == 127 ? nil : rssiRaw, data: UnsafeRawBufferPointer(start: nil, count: 0)))
+          rssi: ReportRSSI.decode(rssiRaw, in: .directed),
+          data: UnsafeRawBufferPointer(start: nil, count: 0)))
     }
     return .reports(delivered)
   }
@@ -220,7 +219,7 @@ public struct AdvertisingEventDecoder {
       var report = AdvertisingReport(
         pdu: pdu, address: address, addressType: at,
         directAddress: (eventType & 0x04) != 0 ? direct : nil,
-        rssi: rssiRaw == 127 ? nil : rssiRaw, txPower: tx == 127 ? nil : tx,
+        rssi: ReportRSSI.decode(rssiRaw, in: .extended), txPower: tx == 127 ? nil : tx,
         primaryPHY: primaryPHY, secondaryPHY: secondaryPHY, sid: sid == 0xFF ? nil : sid,
         dataStatus: status, data: data)
 

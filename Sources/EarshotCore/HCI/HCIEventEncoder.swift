@@ -25,7 +25,7 @@ public enum HCIEventEncoder {
     w.address(r.address)
     w.u8(UInt8(r.data.count))
     w.append(r.data)
-    w.i8(r.rssi ?? 127)
+    w.i8(ReportRSSI.encode(r.rssi))
     return w.bytes
   }
 
@@ -54,7 +54,7 @@ public enum HCIEventEncoder {
     w.u8(r.secondaryPHY)
     w.u8(r.sid ?? 0xFF)
     w.i8(r.txPower ?? 127)
-    w.i8(r.rssi ?? 127)
+    w.i8(ReportRSSI.encode(r.rssi))
     w.u16le(0)
     w.u8(0)
     w.address(r.directAddress ?? BDAddress(raw: 0))
