@@ -14,8 +14,10 @@ public enum BtsnoopWriter {
   public static func record(h4 packet: UnsafeRawBufferPointer, micros: Int64) -> [UInt8] {
     var w = ByteWriter(capacity: 24 + packet.count)
     let indicator = packet.first ?? 0
-    let received: UInt32 = indicator == 0x04 ? 1 : 0
-    let commandOrEvent: UInt32 = (indicator == 0x01 || indicator == 0x04) ? 2 : 0
+    let event = H4PacketType.event.rawValue
+    let received: UInt32 = indicator == event ? 1 : 0
+    let commandOrEvent: UInt32 =
+      (indicator == H4PacketType.command.rawValue || indicator == event) ? 2 : 0
     w.u32be(UInt32(packet.count))
     w.u32be(UInt32(packet.count))
     w.u32be(received | commandOrEvent)
@@ -27,7 +29,7 @@ public enum BtsnoopWriter {
 
   /// A record for a bare HCI event.
   public static func record(event: UnsafeRawBufferPointer, micros: Int64) -> [UInt8] {
-    var packet = [UInt8](repeating: 0x04, count: 1)
+    var packet = [H4PacketType.event.rawValue]
     packet.append(contentsOf: event)
     return packet.withUnsafeBytes { record(h4: $0, micros: micros) }
   }

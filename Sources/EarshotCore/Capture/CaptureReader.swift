@@ -207,9 +207,9 @@ public enum CapturePacket {
       return
     }
     let rest = UnsafeRawBufferPointer(rebasing: payload[1...])
-    switch indicator {
-    case 0x01: self = .hciCommand(rest)
-    case 0x04: self = .hciEvent(rest)
+    switch H4PacketType(rawValue: indicator) {
+    case .command: self = .hciCommand(rest)
+    case .event: self = .hciEvent(rest)
     default: self = .other
     }
   }

@@ -41,8 +41,10 @@ public struct AdvertisingEventDecoder {
       stats.malformedEvents += 1
       return .malformed("empty packet")
     }
-    guard indicator == 0x04 else {
-      if indicator >= 0x01 && indicator <= 0x05 { return .notAdvertising }
+    guard indicator == H4PacketType.event.rawValue else {
+      if (H4PacketType.command.rawValue...H4PacketType.isoData.rawValue).contains(indicator) {
+        return .notAdvertising
+      }
       stats.malformedEvents += 1
       return .malformed("unknown H4 packet indicator")
     }
@@ -62,17 +64,17 @@ public struct AdvertisingEventDecoder {
       stats.malformedEvents += 1
       return .malformed("parameter length does not match the event size")
     }
-    guard code == 0x3E else { return .notAdvertising }
+    guard code == HCIEventCode.leMeta.rawValue else { return .notAdvertising }
     guard let subevent = r.u8() else {
       stats.malformedEvents += 1
       return .malformed("LE meta event without subevent code")
     }
     let params = r.rest()
     let outcome: Outcome
-    switch subevent {
-    case 0x02: outcome = decodeLegacy(params, body)
-    case 0x0D: outcome = decodeExtended(params, body)
-    case 0x0B: outcome = decodeDirected(params, body)
+    switch LESubeventCode(rawValue: subevent) {
+    case .advertisingReport: outcome = decodeLegacy(params, body)
+    case .extendedAdvertisingReport: outcome = decodeExtended(params, body)
+    case .directedAdvertisingReport: outcome = decodeDirected(params, body)
     default: return .notAdvertising
     }
     switch outcome {
@@ -90,8 +92,6 @@ public struct AdvertisingEventDecoder {
   // controllers send for Num_Reports > 1 (the captures hold such events).
   // Data longer than the 31 bytes a legacy PDU can carry is accepted when
   // it fits the event: some tools write ADV and SCAN_RSP data joined.
-  private static let legacyFixed = 1 + 1 + 6 + 1 + 1
-
   private mutating func decodeLegacy(
     _ params: UnsafeRawBufferPointer, _ body: (AdvertisingReport) -> Void
   ) -> Outcome {
@@ -131,7 +131,7 @@ public struct AdvertisingEventDecoder {
       body(
         AdvertisingReport(
           pdu: pdu, address: address, addressType: at,
-          rssi: (rssiRaw == 127 || rssiRaw == -128) ? nil : rssiRaw, data: data))
+          rssi: ReportRSSI.decode(rssiRaw, in: .legacy), data: data))
     }
     return .reports(delivered)
   }
@@ -165,7 +165,8 @@ public struct AdvertisingEventDecoder {
       body(
         AdvertisingReport(
           pdu: .advDirectInd, address: address, addressType: at, directAddress: direct,
-          rssi: rssiRaw == 127 ? nil : rssiRaw, data: UnsafeRawBufferPointer(start: nil, count: 0)))
+          rssi: ReportRSSI.decode(rssiRaw, in: .directed),
+          data: UnsafeRawBufferPointer(start: nil, count: 0)))
     }
     return .reports(delivered)
   }
@@ -218,7 +219,7 @@ public struct AdvertisingEventDecoder {
       var report = AdvertisingReport(
         pdu: pdu, address: address, addressType: at,
         directAddress: (eventType & 0x04) != 0 ? direct : nil,
-        rssi: rssiRaw == 127 ? nil : rssiRaw, txPower: tx == 127 ? nil : tx,
+        rssi: ReportRSSI.decode(rssiRaw, in: .extended), txPower: tx == 127 ? nil : tx,
         primaryPHY: primaryPHY, secondaryPHY: secondaryPHY, sid: sid == 0xFF ? nil : sid,
         dataStatus: status, data: data)
 

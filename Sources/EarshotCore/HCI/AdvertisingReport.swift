@@ -11,7 +11,7 @@ public struct AdvertisingReport {
   /// The target address of a directed advertisement, if any.
   public var directAddress: BDAddress?
   /// Received signal strength in dBm; `nil` when the controller says it is
-  /// unavailable (127 in extended reports, 127 and -128 in legacy ones).
+  /// unavailable (the rule for each report type is `ReportRSSI`'s).
   public var rssi: Int8?
   /// Advertiser's transmit power from an extended report; `nil` if unavailable.
   public var txPower: Int8?

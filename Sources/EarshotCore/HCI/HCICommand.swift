@@ -12,7 +12,7 @@ public struct HCICommand: Equatable, Sendable {
   /// The H4 packet: indicator 0x01, opcode (LE), parameter length, parameters.
   public var packet: [UInt8] {
     var w = ByteWriter(capacity: 4 + parameters.count)
-    w.u8(0x01)
+    w.u8(H4PacketType.command.rawValue)
     w.u16le(opcode.rawValue)
     w.u8(UInt8(parameters.count))
     w.append(parameters)
@@ -140,7 +140,7 @@ extension HCICommand {
   /// Parses an H4 command packet (indicator 0x01 first) or a bare one.
   public init?(packet: UnsafeRawBufferPointer) {
     var r = ByteReader(packet)
-    if packet.count >= 1 && packet[0] == 0x01 && packet.count >= 4
+    if packet.count >= 4 && packet[0] == H4PacketType.command.rawValue
       && Int(packet[3]) == packet.count - 4
     {
       _ = r.u8()

@@ -25,11 +25,11 @@ public enum CommandResponse: Equatable, Sendable {
   public init?(event: UnsafeRawBufferPointer) {
     var r = ByteReader(event)
     guard let code = r.u8(), let len = r.u8(), Int(len) == r.remaining else { return nil }
-    switch code {
-    case 0x0E:  // Command Complete: Num_HCI_Command_Packets, Command_Opcode, Return_Parameters
+    switch HCIEventCode(rawValue: code) {
+    case .commandComplete:  // Command Complete: Num_HCI_Command_Packets, Command_Opcode, Return_Parameters
       guard r.skip(1), let op = r.u16le(), op != 0 else { return nil }
       self = .complete(opcode: HCIOpcode(rawValue: op), returnParameters: Array(r.rest()))
-    case 0x0F:  // Command Status: Status, Num_HCI_Command_Packets, Command_Opcode
+    case .commandStatus:  // Command Status: Status, Num_HCI_Command_Packets, Command_Opcode
       guard let status = r.u8(), r.skip(1), let op = r.u16le(), r.isAtEnd, op != 0 else {
         return nil
       }

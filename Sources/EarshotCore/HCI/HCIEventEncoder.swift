@@ -16,16 +16,16 @@ public enum HCIEventEncoder {
     }
     guard r.data.count <= 31 else { return nil }
     var w = ByteWriter(capacity: 14 + r.data.count)
-    w.u8(0x3E)
+    w.u8(HCIEventCode.leMeta.rawValue)
     w.u8(UInt8(12 + r.data.count))
-    w.u8(0x02)  // subevent: LE Advertising Report
+    w.u8(LESubeventCode.advertisingReport.rawValue)
     w.u8(1)  // Num_Reports
     w.u8(type)
     w.u8(r.addressType.rawValue)
     w.address(r.address)
     w.u8(UInt8(r.data.count))
     w.append(r.data)
-    w.i8(r.rssi ?? 127)
+    w.i8(ReportRSSI.encode(r.rssi))
     return w.bytes
   }
 
@@ -43,9 +43,9 @@ public enum HCIEventEncoder {
     eventType |= UInt16(r.dataStatus.rawValue) << 5
     guard r.data.count <= 229 else { return nil }
     var w = ByteWriter(capacity: 28 + r.data.count)
-    w.u8(0x3E)
+    w.u8(HCIEventCode.leMeta.rawValue)
     w.u8(UInt8(2 + 24 + r.data.count))
-    w.u8(0x0D)
+    w.u8(LESubeventCode.extendedAdvertisingReport.rawValue)
     w.u8(1)
     w.u16le(eventType)
     w.u8(r.addressType.rawValue)
@@ -54,7 +54,7 @@ public enum HCIEventEncoder {
     w.u8(r.secondaryPHY)
     w.u8(r.sid ?? 0xFF)
     w.i8(r.txPower ?? 127)
-    w.i8(r.rssi ?? 127)
+    w.i8(ReportRSSI.encode(r.rssi))
     w.u16le(0)
     w.u8(0)
     w.address(r.directAddress ?? BDAddress(raw: 0))

@@ -202,12 +202,11 @@ public final class HCISocket {
   public static var scannerFilter: hci_filter {
     var f = hci_filter()
     hci_filter_clear(&f)
-    hci_filter_set_ptype(Int32(HCI_EVENT_PKT), &f)
-    hci_filter_set_ptype(Int32(HCI_COMMAND_PKT), &f)
-    hci_filter_set_event(Int32(EVT_LE_META_EVENT), &f)
-    hci_filter_set_event(Int32(EVT_CMD_COMPLETE), &f)
-    hci_filter_set_event(Int32(EVT_CMD_STATUS), &f)
-    hci_filter_set_event(Int32(EVT_HARDWARE_ERROR), &f)
+    hci_filter_set_ptype(Int32(H4PacketType.event.rawValue), &f)
+    hci_filter_set_ptype(Int32(H4PacketType.command.rawValue), &f)
+    for code in [HCIEventCode.leMeta, .commandComplete, .commandStatus, .hardwareError] {
+      hci_filter_set_event(Int32(code.rawValue), &f)
+    }
     return f
   }
 
@@ -216,8 +215,8 @@ public final class HCISocket {
   public static var lifecycleFilter: hci_filter {
     var f = hci_filter()
     hci_filter_clear(&f)
-    hci_filter_set_ptype(Int32(HCI_EVENT_PKT), &f)
-    hci_filter_set_event(Int32(EVT_STACK_INTERNAL), &f)
+    hci_filter_set_ptype(Int32(H4PacketType.event.rawValue), &f)
+    hci_filter_set_event(Int32(HCIEventCode.stackInternal.rawValue), &f)
     return f
   }
 
@@ -299,7 +298,7 @@ public final class HCISocket {
         let done: CommandResponse? = buffer.withUnsafeBytes { raw in
           let packet = UnsafeRawBufferPointer(rebasing: raw[0..<n])
           other(packet, micros)
-          guard n > 1, packet[0] == 0x04,
+          guard n > 1, packet[0] == H4PacketType.event.rawValue,
             let response = CommandResponse(event: UnsafeRawBufferPointer(rebasing: packet[1...])),
             response.opcode == command.opcode
           else { return nil }

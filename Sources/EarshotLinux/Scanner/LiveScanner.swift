@@ -29,54 +29,6 @@ public struct LiveScanOptions: Sendable {
   public init() {}
 }
 
-/// What the scanner's adapter is doing; reported on every change.
-public enum AdapterState: Equatable, Sendable {
-  /// Earshot's own scan is running.
-  case scanning(adapter: String, commands: ScanCommandSet, type: ScanType)
-  /// Another program (usually bluetoothd through the kernel) is scanning:
-  /// Earshot reads the reports it receives, with its parameters and its
-  /// duplicate filter, and changes nothing.
-  case sharing(adapter: String)
-  /// Powered off; scanning resumes when it is powered on again.
-  case down(adapter: String)
-  /// Gone (unplugged, driver unloaded); scanning resumes when it comes back.
-  case removed(adapter: String)
-  /// Scanning could not be restarted; it is retried.
-  case failed(adapter: String, reason: String)
-
-  public var adapter: String {
-    switch self {
-    case .scanning(let a, _, _), .sharing(let a), .down(let a), .removed(let a), .failed(let a, _):
-      a
-    }
-  }
-
-  /// Whether reports are flowing.
-  public var isReceiving: Bool {
-    switch self {
-    case .scanning, .sharing: true
-    default: false
-    }
-  }
-
-  public var message: String {
-    switch self {
-    case .scanning(let a, let c, let t):
-      "\(a): scanning (\(c.rawValue) commands, \(t == .active ? "active" : "passive"))"
-    case .sharing(let a):
-      "\(a): another program (bluetoothd?) is already scanning (Command Disallowed); "
-        + "reading the reports that are already flowing instead, with its parameters "
-        + "(duplicates may be filtered). Earshot's own scan starts when that scan stops for 5 s."
-    case .down(let a):
-      "\(a) is down (powered off); scanning resumes when it is powered on"
-    case .removed(let a):
-      "\(a) was removed; scanning resumes when it comes back"
-    case .failed(let a, let reason):
-      "\(a): cannot scan now (\(reason)); retrying"
-    }
-  }
-}
-
 /// A live LE scanner on a raw HCI socket, driven by an `EventLoop`.
 ///
 /// `start()` opens the adapter, picks legacy or extended scan commands
@@ -87,6 +39,10 @@ public enum AdapterState: Equatable, Sendable {
 /// `stop()` disables the scan it started, puts its parameters back to the
 /// spec defaults and restores the socket filter. Everything runs on the
 /// loop's thread.
+///
+/// The decisions are `ScanSupervisor`'s; this is its shell: it performs
+/// the supervisor's actions (sockets, commands, timers, callbacks) and
+/// feeds their outcomes and what the kernel says back as events.
 public final class LiveScanner {
   public typealias ReportHandler = (_ micros: Int64, _ report: AdvertisingReport) -> Void
   public typealias StateHandler = (AdapterState) -> Void
@@ -97,29 +53,29 @@ public final class LiveScanner {
   /// retakes it (`retakeSeconds`); false: a scan runs again. No reports
   /// flow meanwhile, so the monitor must not count that time toward exits.
   public var onScanPaused: ((Bool) -> Void)?
-  private var scanPaused = false
 
-  public private(set) var state: AdapterState?
+  public var state: AdapterState? { supervisor.state }
   /// The command set in use on the current adapter.
-  public private(set) var commandSet: ScanCommandSet?
+  public var commandSet: ScanCommandSet? { supervisor.commands }
   public var stats: DecodeStats { decoder.stats }
 
   private let loop: EventLoop
   private let options: LiveScanOptions
   private let onReport: ReportHandler
   private let onAdapterState: StateHandler
+  private var supervisor: ScanSupervisor
+  /// Events waiting for the supervisor: outcomes of the actions being
+  /// performed, and packets read meanwhile, in the order they happened.
+  private var events: [ScanEvent] = []
+  private var dispatching = false
+  private var timers: [ScanTimer: EventLoop.TimerID] = [:]
+  /// The error behind the last failure fed to the supervisor, for `start` to throw.
+  private var lastError: (any Error)?
+  private var gaveUp: ScanFailure?
   private var decoder = AdvertisingEventDecoder()
   private var socket: HCISocket?
-  private var adapterName: String?
   /// Watches adapters being added, removed, powered on and off.
   private var lifecycle: HCISocket?
-  /// True while the scan running is ours (so `stop` must undo it).
-  private var ours = false
-  private var running = false
-  private var retryTimer: EventLoop.TimerID?
-  private var retakeTimer: EventLoop.TimerID?
-  /// Scan enable commands other programs sent, waiting for their answer.
-  private var foreignScan: [HCIOpcode: Bool] = [:]
   private var buffer = [UInt8](repeating: 0, count: 1100)
   /// The scan socket's packets, many per system call.
   private let reader = PacketReader(controlSize: HCISocket.controlSize)
@@ -137,6 +93,11 @@ public final class LiveScanner {
     self.options = options
     self.onReport = onReport
     self.onAdapterState = onAdapterState
+    supervisor = ScanSupervisor(
+      settings: ScanSettings(
+        adapter: options.adapter, scanType: options.scanType, timing: options.timing,
+        filterDuplicates: options.filterDuplicates, retrySeconds: options.retrySeconds,
+        retakeSeconds: options.retakeSeconds))
   }
 
   // MARK: Start and stop
@@ -150,31 +111,19 @@ public final class LiveScanner {
   /// waited for, as if it went away after starting; only what waiting
   /// cannot fix (a missing capability, a bad adapter name) throws.
   public func start(waitForAdapter: Bool = false) throws {
-    guard !running else { return }
+    guard !supervisor.isRunning else { return }
     if let name = options.adapter, HCIAdapter.index(fromName: name) == nil {
       throw ScanError.badAdapterName(name)
     }
-    running = true
-    do {
-      openLifecycle()
-      try acquire(resolveAdapter())
-    } catch {
-      if waitForAdapter, !Self.isPermanent(error) {
-        teardown()
-        wait(after: error)
-        return
+    gaveUp = nil
+    lastError = nil
+    dispatch(.start(waitForAdapter: waitForAdapter))
+    if let failure = gaveUp {
+      gaveUp = nil
+      if case .refused(let opcode, let status) = failure.kind {
+        throw ScanError.commandFailed(supervisor.adapterName ?? "adapter", opcode, status)
       }
-      running = false
-      teardown()
-      closeLifecycle()
-      throw error
-    }
-  }
-
-  private static func isPermanent(_ error: any Error) -> Bool {
-    switch error as? ScanError {
-    case .missingCapability?, .badAdapterName?: true
-    default: false
+      throw lastError ?? ScanError.noAdapter
     }
   }
 
@@ -182,24 +131,77 @@ public final class LiveScanner {
   /// enabled is disabled and its parameters reset; another program's scan
   /// is left alone. Safe to call more than once.
   public func stop() {
-    guard running else { return }
-    running = false
-    if let t = retryTimer { loop.cancel(t) }
-    if let t = retakeTimer { loop.cancel(t) }
-    retryTimer = nil
-    retakeTimer = nil
-    if ours, let set = commandSet, socket != nil {
-      for command in set.restore {
+    dispatch(.stop)
+  }
+
+  // MARK: The supervisor
+
+  /// Hands `event` to the supervisor and performs what it decides; events
+  /// arising meanwhile queue behind it.
+  private func dispatch(_ event: ScanEvent) {
+    events.append(event)
+    guard !dispatching else { return }
+    dispatching = true
+    defer { dispatching = false }
+    while !events.isEmpty {
+      let next = events.removeFirst()
+      for action in supervisor.handle(next, now: Clock.monotonicNanos()) { perform(action) }
+    }
+  }
+
+  private func perform(_ action: ScanAction) {
+    switch action {
+    case .openLifecycle: openLifecycle()
+    case .closeLifecycle: closeLifecycle()
+    case .openAdapter: openAdapter()
+    case .send(let command):
+      do {
+        let answer = try request(command)
+        events.append(.answered(answer.opcode, answer.status))
+      } catch {
+        events.append(.sendFailed(failure(error)))
+      }
+    case .restore(let commands):
+      for command in commands {
         // Best effort: a controller that is going away cannot be restored.
         _ = try? request(command, timeout: min(options.commandTimeout, 1))
       }
+    case .closeAdapter: teardown()
+    case .armTimer(let timer, let deadline):
+      if let t = timers[timer] { loop.cancel(t) }
+      timers[timer] = loop.at(deadline) { [unowned self] in
+        self.timers[timer] = nil
+        self.dispatch(.timerFired(timer))
+      }
+    case .cancelTimer(let timer):
+      if let t = timers.removeValue(forKey: timer) { loop.cancel(t) }
+    case .report(let state): onAdapterState(state)
+    case .scanPaused(let paused): onScanPaused?(paused)
+    case .giveUp(let failure): gaveUp = failure
     }
-    ours = false
-    teardown()
-    closeLifecycle()
+  }
+
+  private func failure(_ error: any Error) -> ScanFailure {
+    lastError = error
+    if let e = error as? ScanError { return e.failure }
+    return ScanFailure(.other, reason: "\(error)")
   }
 
   // MARK: Adapter
+
+  /// Picks the adapter, powers it on if allowed, opens its socket and
+  /// reads which scan commands it has.
+  private func openAdapter() {
+    var picked: String?
+    do {
+      let adapter = try resolveAdapter()
+      picked = adapter.name
+      let set = try open(adapter)
+      events.append(.adapterOpened(name: adapter.name, index: adapter.id, commands: set))
+    } catch {
+      events.append(.openFailed(failure(error), adapter: picked))
+    }
+  }
 
   private func resolveAdapter() throws -> HCIAdapter {
     let adapters: [HCIAdapter]
@@ -225,9 +227,8 @@ public final class LiveScanner {
     throw ScanError.noLEScanning(adapters.map(\.name).joined(separator: ", "))
   }
 
-  private func acquire(_ adapter: HCIAdapter) throws {
+  private func open(_ adapter: HCIAdapter) throws -> ScanCommandSet {
     let name = adapter.name
-    adapterName = name
     if !adapter.isUp {
       guard options.bringUp else { throw ScanError.adapterDown(name) }
       do { try HCIAdapter.bringUp(id: adapter.id) } catch let e as SystemError {
@@ -253,43 +254,23 @@ public final class LiveScanner {
     socket = s
     try loop.watch(s.fd, batchingFor: Self.readBatchNanos) { [unowned self] _ in self.readQueued() }
 
-    let answer = try request(.readLocalSupportedCommands)
+    let answer = try request(.readLocalSupportedCommands, adapter: name)
     guard answer.status.isSuccess, case .complete(_, let p) = answer,
       let supported = SupportedCommands(returnParameters: p)
     else { throw ScanError.commandFailed(name, .readLocalSupportedCommands, answer.status) }
     guard let set = ScanCommandSet.choose(supported, forced: options.commandSet) else {
       throw ScanError.noLEScanning(name)
     }
-    commandSet = set
-    try startScan()
-  }
-
-  /// Sends the scan parameters and enable. Command Disallowed means
-  /// someone else is scanning: read their reports instead.
-  private func startScan() throws {
-    guard let set = commandSet, let name = adapterName else { return }
-    for command in set.start(
-      type: options.scanType, timing: options.timing, filterDuplicates: options.filterDuplicates)
-    {
-      let answer = try request(command)
-      if answer.status == .commandDisallowed {
-        ours = false
-        setState(.sharing(adapter: name))
-        return
-      }
-      guard answer.status.isSuccess else {
-        throw ScanError.commandFailed(name, command.opcode, answer.status)
-      }
-      if command.scanEnableValue == true { ours = true }
-    }
-    setState(.scanning(adapter: name, commands: set, type: options.scanType))
+    return set
   }
 
   /// One command and its answer, with system errors turned into what they
   /// mean for the user.
-  private func request(_ command: HCICommand, timeout: Double? = nil) throws -> CommandResponse {
-    guard let s = socket else { throw ScanError.adapterGone(adapterName ?? "adapter") }
-    let name = adapterName ?? "hci?"
+  private func request(_ command: HCICommand, timeout: Double? = nil, adapter: String? = nil)
+    throws -> CommandResponse
+  {
+    let name = adapter ?? supervisor.adapterName ?? "hci?"
+    guard let s = socket else { throw ScanError.adapterGone(name) }
     if let onPacket {
       let micros = Clock.realtimeMicros()
       command.packet.withUnsafeBytes { onPacket(micros, $0) }
@@ -319,64 +300,9 @@ public final class LiveScanner {
       s.close()
     }
     socket = nil
-    foreignScan.removeAll()
   }
 
-  private func setState(_ new: AdapterState) {
-    if scanPaused && new.isReceiving {
-      scanPaused = false
-      onScanPaused?(false)
-    }
-    guard new != state else { return }
-    state = new
-    onAdapterState(new)
-  }
-
-  // MARK: Losing and regaining the adapter
-
-  private func adapterLost(down: Bool) {
-    guard socket != nil, let name = adapterName else { return }
-    teardown()
-    ours = false
-    if let t = retakeTimer { loop.cancel(t) }
-    retakeTimer = nil
-    setState(down ? .down(adapter: name) : .removed(adapter: name))
-    scheduleRetry()
-  }
-
-  private func scheduleRetry() {
-    guard running, retryTimer == nil else { return }
-    retryTimer = loop.after(seconds: options.retrySeconds) { [unowned self] in
-      self.retryTimer = nil
-      self.reacquire()
-    }
-  }
-
-  /// Tries to get an adapter back; on failure reports why and tries again later.
-  private func reacquire() {
-    guard running, socket == nil else { return }
-    do {
-      try acquire(resolveAdapter())
-    } catch {
-      teardown()
-      wait(after: error)
-    }
-  }
-
-  /// Reports why there is no scan now and tries again later.
-  private func wait(after error: any Error) {
-    let name = options.adapter ?? adapterName ?? "adapter"
-    switch error as? ScanError {
-    case .noAdapter? where adapterName == nil:
-      // Never had one: say so plainly rather than "removed".
-      setState(.failed(adapter: name, reason: "no Bluetooth adapter found"))
-    case .noSuchAdapter?, .noAdapter?, .adapterGone?: setState(.removed(adapter: name))
-    case .adapterDown?: setState(.down(adapter: name))
-    case let e?: setState(.failed(adapter: name, reason: e.description))
-    case nil: setState(.failed(adapter: name, reason: "\(error)"))
-    }
-    scheduleRetry()
-  }
+  // MARK: Adapters coming and going
 
   private func openLifecycle() {
     guard lifecycle == nil, let s = try? HCISocket(device: nil) else { return }
@@ -397,34 +323,23 @@ public final class LiveScanner {
     lifecycle = nil
   }
 
-  /// Stack-internal events: FD 06, type 0001 (device), event, index.
+  /// The kernel's stack-internal device events (`HCIStackInternal`).
   private func lifecycleReadable() {
     guard let s = lifecycle else { return }
-    var events: [(event: UInt16, index: UInt16)] = []
+    var devices: [(event: HCIDeviceEvent, index: UInt16)] = []
     do {
       while let n = try buffer.withUnsafeMutableBytes({ try s.receive(into: $0) }) {
-        guard n >= 9, buffer[0] == 0x04, buffer[1] == 0xFD, buffer[3] == 0x01 else { continue }
-        events.append(
-          (UInt16(buffer[5]) | UInt16(buffer[6]) << 8, UInt16(buffer[7]) | UInt16(buffer[8]) << 8))
+        let device = buffer.withUnsafeBytes { raw -> (event: HCIDeviceEvent, index: UInt16)? in
+          guard n > 1, raw[0] == H4PacketType.event.rawValue else { return nil }
+          return HCIStackInternal.deviceEvent(event: UnsafeRawBufferPointer(rebasing: raw[1..<n]))
+        }
+        if let device { devices.append(device) }
       }
     } catch {
       closeLifecycle()
       return
     }
-    for (event, index) in events {
-      let mine = socket?.device == index
-      switch event {
-      case 2 where mine: adapterLost(down: false)  // HCI_DEV_UNREG
-      case 4 where mine: adapterLost(down: true)  // HCI_DEV_DOWN
-      case 1, 3:  // HCI_DEV_REG, HCI_DEV_UP: maybe ours is back
-        if socket == nil && running {
-          if let t = retryTimer { loop.cancel(t) }
-          retryTimer = nil
-          reacquire()
-        }
-      default: break
-      }
-    }
+    for (event, index) in devices { dispatch(.device(event, index: index)) }
   }
 
   // MARK: Reading
@@ -440,9 +355,9 @@ public final class LiveScanner {
         return socket != nil
       }
     } catch let e as SystemError {
-      adapterLost(down: e.errno == ENETDOWN)
+      dispatch(.readFailed(adapterDown: e.errno == ENETDOWN))
     } catch {
-      adapterLost(down: false)
+      dispatch(.readFailed(adapterDown: false))
     }
   }
 
@@ -450,48 +365,21 @@ public final class LiveScanner {
     guard let indicator = packet.first else { return }
     onPacket?(micros, packet)
     let body = UnsafeRawBufferPointer(rebasing: packet[1...])
-    switch indicator {
-    case 0x01:
+    switch H4PacketType(rawValue: indicator) {
+    case .command:
       // A command another program sent (the kernel copies them to raw sockets).
-      if let command = HCICommand(packet: body), let enable = command.scanEnableValue {
-        foreignScan[command.opcode] = enable
+      if let command = HCICommand(packet: body), command.scanEnableValue != nil {
+        dispatch(.otherProgramSent(command))
       }
-    case 0x04:
+    case .event:
       let outcome = decoder.decode(event: body) { report in onReport(micros, report) }
-      if outcome == .notAdvertising, !foreignScan.isEmpty,
-        let response = CommandResponse(event: body),
-        let enable = foreignScan.removeValue(forKey: response.opcode), response.status.isSuccess
-      {
-        foreignScanChanged(enabled: enable)
+      // Every answer, even with nothing recorded yet: the command it answers
+      // may still be queued behind the action being performed.
+      if outcome == .notAdvertising, let response = CommandResponse(event: body) {
+        dispatch(.responseSeen(response.opcode, response.status))
       }
     default:
       break
-    }
-  }
-
-  /// Another program turned scanning on or off. On: its reports flow, read
-  /// them. Off: Earshot's scan (if it was running) is gone too; start it
-  /// again unless the other program turns scanning back on soon.
-  private func foreignScanChanged(enabled: Bool) {
-    guard running, let name = adapterName else { return }
-    if let t = retakeTimer { loop.cancel(t) }
-    retakeTimer = nil
-    ours = false
-    if enabled {
-      setState(.sharing(adapter: name))
-      return
-    }
-    if !scanPaused {
-      scanPaused = true
-      onScanPaused?(true)
-    }
-    retakeTimer = loop.after(seconds: options.retakeSeconds) { [unowned self] in
-      self.retakeTimer = nil
-      guard self.running, self.socket != nil, !self.ours else { return }
-      do { try self.startScan() } catch let e as ScanError {
-        self.setState(.failed(adapter: name, reason: e.description))
-        self.adapterLost(down: false)
-      } catch {}
     }
   }
 }

@@ -55,20 +55,7 @@ public enum ScanError: Error, CustomStringConvertible, Equatable {
         --legacy/--extended to try anyway.
         """
     case .commandFailed(let name, let op, let status):
-      var s = "\(name) refused \(op.name): \(status)."
-      switch status {
-      case .unknownCommand:
-        s +=
-          " The controller does not implement it; try the other command set (--legacy or --extended)."
-      case .commandDisallowed:
-        s +=
-          " Another program is using the controller in a way that excludes scanning; stop it or try again."
-      case .invalidParameters:
-        s += " The controller rejects Earshot's scan parameters; try --legacy or --passive."
-      default:
-        s += " Check `btmon` for what the controller is doing."
-      }
-      return s
+      return ScanFailure.refused(adapter: name, op, status).reason
     case .timeout(let name, let op):
       return "\(name) did not answer \(op.name) in time. The controller may be hung: "
         + "power-cycle it (`hciconfig \(name) reset`, or replug)."
@@ -76,6 +63,18 @@ public enum ScanError: Error, CustomStringConvertible, Equatable {
       return "\(name) disappeared while starting. Plug it back in and try again."
     case .system(let name, let e):
       return "\(name): \(e)"
+    }
+  }
+
+  /// What the supervisor needs to know of it.
+  public var failure: ScanFailure {
+    switch self {
+    case .noAdapter: ScanFailure(.noAdapter, reason: description)
+    case .noSuchAdapter, .adapterGone: ScanFailure(.gone, reason: description)
+    case .adapterDown: ScanFailure(.down, reason: description)
+    case .missingCapability, .badAdapterName: ScanFailure(.permanent, reason: description)
+    case .commandFailed(let name, let op, let status): .refused(adapter: name, op, status)
+    default: ScanFailure(.other, reason: description)
     }
   }
 

@@ -83,8 +83,8 @@ enum BenchLive {
             return false
           }
           let now = Clock.realtimeMicros()
-          // H4: a packet-type byte (4, event) before the event.
-          if packet.count > 1, packet[0] == 4 {
+          // H4: a packet-type byte before the event.
+          if packet.count > 1, packet[0] == H4PacketType.event.rawValue {
             _ = decoder.decode(event: UnsafeRawBufferPointer(rebasing: packet[1...])) { report in
               reports += 1
               driver.report(at: now, report)
@@ -127,7 +127,7 @@ private struct PacketTable {
     var at = 0
     for (i, e) in events.enumerated() {
       offsets[i] = at
-      base.storeBytes(of: 4, toByteOffset: at, as: UInt8.self)
+      base.storeBytes(of: H4PacketType.event.rawValue, toByteOffset: at, as: UInt8.self)
       e.withUnsafeBytes { (base + at + 1).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
       at += e.count + 1
     }
