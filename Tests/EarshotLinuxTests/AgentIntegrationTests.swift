@@ -264,10 +264,10 @@ final class DaemonMonitorTests: XCTestCase {
       close(go[0])
       close(go[1])
     }
-    try daemon.loop.watch(go[0]) { _ in
+    try daemon.loop.watch(FileDescriptor(rawValue: go[0])) { _ in
       var b: UInt8 = 0
       _ = read(go[0], &b, 1)
-      daemon.loop.unwatch(go[0])
+      daemon.loop.unwatch(FileDescriptor(rawValue: go[0]))
       try? monitor.replay(path: capture)
     }
     let finished = DispatchSemaphore(value: 0)
@@ -279,7 +279,7 @@ final class DaemonMonitorTests: XCTestCase {
     thread.start()
     defer {
       var b: UInt8 = 1
-      _ = write(daemon.stopDescriptor, &b, 1)
+      _ = write(daemon.stopDescriptor.rawValue, &b, 1)
       finished.wait()
     }
 

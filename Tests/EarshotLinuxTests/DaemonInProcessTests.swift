@@ -81,7 +81,7 @@ final class InProcessAgent: @unchecked Sendable {
       let daemon = try Daemon(
         loop: try EventLoop(), options: options, version: "test", alert: audio, volume: audio,
         log: { _ in })
-      stopFD = daemon.stopDescriptor
+      stopFD = daemon.stopDescriptor.rawValue
       ready.signal()
       try daemon.run()
     } catch {

@@ -72,11 +72,11 @@ final class EventLoopTests: XCTestCase {
       close(fds[1])
     }
     var got: [UInt8] = []
-    try loop.watch(fds[0]) { _ in
+    try loop.watch(FileDescriptor(rawValue: fds[0])) { _ in
       var b = [UInt8](repeating: 0, count: 16)
       let n = read(fds[0], &b, 16)
       got += b.prefix(max(0, n))
-      loop.unwatch(fds[0])
+      loop.unwatch(FileDescriptor(rawValue: fds[0]))
       loop.stop()
     }
     loop.after(nanos: 1_000_000) { _ = write(fds[1], "hi", 2) }

@@ -100,7 +100,7 @@ final class PacketReaderTests: XCTestCase {
     var packets = 0
     var perCall: [Int] = []
     var ended = false
-    try loop.watch(r, batchingFor: 10_000_000) { _ in
+    try loop.watch(FileDescriptor(rawValue: r), batchingFor: 10_000_000) { _ in
       calls += 1
       let n =
         (try? reader.drain(r) { packet, _ in
@@ -144,9 +144,9 @@ final class PacketReaderTests: XCTestCase {
     var newCalls = 0
     var reused = false
     var oldCalls = 0
-    try loop.watch(r, batchingFor: 50_000_000) { _ in
+    try loop.watch(FileDescriptor(rawValue: r), batchingFor: 50_000_000) { _ in
       oldCalls += 1
-      loop.unwatch(r)
+      loop.unwatch(FileDescriptor(rawValue: r))
       close(r)
       close(w)
       // The next socketpair gets the lowest free numbers: r's among them.
@@ -154,7 +154,7 @@ final class PacketReaderTests: XCTestCase {
       reused = r2 == r || w2 == r
       let mine = r2 == r ? r2 : w2
       let other = r2 == r ? w2 : r2
-      try! loop.watch(mine) { _ in
+      try! loop.watch(FileDescriptor(rawValue: mine)) { _ in
         var b = [UInt8](repeating: 0, count: 8)
         _ = read(mine, &b, 8)
         newCalls += 1
@@ -181,7 +181,7 @@ final class PacketReaderTests: XCTestCase {
   func testARequestPassesOnWhatComesBeforeItsAnswer() throws {
     let (r, w) = try pair()
     defer { close(w) }
-    let hci = HCISocket(adopting: r, device: 0)
+    let hci = HCISocket(adopting: FileDescriptor(rawValue: r), device: 0)
     let report: [UInt8] = [0x04, 0x3E, 0x03, 0x02, 0x00, 0x00]
     let otherAnswer: [UInt8] = [0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, 0x00]
     let answer: [UInt8] = [0x04, 0x0E, 0x05, 0x01, 0x02, 0x10, 0x00, 0xAA]
@@ -206,7 +206,7 @@ final class PacketReaderTests: XCTestCase {
   func testARequestWithoutAnAnswerTimesOut() throws {
     let (r, w) = try pair()
     defer { close(w) }
-    let hci = HCISocket(adopting: r, device: 0)
+    let hci = HCISocket(adopting: FileDescriptor(rawValue: r), device: 0)
     XCTAssertThrowsError(try hci.request(.readLocalSupportedCommands, timeout: 0.05) { _, _ in }) {
       XCTAssertEqual("\($0)", "no answer to Read Local Supported Commands from the controller")
     }

@@ -10,7 +10,8 @@ extension EventLoop {
   /// for IN, OUT, ERR and HUP), ready for ALSA's revents demangling.
   public func watch(pollDescriptors fds: [pollfd], _ ready: @escaping ([pollfd]) -> Void) throws {
     for (i, fd) in fds.enumerated() {
-      try watch(fd.fd, events: UInt32(UInt16(bitPattern: fd.events))) { bits in
+      try watch(FileDescriptor(rawValue: fd.fd), events: UInt32(UInt16(bitPattern: fd.events))) {
+        bits in
         var set = fds
         set[i].revents = Int16(truncatingIfNeeded: bits)
         ready(set)
@@ -19,6 +20,6 @@ extension EventLoop {
   }
 
   public func unwatch(pollDescriptors fds: [pollfd]) {
-    for fd in fds { unwatch(fd.fd) }
+    for fd in fds { unwatch(FileDescriptor(rawValue: fd.fd)) }
   }
 }

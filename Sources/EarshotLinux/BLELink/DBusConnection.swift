@@ -10,7 +10,7 @@ import CSystemd
 public final class DBusConnection {
   let bus: OpaquePointer
   private let loop: EventLoop
-  private let fd: Int32
+  private let fd: FileDescriptor
   private var timer: EventLoop.TimerID?
   private var timerDeadline: UInt64 = 0
   private var watchedEvents: UInt32 = 0
@@ -35,8 +35,9 @@ public final class DBusConnection {
     }
     bus = b!
     self.loop = loop
-    fd = sd_bus_get_fd(bus)
-    guard fd >= 0 else { throw DBusError.errno(-fd, "sd_bus_get_fd") }
+    let raw = sd_bus_get_fd(bus)
+    guard raw >= 0 else { throw DBusError.errno(-raw, "sd_bus_get_fd") }
+    fd = FileDescriptor(rawValue: raw)
     try loop.watch(fd, events: EventLoop.readable) { [unowned self] _ in self.process() }
     watchedEvents = EventLoop.readable
     process()

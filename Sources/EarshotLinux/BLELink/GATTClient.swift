@@ -12,7 +12,7 @@ import EarshotCore
 /// it prints notifications, confirms indications and answers the peer's own
 /// requests (bluetoothd on the other side discovers our GATT server too).
 public final class GATTClient {
-  public let fd: Int32
+  private let fd: Int32
   public private(set) var mtu: UInt16 = 23
   /// Notifications and indications: (handle, value).
   public var onNotification: ((UInt16, [UInt8]) -> Void)?

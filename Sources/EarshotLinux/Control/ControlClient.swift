@@ -14,7 +14,7 @@ public final class ControlClient {
   }
 
   public let path: String
-  private let fd: Int32
+  private let fd: FileDescriptor
   private var framer = LineFramer(limit: 16 * 1024 * 1024)
   private var lines: [[UInt8]] = []
   private var events: [JSONValue] = []
@@ -23,11 +23,12 @@ public final class ControlClient {
 
   public init(path: String) throws {
     self.path = path
-    fd = socket(AF_UNIX, earshot_sock_stream | earshot_sock_cloexec, 0)
-    guard fd >= 0 else { throw SystemError(errno: errno, "socket") }
+    let raw = socket(AF_UNIX, earshot_sock_stream | earshot_sock_cloexec, 0)
+    guard raw >= 0 else { throw SystemError(errno: errno, "socket") }
+    fd = FileDescriptor(rawValue: raw)
     let err = UnixSocket.connect(fd, path)
     guard err == 0 else {
-      Glibc.close(fd)
+      fd.close()
       switch err {
       case ENOENT, ECONNREFUSED:
         throw Failure(
@@ -44,14 +45,14 @@ public final class ControlClient {
     }
   }
 
-  deinit { Glibc.close(fd) }
+  deinit { fd.close() }
 
   /// Sends raw bytes (tests use it for malformed input).
   public func write(_ bytes: [UInt8]) throws {
     var offset = 0
     while offset < bytes.count {
       let n = bytes.withUnsafeBytes {
-        Glibc.send(fd, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+        Glibc.send(fd.rawValue, $0.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
       }
       if n < 0 {
         if errno == EINTR { continue }
@@ -128,14 +129,14 @@ public final class ControlClient {
     var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     while lines.isEmpty {
       if closed { return nil }
-      var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      var p = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
       let r = poll(&p, 1, timeoutMillis)
       if r < 0 {
         if errno == EINTR { continue }
         throw SystemError(errno: errno, "poll")
       }
       if r == 0 { return nil }
-      let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+      let n = buffer.withUnsafeMutableBytes { recv(fd.rawValue, $0.baseAddress, $0.count, 0) }
       if n < 0 {
         if errno == EINTR { continue }
         if errno == ECONNRESET {
@@ -158,5 +159,5 @@ public final class ControlClient {
   }
 
   /// Closes the sending side: the agent answers what was sent, then closes.
-  public func finishSending() { shutdown(fd, Int32(SHUT_WR)) }
+  public func finishSending() { shutdown(fd.rawValue, Int32(SHUT_WR)) }
 }

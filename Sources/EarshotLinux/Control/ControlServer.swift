@@ -41,14 +41,14 @@ public final class ControlServer {
 
   public let options: Options
   private let loop: EventLoop
-  private let listenFD: Int32
+  private let listenFD: FileDescriptor
   private var clients: [ClientID: Client] = [:]
   private var nextID: ClientID = 1
   private let ownUID = getuid()
 
   private final class Client {
     let id: ClientID
-    let fd: Int32
+    let fd: FileDescriptor
     let peer: UnixSocket.PeerCredentials
     var framer: LineFramer
     var out: [UInt8] = []
@@ -57,7 +57,7 @@ public final class ControlServer {
     var inputClosed = false
     var watchedEvents: UInt32 = 0
 
-    init(id: ClientID, fd: Int32, peer: UnixSocket.PeerCredentials, limit: Int) {
+    init(id: ClientID, fd: FileDescriptor, peer: UnixSocket.PeerCredentials, limit: Int) {
       self.id = id
       self.fd = fd
       self.peer = peer
@@ -71,10 +71,11 @@ public final class ControlServer {
     self.loop = loop
     self.options = options
     try ControlServer.prepare(options.path)
-    let fd = socket(
+    let raw = socket(
       AF_UNIX,
       earshot_sock_stream | earshot_sock_nonblock | earshot_sock_cloexec, 0)
-    guard fd >= 0 else { throw SystemError(errno: errno, "cannot create the control socket") }
+    guard raw >= 0 else { throw SystemError(errno: errno, "cannot create the control socket") }
+    let fd = FileDescriptor(rawValue: raw)
     listenFD = fd
     // Bind with a umask so the socket is never, even briefly, wider than 0660.
     let old = umask(0o117)
@@ -87,12 +88,12 @@ public final class ControlServer {
       if let group = options.allowedGroup, chown(options.path, UInt32.max, group) != 0 {
         throw SystemError(errno: errno, "cannot give \(options.path) to group \(group)")
       }
-      guard listen(fd, 512) == 0 else {
+      guard listen(fd.rawValue, 512) == 0 else {
         throw SystemError(errno: errno, "cannot listen on \(options.path)")
       }
       try loop.watch(fd) { [unowned self] _ in self.acceptClients() }
     } catch {
-      Glibc.close(fd)
+      fd.close()
       throw error
     }
   }
@@ -115,8 +116,9 @@ public final class ControlServer {
       throw SystemError(
         errno: EEXIST, "\(path) exists and is not a socket; remove it or choose another --socket")
     }
-    let probe = socket(AF_UNIX, earshot_sock_stream | earshot_sock_cloexec, 0)
-    defer { Glibc.close(probe) }
+    let probe = FileDescriptor(
+      rawValue: socket(AF_UNIX, earshot_sock_stream | earshot_sock_cloexec, 0))
+    defer { probe.close() }
     if UnixSocket.connect(probe, path) == 0 {
       throw SystemError(
         errno: EADDRINUSE,
@@ -130,7 +132,7 @@ public final class ControlServer {
   /// Stops listening, disconnects every client and removes the socket file.
   public func shutdown() {
     loop.unwatch(listenFD)
-    Glibc.close(listenFD)
+    listenFD.close()
     for id in Array(clients.keys) { drop(id, notify: false) }
     unlink(options.path)
   }
@@ -139,8 +141,8 @@ public final class ControlServer {
 
   private func acceptClients() {
     while true {
-      let fd = accept(listenFD, nil, nil)
-      if fd < 0 {
+      let raw = accept(listenFD.rawValue, nil, nil)
+      if raw < 0 {
         switch errno {
         case EINTR, ECONNABORTED: continue
         case EMFILE, ENFILE:
@@ -159,15 +161,16 @@ public final class ControlServer {
         }
       }
       // accept4 needs _GNU_SOURCE, which Swift's Glibc module lacks.
-      _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-      UnixSocket.setNonblocking(fd)
+      let fd = FileDescriptor(rawValue: raw)
+      fd.setCloseOnExec()
+      fd.setNonblocking()
       admit(fd)
     }
   }
 
-  private func admit(_ fd: Int32) {
+  private func admit(_ fd: FileDescriptor) {
     guard let peer = UnixSocket.peerCredentials(fd) else {
-      Glibc.close(fd)
+      fd.close()
       return
     }
     if !allowed(peer) {
@@ -208,7 +211,7 @@ public final class ControlServer {
       }
     } catch {
       clients[id] = nil
-      Glibc.close(fd)
+      fd.close()
     }
   }
 
@@ -231,12 +234,12 @@ public final class ControlServer {
   }
 
   /// One best-effort error line, then close: the client learns why.
-  private func refuse(_ fd: Int32, _ error: ControlError) {
+  private func refuse(_ fd: FileDescriptor, _ error: ControlError) {
     let line = Array((ControlProtocol.failure(id: .null, error) + "\n").utf8)
     _ = line.withUnsafeBytes {
-      Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+      Glibc.send(fd.rawValue, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
     }
-    Glibc.close(fd)
+    fd.close()
   }
 
   // MARK: Reading
@@ -263,7 +266,7 @@ public final class ControlServer {
     // not starve the others.
     for _ in 0..<8 {
       let n = buffer.withUnsafeMutableBytes {
-        recv(client.fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+        recv(client.fd.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
       }
       if n < 0 {
         if errno == EINTR { continue }
@@ -327,7 +330,7 @@ public final class ControlServer {
     while client.queued > 0 {
       let n = client.out.withUnsafeBytes {
         Glibc.send(
-          client.fd, $0.baseAddress! + client.outOffset, client.queued,
+          client.fd.rawValue, $0.baseAddress! + client.outOffset, client.queued,
           Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
       }
       if n < 0 {
@@ -365,7 +368,7 @@ public final class ControlServer {
   private func drop(_ id: ClientID, notify: Bool = true) {
     guard let client = clients.removeValue(forKey: id) else { return }
     loop.unwatch(client.fd)
-    Glibc.close(client.fd)
+    client.fd.close()
     if notify { onDisconnect?(id) }
     noteClientLeft()
   }

@@ -25,18 +25,18 @@ enum UnixSocket {
     return (addr, len)
   }
 
-  static func bind(_ fd: Int32, _ path: String) throws {
+  static func bind(_ fd: FileDescriptor, _ path: String) throws {
     var (addr, len) = try address(path)
     let r = withUnsafePointer(to: &addr) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, len) }
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd.rawValue, $0, len) }
     }
     guard r == 0 else { throw SystemError(errno: errno, "cannot bind the control socket \(path)") }
   }
 
-  static func connect(_ fd: Int32, _ path: String) -> Int32 {
+  static func connect(_ fd: FileDescriptor, _ path: String) -> Int32 {
     guard case (var addr, let len)? = try? address(path) else { return ENAMETOOLONG }
     let r = withUnsafePointer(to: &addr) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, len) }
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd.rawValue, $0, len) }
     }
     return r == 0 ? 0 : errno
   }
@@ -49,11 +49,11 @@ enum UnixSocket {
     var gid: UInt32
   }
 
-  static func peerCredentials(_ fd: Int32) -> PeerCredentials? {
+  static func peerCredentials(_ fd: FileDescriptor) -> PeerCredentials? {
     // struct ucred { pid_t pid; uid_t uid; gid_t gid; }
     var raw: (Int32, UInt32, UInt32) = (0, 0, 0)
     var len = socklen_t(MemoryLayout.size(ofValue: raw))
-    guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &raw, &len) == 0 else { return nil }
+    guard getsockopt(fd.rawValue, SOL_SOCKET, SO_PEERCRED, &raw, &len) == 0 else { return nil }
     return PeerCredentials(pid: raw.0, uid: raw.1, gid: raw.2)
   }
 
@@ -70,10 +70,5 @@ enum UnixSocket {
     var count = Int32(groups.count)
     guard getgrouplist(pw.pw_name, pw.pw_gid, &groups, &count) >= 0 else { return false }
     return groups.prefix(Int(count)).contains(gid)
-  }
-
-  static func setNonblocking(_ fd: Int32) {
-    let flags = fcntl(fd, F_GETFL)
-    _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
   }
 }

@@ -42,7 +42,7 @@ public final class Daemon {
   let handleSignalsEnabled: Bool
   let startedAt = Clock.monotonicNanos()
   private let server: ControlServer
-  private let stopPipe: [Int32]
+  private let stopPipe: (read: FileDescriptor, write: FileDescriptor)
 
   /// The control socket: part of every agent.
   public private(set) lazy var control = ControlSocketTransport(server: server, agent: self)
@@ -62,7 +62,7 @@ public final class Daemon {
   var mediaPausedForFind = false
 
   /// Writing a byte here (from any thread) stops the daemon.
-  public var stopDescriptor: Int32 { stopPipe[1] }
+  public var stopDescriptor: FileDescriptor { stopPipe.write }
 
   public init(
     loop: EventLoop, options: Options, version: String, alert: AlertOutput?,
@@ -80,13 +80,7 @@ public final class Daemon {
     find = FindPhoneDriver(
       loop: loop, settings: options.findPhone, alert: alert, volume: volume,
       savedVolume: SavedVolumeFile(directory: options.stateDirectory))
-    var fds: [Int32] = [-1, -1]
-    guard pipe(&fds) == 0 else { throw SystemError(errno: errno, "pipe") }
-    for fd in fds {
-      _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-      UnixSocket.setNonblocking(fd)
-    }
-    stopPipe = fds
+    stopPipe = try FileDescriptor.pipe(nonblocking: true)
     handleSignalsEnabled = options.handleSignals
     add(control)
     find.onLog = { [unowned self] in self.log($0) }
@@ -104,8 +98,8 @@ public final class Daemon {
   }
 
   deinit {
-    close(stopPipe[0])
-    close(stopPipe[1])
+    stopPipe.read.close()
+    stopPipe.write.close()
   }
 
   /// Adds a transport: its events from now on, its device link for
@@ -119,7 +113,7 @@ public final class Daemon {
   /// Serves until SIGINT/SIGTERM or a byte on `stopDescriptor`.
   public func run() throws {
     signal(SIGPIPE, SIG_IGN)
-    try loop.watch(stopPipe[0]) { [unowned self] _ in self.loop.stop() }
+    try loop.watch(stopPipe.read) { [unowned self] _ in self.loop.stop() }
     // Loop-level signal handling blocks the signals process-wide, which an
     // in-process test must not do to its host.
     if handleSignalsEnabled {

@@ -21,7 +21,8 @@ public final class ChildProcess {
   public let argv: [String]
   public private(set) var pid: pid_t = 0
   private let loop: EventLoop
-  private var pipeFD: Int32 = -1
+  /// The read end of the child's output while it is open.
+  private var pipeFD: FileDescriptor?
   private var output: [UInt8] = []
   private var timer: EventLoop.TimerID?
   private var timedOut = false
@@ -38,45 +39,49 @@ public final class ChildProcess {
     self.argv = argv
     self.loop = loop
     self.done = done
-    var fds: [Int32] = [0, 0]
-    guard pipe(&fds) == 0 else { throw SystemError(errno: errno, "pipe") }
-    for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-
+    let pipe = try FileDescriptor.pipe()
     let result = Spawn.start(
-      argv, environment: Spawn.environment(adding: environment), output: fds[1])
-    close(fds[1])
+      argv, environment: Spawn.environment(adding: environment), output: pipe.write.rawValue)
+    pipe.write.close()
     let child: pid_t
     switch result {
     case .success(let p): child = p
     case .failure(let e):
-      close(fds[0])
+      pipe.read.close()
       throw e
     }
     pid = child
-    pipeFD = fds[0]
-    _ = fcntl(pipeFD, F_SETFL, fcntl(pipeFD, F_GETFL) | O_NONBLOCK)
-    try loop.watch(pipeFD, events: EventLoop.readable) { [weak self] _ in self?.readable() }
+    pipeFD = pipe.read
+    pipe.read.setNonblocking()
+    try loop.watch(pipe.read, events: EventLoop.readable) { [weak self] _ in self?.readable() }
     timer = loop.after(seconds: timeout) { [weak self] in self?.expire() }
   }
 
   private func readable() {
+    guard let fd = pipeFD else { return }
     var chunk = [UInt8](repeating: 0, count: 4096)
     while true {
-      let n = chunk.withUnsafeMutableBytes { read(pipeFD, $0.baseAddress, $0.count) }
+      let read: Int?
+      do { read = try chunk.withUnsafeMutableBytes { try fd.read(into: $0) } } catch { read = 0 }
+      guard let n = read else { return }  // nothing more now
       if n > 0 {
         if output.count < ChildProcess.maxOutput {
           output.append(contentsOf: chunk[0..<min(n, ChildProcess.maxOutput - output.count)])
         }
         continue
       }
-      if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
       // End of file (or a broken pipe): the child is done with its output.
-      loop.unwatch(pipeFD)
-      close(pipeFD)
-      pipeFD = -1
+      closeOutput()
       reap()
       return
     }
+  }
+
+  private func closeOutput() {
+    guard let fd = pipeFD else { return }
+    loop.unwatch(fd)
+    fd.close()
+    pipeFD = nil
   }
 
   /// Collects the exit status; re-checks shortly if the child closed its
@@ -106,7 +111,7 @@ public final class ChildProcess {
     guard done != nil else { return }
     timedOut = true
     kill(-pid, SIGKILL)  // the whole group: whatever it started too
-    if pipeFD < 0 { reap() }  // else end-of-file follows the kill
+    if pipeFD == nil { reap() }  // else end-of-file follows the kill
   }
 
   /// Kills it without reporting (the owner lost interest).
@@ -114,11 +119,7 @@ public final class ChildProcess {
     done = nil
     if let timer { loop.cancel(timer) }
     timer = nil
-    if pipeFD >= 0 {
-      loop.unwatch(pipeFD)
-      close(pipeFD)
-      pipeFD = -1
-    }
+    closeOutput()
     kill(-pid, SIGKILL)
     var status: Int32 = 0
     _ = waitpid(pid, &status, 0)

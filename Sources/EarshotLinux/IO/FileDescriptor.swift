@@ -32,10 +32,15 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable, CustomString
     read: FileDescriptor, write: FileDescriptor
   ) {
     var fds: [Int32] = [-1, -1]
-    guard pipe2(&fds, O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0)) == 0 else {
-      throw SystemError(errno: errno, "pipe")
+    // Glibc's module does not export pipe2: set the flags just after (no
+    // child is spawned on the loop's thread in between).
+    guard Glibc.pipe(&fds) == 0 else { throw SystemError(errno: errno, "pipe") }
+    let ends = (FileDescriptor(rawValue: fds[0]), FileDescriptor(rawValue: fds[1]))
+    for end in [ends.0, ends.1] {
+      end.setCloseOnExec()
+      if nonblocking { end.setNonblocking() }
     }
-    return (FileDescriptor(rawValue: fds[0]), FileDescriptor(rawValue: fds[1]))
+    return ends
   }
 
   public func close() { _ = Glibc.close(rawValue) }

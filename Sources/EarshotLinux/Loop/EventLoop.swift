@@ -15,7 +15,7 @@ public final class EventLoop {
   private let epfd: Int32
   private let timerfd: Int32
   private var signalfd: Int32 = -1
-  private var handlers: [Int32: Handler] = [:]
+  private var handlers: [FileDescriptor: Handler] = [:]
   /// A descriptor watched with `watch(_:batchingFor:_:)`.
   private struct Batching {
     /// Which watch the descriptor number belongs to now, so a closed
@@ -26,7 +26,7 @@ public final class EventLoop {
     /// The timer that ends the current rest.
     var rest: TimerID? = nil
   }
-  private var batching: [Int32: Batching] = [:]
+  private var batching: [FileDescriptor: Batching] = [:]
   private var nextBatchToken: UInt64 = 1
   /// Pending timers, earliest first.
   private var timers: [(deadline: UInt64, id: TimerID, fire: () -> Void)] = []
@@ -49,7 +49,7 @@ public final class EventLoop {
     guard epfd >= 0 else { throw SystemError(errno: errno, "epoll_create1") }
     timerfd = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
     guard timerfd >= 0 else { throw SystemError(errno: errno, "timerfd_create") }
-    try add(timerfd, EPOLLIN.rawValue)
+    try add(FileDescriptor(rawValue: timerfd), EPOLLIN.rawValue)
   }
 
   deinit {
@@ -62,7 +62,9 @@ public final class EventLoop {
 
   /// Calls `handler` with the epoll event bits whenever `fd` is ready.
   /// `events` is a mask of EPOLLIN, EPOLLOUT, EPOLLPRI...
-  public func watch(_ fd: Int32, events: UInt32 = EPOLLIN.rawValue, _ handler: @escaping Handler)
+  public func watch(
+    _ fd: FileDescriptor, events: UInt32 = EPOLLIN.rawValue, _ handler: @escaping Handler
+  )
     throws
   {
     if handlers[fd] != nil {
@@ -74,7 +76,7 @@ public final class EventLoop {
     forgetBatching(fd)
   }
 
-  private func forgetBatching(_ fd: Int32) {
+  private func forgetBatching(_ fd: FileDescriptor) {
     if let timer = batching.removeValue(forKey: fd)?.rest { cancel(timer) }
   }
 
@@ -86,7 +88,7 @@ public final class EventLoop {
   /// busy one by up to `interval`, and its handler must read all that is
   /// queued.
   public func watch(
-    _ fd: Int32, batchingFor interval: UInt64, _ handler: @escaping Handler
+    _ fd: FileDescriptor, batchingFor interval: UInt64, _ handler: @escaping Handler
   ) throws {
     let events = EPOLLIN.rawValue | EPOLLONESHOT.rawValue
     let token = nextBatchToken
@@ -111,23 +113,23 @@ public final class EventLoop {
     batching[fd] = Batching(token: token)
   }
 
-  public func modify(_ fd: Int32, events: UInt32) throws {
-    var ev = epoll_event(events: events, data: epoll_data_t(fd: fd))
-    guard epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) == 0 else {
+  public func modify(_ fd: FileDescriptor, events: UInt32) throws {
+    var ev = epoll_event(events: events, data: epoll_data_t(fd: fd.rawValue))
+    guard epoll_ctl(epfd, EPOLL_CTL_MOD, fd.rawValue, &ev) == 0 else {
       throw SystemError(errno: errno, "epoll_ctl MOD")
     }
   }
 
   /// Stops watching `fd`; safe to call from inside its own handler.
-  public func unwatch(_ fd: Int32) {
+  public func unwatch(_ fd: FileDescriptor) {
     guard handlers.removeValue(forKey: fd) != nil else { return }
     forgetBatching(fd)
-    _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
+    _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd.rawValue, nil)
   }
 
-  private func add(_ fd: Int32, _ events: UInt32) throws {
-    var ev = epoll_event(events: events, data: epoll_data_t(fd: fd))
-    guard epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 else {
+  private func add(_ fd: FileDescriptor, _ events: UInt32) throws {
+    var ev = epoll_event(events: events, data: epoll_data_t(fd: fd.rawValue))
+    guard epoll_ctl(epfd, EPOLL_CTL_ADD, fd.rawValue, &ev) == 0 else {
       throw SystemError(errno: errno, "epoll_ctl ADD")
     }
   }
@@ -201,7 +203,7 @@ public final class EventLoop {
     for s in signals { sigaddset(&signalMask, s) }
     let fd = CLinux.signalfd(signalfd, &signalMask, Int32(SFD_NONBLOCK | SFD_CLOEXEC))
     guard fd >= 0 else { throw SystemError(errno: errno, "signalfd") }
-    if signalfd < 0 { try add(fd, EPOLLIN.rawValue) }
+    if signalfd < 0 { try add(FileDescriptor(rawValue: fd), EPOLLIN.rawValue) }
     signalfd = fd
     for s in signals { signalHandlers[s] = handler }
   }
@@ -237,7 +239,7 @@ public final class EventLoop {
         } else if fd == signalfd {
           readSignals()
         } else {
-          handlers[fd]?(bits)
+          handlers[FileDescriptor(rawValue: fd)]?(bits)
         }
         if stopped { break }
       }

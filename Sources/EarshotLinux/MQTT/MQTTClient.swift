@@ -34,7 +34,8 @@ public final class MQTTClient {
   private let loop: EventLoop
   private let options: Options
   private let mosq: OpaquePointer
-  private var watchedFD: Int32 = -1
+  /// The library's socket while the loop watches it.
+  private var watchedFD: FileDescriptor?
   private var backoff: Double = 1
   private var reconnectTimer: EventLoop.TimerID?
   private var keepaliveTimer: EventLoop.TimerID?
@@ -188,16 +189,17 @@ public final class MQTTClient {
   // MARK: Loop plumbing
 
   private func watch() {
-    let fd = mosquitto_socket(mosq)
-    guard fd >= 0 else { return }
+    let raw = mosquitto_socket(mosq)
+    guard raw >= 0 else { return }
+    let fd = FileDescriptor(rawValue: raw)
     if watchedFD != fd { unwatch() }
     watchedFD = fd
     try? loop.watch(fd, events: interest()) { [weak self] events in self?.ready(events) }
   }
 
   private func unwatch() {
-    if watchedFD >= 0 { loop.unwatch(watchedFD) }
-    watchedFD = -1
+    if let watchedFD { loop.unwatch(watchedFD) }
+    watchedFD = nil
   }
 
   private func interest() -> UInt32 {
@@ -207,7 +209,7 @@ public final class MQTTClient {
   }
 
   private func updateWriteInterest() {
-    guard watchedFD >= 0 else { return }
+    guard let watchedFD else { return }
     try? loop.modify(watchedFD, events: interest())
   }
 
@@ -227,14 +229,14 @@ public final class MQTTClient {
       return
     }
     // connect_async may have replaced the socket.
-    if mosquitto_socket(mosq) != watchedFD { watch() } else { updateWriteInterest() }
+    if mosquitto_socket(mosq) != watchedFD?.rawValue { watch() } else { updateWriteInterest() }
   }
 
   private func scheduleKeepalive() {
     if let t = keepaliveTimer { loop.cancel(t) }
     keepaliveTimer = loop.after(seconds: 1) { [weak self] in
       guard let self, !self.closed else { return }
-      if self.watchedFD >= 0 {
+      if self.watchedFD != nil {
         let rc = mosquitto_loop_misc(self.mosq)
         if rc != MOSQ_ERR_SUCCESS.rawValue, self.isConnected { self.disconnected(rc) }
         self.updateWriteInterest()

@@ -98,7 +98,8 @@ public struct HCIAdapter: Equatable, Sendable {
 /// bound to one adapter or to none (then it only hears the kernel's
 /// adapter lifecycle events). Non-blocking: reads return `nil` when empty.
 public final class HCISocket {
-  public let fd: Int32
+  public let fd: FileDescriptor
+  private var raw: Int32 { fd.rawValue }
   /// The adapter index, or `nil` for an unbound (HCI_DEV_NONE) socket.
   public let device: UInt16?
   /// The filter the socket had before `setFilter`, to put back on close.
@@ -125,13 +126,13 @@ public final class HCISocket {
       _ = Glibc.close(fd)
       throw SystemError(errno: e, "bind hci\(device.map(String.init) ?? "(none)")")
     }
-    self.fd = fd
+    self.fd = FileDescriptor(rawValue: fd)
     self.device = device
   }
 
   /// Takes over an open descriptor (a socket pair in tests of the
   /// command/answer exchange).
-  init(adopting fd: Int32, device: UInt16?) {
+  init(adopting fd: FileDescriptor, device: UInt16?) {
     self.fd = fd
     self.device = device
   }
@@ -143,9 +144,9 @@ public final class HCISocket {
     guard !closed else { return }
     closed = true
     if var f = originalFilter {
-      _ = setsockopt(fd, SOL_HCI, HCI_FILTER, &f, socklen_t(MemoryLayout<hci_filter>.size))
+      _ = setsockopt(raw, SOL_HCI, HCI_FILTER, &f, socklen_t(MemoryLayout<hci_filter>.size))
     }
-    _ = Glibc.close(fd)
+    fd.close()
   }
 
   // MARK: Timestamps
@@ -154,7 +155,7 @@ public final class HCISocket {
   /// so packets read in a batch keep the times they arrived.
   public func enableTimestamps() throws {
     var on: Int32 = 1
-    guard setsockopt(fd, SOL_HCI, HCI_TIME_STAMP, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
+    guard setsockopt(raw, SOL_HCI, HCI_TIME_STAMP, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
     else { throw SystemError(errno: errno, "setsockopt HCI_TIME_STAMP") }
   }
 
@@ -181,7 +182,7 @@ public final class HCISocket {
   public func filter() throws -> hci_filter {
     var f = hci_filter()
     var len = socklen_t(MemoryLayout<hci_filter>.size)
-    guard getsockopt(fd, SOL_HCI, HCI_FILTER, &f, &len) == 0 else {
+    guard getsockopt(raw, SOL_HCI, HCI_FILTER, &f, &len) == 0 else {
       throw SystemError(errno: errno, "getsockopt HCI_FILTER")
     }
     return f
@@ -191,7 +192,7 @@ public final class HCISocket {
   public func setFilter(_ f: hci_filter) throws {
     if originalFilter == nil { originalFilter = try filter() }
     var f = f
-    guard setsockopt(fd, SOL_HCI, HCI_FILTER, &f, socklen_t(MemoryLayout<hci_filter>.size)) == 0
+    guard setsockopt(raw, SOL_HCI, HCI_FILTER, &f, socklen_t(MemoryLayout<hci_filter>.size)) == 0
     else { throw SystemError(errno: errno, "setsockopt HCI_FILTER") }
   }
 
@@ -227,7 +228,7 @@ public final class HCISocket {
   public func send(_ command: HCICommand) throws {
     let packet = command.packet
     while true {
-      let n = packet.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+      let n = packet.withUnsafeBytes { write(raw, $0.baseAddress, $0.count) }
       if n == packet.count { return }
       if n < 0 && errno == EINTR { continue }
       throw SystemError(errno: n < 0 ? errno : EIO, "sending \(command.opcode.name)")
@@ -254,7 +255,7 @@ public final class HCISocket {
         header.msg_iovlen = 1
         header.msg_control = control.baseAddress
         header.msg_controllen = control.count
-        let n = recvmsg(fd, &header, 0)
+        let n = recvmsg(raw, &header, 0)
         if n >= 0 { return (n, Int(header.msg_controllen)) }
         switch errno {
         case EINTR: continue
@@ -281,7 +282,7 @@ public final class HCISocket {
     while true {
       let now = Clock.monotonicNanos()
       guard now < deadline else { throw HCITimeout(opcode: command.opcode) }
-      var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      var p = pollfd(fd: raw, events: Int16(POLLIN), revents: 0)
       let ms = Int32(min(Int(Int32.max), Int((deadline - now + 999_999) / 1_000_000)))
       let rc = poll(&p, 1, ms)
       if rc < 0 {

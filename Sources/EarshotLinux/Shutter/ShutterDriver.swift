@@ -110,7 +110,9 @@ public final class ShutterDriver {
     }
     do {
       try cam.startFrame(warmup: settings.warmupFrames)
-      try loop.watch(cam.fd, events: EventLoop.readable) { [weak self] _ in self?.frameReady() }
+      try loop.watch(cam.descriptor!, events: EventLoop.readable) { [weak self] _ in
+        self?.frameReady()
+      }
       captureTimer = loop.after(seconds: settings.timeout) { [weak self] in
         guard let self else { return }
         self.captureTimer = nil
@@ -183,8 +185,8 @@ public final class ShutterDriver {
   private func endCapture() {
     if let t = captureTimer { loop.cancel(t) }
     captureTimer = nil
-    if let cam = camera, cam.fd >= 0 {
-      loop.unwatch(cam.fd)
+    if let cam = camera, let fd = cam.descriptor {
+      loop.unwatch(fd)
       cam.stopStream()
     }
   }

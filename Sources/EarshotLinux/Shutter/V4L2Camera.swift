@@ -40,7 +40,7 @@ public final class V4L2Camera {
   }
 
   public let path: String
-  public private(set) var fd: Int32 = -1
+  private var fd: Int32 = -1
   public private(set) var card = ""
   public private(set) var driver = ""
   public private(set) var format: PixelFormat = .yuyv
@@ -52,6 +52,9 @@ public final class V4L2Camera {
   private var streamOn = false
   private var buffers: [(pointer: UnsafeMutableRawPointer, length: Int)] = []
   private var framesToSkip = 0
+
+  /// The open device, for the owner's loop to watch; nil while closed.
+  public var descriptor: FileDescriptor? { fd >= 0 ? FileDescriptor(rawValue: fd) : nil }
 
   public init(path: String) {
     self.path = path

@@ -73,7 +73,7 @@ enum BenchLive {
     let reader = PacketReader()
     // As LiveScanner reads its HCI socket: in batches, recvmmsg until a
     // short one.
-    try loop.watch(fd, batchingFor: LiveScanner.readBatchNanos) { _ in
+    try loop.watch(FileDescriptor(rawValue: fd), batchingFor: LiveScanner.readBatchNanos) { _ in
       do {
         try reader.drain(fd) { packet, _ in
           guard packet.count > 0 else {
@@ -101,7 +101,7 @@ enum BenchLive {
       if first == nil { first = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups) }
     }
     try loop.run()
-    loop.unwatch(fd)
+    loop.unwatch(FileDescriptor(rawValue: fd))
     guard let first, let last, last.nanos > first.nanos else {
       throw CommandFailure("bench: the live replay received too few reports")
     }

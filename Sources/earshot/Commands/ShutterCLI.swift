@@ -94,7 +94,7 @@ func runShutter(_ args: Arguments) throws -> Int32 {
   if inputOpen {
     var pending: [UInt8] = []
     _ = fcntl(0, F_SETFL, stdinFlags | O_NONBLOCK)
-    try loop.watch(0, events: EventLoop.readable) { _ in
+    try loop.watch(.standardInput, events: EventLoop.readable) { _ in
       var chunk = [UInt8](repeating: 0, count: 1024)
       let n = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
       if n < 0 && (errno == EAGAIN || errno == EINTR) { return }
@@ -110,7 +110,7 @@ func runShutter(_ args: Arguments) throws -> Int32 {
         }
       }
       if n <= 0 {
-        loop.unwatch(0)
+        loop.unwatch(.standardInput)
         inputOpen = false
         if answered == sent.count { loop.stop() }
       }
