@@ -12,7 +12,7 @@ public struct Config: Sendable {
   public var state = StateConfig()
   public var mqtt = MQTTConfig()
   public var log = ProximityLogConfig()
-  public var shutter = ShutterSettings()
+  public var shutter = ShutterConfig()
   public var media = MediaSettings()
   public var link = LinkConfig()
 

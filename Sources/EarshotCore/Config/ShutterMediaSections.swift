@@ -1,5 +1,5 @@
 /// The `[shutter]` and `[media]` key tables. Validation lives in
-/// ShutterSettings.set and MediaSettings.set (also used on their own by
+/// ShutterConfig.set and MediaSettings.set (also used on their own by
 /// tests); here each key gets its help text and printed default.
 extension Config {
   static func adopt<S>(
@@ -15,9 +15,9 @@ extension Config {
   }
 
   static func shutterKey(
-    _ name: String, _ help: String, show: @escaping @Sendable (ShutterSettings) -> String
+    _ name: String, _ help: String, show: @escaping @Sendable (ShutterConfig) -> String
   )
-    -> ConfigKey<ShutterSettings>
+    -> ConfigKey<ShutterConfig>
   {
     .init(name, help, set: { s, v in try adopt({ try $0.set($1, $2) }, &s, name, v) }, show: show)
   }
@@ -65,7 +65,7 @@ extension Config {
         shutterKey(
           "timeout", "Seconds a capture may take before it is photoFailed.",
           show: { ConfigValue.show($0.timeout) }),
-      ], initial: ShutterSettings(), get: { $0.shutter }, put: { $0.shutter = $1 }),
+      ], initial: ShutterConfig(), get: { $0.shutter }, put: { $0.shutter = $1 }),
     .make(
       "media", "Play media by title: the library and the player.",
       [

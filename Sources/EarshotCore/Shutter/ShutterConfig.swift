@@ -1,5 +1,5 @@
 /// The `[shutter]` section of the config file.
-public struct ShutterSettings: Sendable, Equatable {
+public struct ShutterConfig: Sendable, Equatable {
   /// The V4L2 capture device.
   public var device = "/dev/video0"
   /// Where photos go; `nil` means the shell's default
@@ -62,7 +62,7 @@ public struct ShutterSettings: Sendable, Equatable {
       width = nil
       height = nil
     case "resolution":
-      guard let (w, h) = ShutterSettings.parseResolution(value) else {
+      guard let (w, h) = ShutterConfig.parseResolution(value) else {
         throw SettingsError(
           "[shutter] resolution must be WIDTHxHEIGHT like 1280x720, got '\(value)'")
       }
@@ -81,7 +81,7 @@ public struct ShutterSettings: Sendable, Equatable {
       timeout = t
     default:
       throw SettingsError(
-        "unknown key '\(key)' in [shutter]; known keys: \(ShutterSettings.keys.joined(separator: ", "))"
+        "unknown key '\(key)' in [shutter]; known keys: \(ShutterConfig.keys.joined(separator: ", "))"
       )
     }
   }
