@@ -240,8 +240,8 @@ final class ShutterConfigTests: XCTestCase {
     }
   }
 
-  func testMediaSettings() throws {
-    let m = try MediaSettings(values: [
+  func testMediaConfig() throws {
+    let m = try MediaConfig(values: [
       ("library", "/srv/music"), ("player", "vlc"), ("timeout", "3"), ("device", "plughw:0,0"),
     ])
     XCTAssertEqual(m.library, "/srv/music")
@@ -249,12 +249,12 @@ final class ShutterConfigTests: XCTestCase {
     XCTAssertEqual(m.timeout, 3)
     XCTAssertEqual(m.device, "plughw:0,0")
     XCTAssertEqual(
-      try MediaSettings(values: [("player", "org.mpris.MediaPlayer2.spotify")]).player,
+      try MediaConfig(values: [("player", "org.mpris.MediaPlayer2.spotify")]).player,
       "org.mpris.MediaPlayer2.spotify")
-    XCTAssertNil(try MediaSettings(values: [("player", "")]).player)
-    XCTAssertEqual(MediaSettings().library, "~/Music")
+    XCTAssertNil(try MediaConfig(values: [("player", "")]).player)
+    XCTAssertEqual(MediaConfig().library, "~/Music")
     for bad in [("player", "my player"), ("timeout", "soon"), ("library", ""), ("volume", "1")] {
-      XCTAssertThrowsError(try MediaSettings(values: [bad]), "\(bad)")
+      XCTAssertThrowsError(try MediaConfig(values: [bad]), "\(bad)")
     }
   }
 }

@@ -13,7 +13,7 @@ public struct Config: Sendable {
   public var mqtt = MQTTConfig()
   public var log = ProximityLogConfig()
   public var shutter = ShutterConfig()
-  public var media = MediaSettings()
+  public var media = MediaConfig()
   public var link = LinkConfig()
 
   public init(paths: ConfigPaths = .system) {

@@ -1,5 +1,5 @@
 /// The `[shutter]` and `[media]` key tables. Validation lives in
-/// ShutterConfig.set and MediaSettings.set (also used on their own by
+/// ShutterConfig.set and MediaConfig.set (also used on their own by
 /// tests); here each key gets its help text and printed default.
 extension Config {
   static func adopt<S>(
@@ -23,9 +23,9 @@ extension Config {
   }
 
   static func mediaKey(
-    _ name: String, _ help: String, show: @escaping @Sendable (MediaSettings) -> String
+    _ name: String, _ help: String, show: @escaping @Sendable (MediaConfig) -> String
   )
-    -> ConfigKey<MediaSettings>
+    -> ConfigKey<MediaConfig>
   {
     .init(name, help, set: { s, v in try adopt({ try $0.set($1, $2) }, &s, name, v) }, show: show)
   }
@@ -78,6 +78,6 @@ extension Config {
           "timeout", "Seconds from a request to its completion at the latest.",
           show: { ConfigValue.show($0.timeout) }),
         mediaKey("device", "ALSA PCM the built-in player uses.", show: { $0.device }),
-      ], initial: MediaSettings(), get: { $0.media }, put: { $0.media = $1 }),
+      ], initial: MediaConfig(), get: { $0.media }, put: { $0.media = $1 }),
   ]
 }

@@ -22,10 +22,10 @@ enum MediaCLI {
     "config", "FILE",
     "Config file (default: ~/.config/earshot/earshot.conf, then /etc/earshot/earshot.conf)")
 
-  static func settings(_ args: Arguments) throws -> MediaSettings {
+  static func settings(_ args: Arguments) throws -> MediaConfig {
     var s = try loadConfigOrDefaults(args).media
     do {
-      for key in MediaSettings.keys {
+      for key in MediaConfig.keys {
         if let v = args.values[key] { try s.set(key, v) }
       }
     } catch {

@@ -1,5 +1,5 @@
 /// The `[media] section of the config file.
-public struct MediaSettings: Sendable, Equatable {
+public struct MediaConfig: Sendable, Equatable {
   /// Folder scanned for audio files (recursively); `~` is the home folder.
   public var library = "~/Music"
   /// An MPRIS player to forward requests to
@@ -30,8 +30,8 @@ public struct MediaSettings: Sendable, Equatable {
         player = nil
       } else {
         let name =
-          value.hasPrefix(MediaSettings.mprisPrefix) ? value : MediaSettings.mprisPrefix + value
-        guard name.count > MediaSettings.mprisPrefix.count,
+          value.hasPrefix(MediaConfig.mprisPrefix) ? value : MediaConfig.mprisPrefix + value
+        guard name.count > MediaConfig.mprisPrefix.count,
           name.unicodeScalars.allSatisfy({
             $0.isASCII
               && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
@@ -54,7 +54,7 @@ public struct MediaSettings: Sendable, Equatable {
       device = value
     default:
       throw SettingsError(
-        "unknown key '\(key)' in [media]; known keys: \(MediaSettings.keys.joined(separator: ", "))"
+        "unknown key '\(key)' in [media]; known keys: \(MediaConfig.keys.joined(separator: ", "))"
       )
     }
   }
