@@ -145,8 +145,8 @@ private func attachParts(to daemon: Daemon, config: Config, input: String?) thro
   }
   if config.mqtt.enabled {
     do {
-      let settings = try MQTTBridge.Settings(
-        config: config.mqtt, hostname: MQTTBridge.Settings.hostname(), version: version)
+      let settings = try MQTTBridge.Options(
+        config: config.mqtt, hostname: MQTTBridge.Options.hostname(), version: version)
       daemon.attach(mqtt: try MQTTBridge(loop: daemon.loop, settings: settings))
     } catch {
       throw CommandFailure("\(error)")
