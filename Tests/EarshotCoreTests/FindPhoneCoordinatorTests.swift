@@ -124,7 +124,7 @@ final class FindPhoneCoordinatorTests: XCTestCase {
   }
 
   func testTimeoutStopsWithoutNotice() {
-    var d = Drive(settings: FindPhoneSettings(timeoutSeconds: 60))
+    var d = Drive(settings: FindPhoneSettings(timeout: 60))
     d.ring(deviceA)
     d.now += 59 * second
     XCTAssertEqual(d.on(.timerFired), [], "early or stale firings change nothing")

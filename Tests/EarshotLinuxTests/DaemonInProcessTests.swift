@@ -181,7 +181,7 @@ final class DaemonInProcessTests: XCTestCase {
 
   func testTimeoutStopsTheAlert() throws {
     let agent = try InProcessAgent(
-      audio: RecordingAudio(volume: user), findPhone: FindPhoneSettings(timeoutSeconds: 0.2))
+      audio: RecordingAudio(volume: user), findPhone: FindPhoneSettings(timeout: 0.2))
     let buds = try ControlClient.device("buds", at: agent.socket)
     _ = try buds.ok(.findStart)
     var lastEnd: JSONValue? = nil

@@ -23,12 +23,12 @@ public struct FindPhoneSettings: Equatable, Sendable {
   /// Cap when the output is headphones: an alert must not blast ears.
   public var headphoneVolume: Double
   /// Seconds of ringing before it stops by itself (Fast Pair rings 60 s).
-  public var timeoutSeconds: Double
+  public var timeout: Double
 
-  public init(volume: Double = 0.9, headphoneVolume: Double = 0.3, timeoutSeconds: Double = 60) {
+  public init(volume: Double = 0.9, headphoneVolume: Double = 0.3, timeout: Double = 60) {
     self.volume = volume
     self.headphoneVolume = headphoneVolume
-    self.timeoutSeconds = timeoutSeconds
+    self.timeout = timeout
   }
 
   /// The level to ring at for this output.
@@ -239,7 +239,7 @@ public struct FindPhoneCoordinator: Sendable {
       step.reply = found(now: now, &step)
     case .timerFired:
       if let deadline, now >= deadline, phase == .saving || phase == .ringing {
-        step.actions.append(.log("no one found the laptop in \(settings.timeoutSeconds) s"))
+        step.actions.append(.log("no one found the laptop in \(settings.timeout) s"))
         end(.timeout, now: now, &step)
       }
     case .volumeSaved(let setting, let hp):
@@ -368,7 +368,7 @@ public struct FindPhoneCoordinator: Sendable {
   private mutating func begin(now: UInt64, _ step: inout Step) {
     phase = .saving
     lastEnd = nil
-    let d = now &+ UInt64(max(0, settings.timeoutSeconds) * 1e9)
+    let d = now &+ UInt64(max(0, settings.timeout) * 1e9)
     deadline = d
     step.actions.append(.armTimer(deadline: d))
     if let carried = unrestored {

@@ -59,7 +59,7 @@ public final class ConfigReloader {
     }
     daemon.find.settings = FindPhoneSettings(
       volume: new.findPhone.volume, headphoneVolume: new.findPhone.headphoneVolume,
-      timeoutSeconds: new.findPhone.timeout)
+      timeout: new.findPhone.timeout)
     config = effective
     daemon.log("reload: \(path): \(plan.summary)")
     return plan

@@ -81,7 +81,7 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
   }
   options.findPhone = FindPhoneSettings(
     volume: config.findPhone.volume, headphoneVolume: config.findPhone.headphoneVolume,
-    timeoutSeconds: config.findPhone.timeout)
+    timeout: config.findPhone.timeout)
   // The ALSA alert player and mixer from [audio]. Without them (--no-audio)
   // find-phone rings silently and the volume commands answer "unavailable".
   let audio: (alert: ALSAAlertOutput, volume: ALSAVolumeControl?)?
