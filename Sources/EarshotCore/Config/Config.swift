@@ -145,13 +145,30 @@ public struct AudioConfig: Sendable, Equatable {
   public init() {}
 }
 
+/// `[find-phone]`: how loud and how long; also the find-phone coordinator's settings.
 public struct FindPhoneConfig: Sendable, Equatable {
-  public var volume = 0.9
-  public var headphoneVolume = 0.3
-  public var timeout = 60.0
+  /// Level the alert plays at on speakers (0...1).
+  public var volume: Double
+  /// Cap when the output is headphones: an alert must not blast ears.
+  public var headphoneVolume: Double
+  /// Seconds of ringing before it stops by itself (Fast Pair rings 60 s).
+  public var timeout: Double
   /// `nil`: `[audio] sound`.
-  public var sound: String? = nil
-  public init() {}
+  public var sound: String?
+
+  public init(
+    volume: Double = 0.9, headphoneVolume: Double = 0.3, timeout: Double = 60, sound: String? = nil
+  ) {
+    self.volume = volume
+    self.headphoneVolume = headphoneVolume
+    self.timeout = timeout
+    self.sound = sound
+  }
+
+  /// The level to ring at for this output.
+  public func ringLevel(headphones: Bool) -> Double {
+    headphones ? min(volume, headphoneVolume) : volume
+  }
 }
 
 public struct ControlConfig: Sendable, Equatable {

@@ -16,26 +16,8 @@ public struct DeviceID: Hashable, Comparable, Sendable, CustomStringConvertible 
 /// Which phone-found notice a result belongs to.
 public typealias NoticeID = UInt64
 
-/// `[find-phone]` in the config: how loud and how long.
-public struct FindPhoneSettings: Equatable, Sendable {
-  /// Level the alert plays at on speakers (0...1).
-  public var volume: Double
-  /// Cap when the output is headphones: an alert must not blast ears.
-  public var headphoneVolume: Double
-  /// Seconds of ringing before it stops by itself (Fast Pair rings 60 s).
-  public var timeout: Double
-
-  public init(volume: Double = 0.9, headphoneVolume: Double = 0.3, timeout: Double = 60) {
-    self.volume = volume
-    self.headphoneVolume = headphoneVolume
-    self.timeout = timeout
-  }
-
-  /// The level to ring at for this output.
-  public func ringLevel(headphones: Bool) -> Double {
-    headphones ? min(volume, headphoneVolume) : volume
-  }
-}
+/// The coordinator's settings are the parsed `[find-phone]` section.
+public typealias FindPhoneSettings = FindPhoneConfig
 
 /// Why a ring ended.
 public enum FindEndReason: String, Equatable, Sendable {
