@@ -16,9 +16,6 @@ public struct DeviceID: Hashable, Comparable, Sendable, CustomStringConvertible 
 /// Which phone-found notice a result belongs to.
 public typealias NoticeID = UInt64
 
-/// The coordinator's settings are the parsed `[find-phone]` section.
-public typealias FindPhoneSettings = FindPhoneConfig
-
 /// Why a ring ended.
 public enum FindEndReason: String, Equatable, Sendable {
   case found
@@ -157,7 +154,7 @@ public struct FindStatus: Equatable, Sendable {
 /// stop withdraws only its own request.
 public struct FindPhoneCoordinator: Sendable {
   /// Replaceable (a config reload); a ring in progress keeps its timer.
-  public var settings: FindPhoneSettings
+  public var settings: FindPhoneConfig
 
   private enum Phase: Sendable { case idle, recovering, saving, ringing, stopping }
   private var phase = Phase.idle
@@ -180,7 +177,7 @@ public struct FindPhoneCoordinator: Sendable {
   private var outstanding: [NoticeID: DeviceID] = [:]
   private var nextNotice: NoticeID = 1
 
-  public init(settings: FindPhoneSettings = FindPhoneSettings()) {
+  public init(settings: FindPhoneConfig = FindPhoneConfig()) {
     self.settings = settings
   }
 

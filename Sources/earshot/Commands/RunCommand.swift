@@ -79,7 +79,7 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
       "earshot run: [control] max_clients = \(config.control.maxClients) lowered to \(options.maxClients): the open-file limit is \(fileLimit) (raise LimitNOFILE= or ulimit -Hn)\n"
     )
   }
-  options.findPhone = FindPhoneSettings(
+  options.findPhone = FindPhoneConfig(
     volume: config.findPhone.volume, headphoneVolume: config.findPhone.headphoneVolume,
     timeout: config.findPhone.timeout)
   // The ALSA alert player and mixer from [audio]. Without them (--no-audio)
