@@ -79,9 +79,7 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
       "earshot run: [control] max_clients = \(config.control.maxClients) lowered to \(options.maxClients): the open-file limit is \(fileLimit) (raise LimitNOFILE= or ulimit -Hn)\n"
     )
   }
-  options.findPhone = FindPhoneConfig(
-    volume: config.findPhone.volume, headphoneVolume: config.findPhone.headphoneVolume,
-    timeout: config.findPhone.timeout)
+  options.findPhone = config.findPhone
   // The ALSA alert player and mixer from [audio]. Without them (--no-audio)
   // find-phone rings silently and the volume commands answer "unavailable".
   let audio: (alert: ALSAAlertOutput, volume: ALSAVolumeControl?)?
