@@ -135,4 +135,40 @@ final class ConfigFileTests: XCTestCase {
     XCTAssertEqual(c.findPhone.headphoneVolume, 0.3)
     XCTAssertEqual(c.findPhone.timeout, 60)
   }
+
+  /// Every section goes through one parser set and one located error: a bad
+  /// value anywhere says file, line, section and key, then what to write.
+  func testEverySectionsErrorsNameFileLineSectionAndKey() {
+    let e = errors(
+      """
+      [shutter]
+      warmup_frames = lots
+      timeout = 0
+      resolution = big
+      [media]
+      player = my player
+      library =
+      [link]
+      enabled = maybe
+      security = none
+      name = \(String(repeating: "x", count: 21))
+      alow = bonded
+      [mqtt]
+      tls = perhaps
+      """)
+    XCTAssertEqual(
+      e.map(\.description),
+      [
+        "t.conf:2: [shutter] warmup_frames: expected a whole number from 0 to 100, got 'lots'",
+        "t.conf:3: [shutter] timeout: 0 is out of range; expected seconds above 0, at most 600",
+        "t.conf:4: [shutter] resolution: expected WIDTHxHEIGHT like 1280x720 (16 to 16384 each), or empty, got 'big'",
+        "t.conf:6: [media] player: expected an MPRIS bus name like org.mpris.MediaPlayer2.vlc (or just vlc), got 'my player'",
+        "t.conf:7: [media] library: must not be empty; e.g. ~/Music",
+        "t.conf:9: [link] enabled: expected true or false, got 'maybe'",
+        "t.conf:10: [link] security: expected one of authenticated, encrypted, got 'none'",
+        "t.conf:11: [link] name: expected a name of at most 20 bytes of UTF-8 (it must fit the advertisement), got '\(String(repeating: "x", count: 21))'",
+        "t.conf:12: [link] alow: unknown key; [link] keys: enabled, allow, security, legacy_remote_volume, name, adapter",
+        "t.conf:14: [mqtt] tls: expected true or false, got 'perhaps'",
+      ])
+  }
 }

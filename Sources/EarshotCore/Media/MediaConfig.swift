@@ -1,5 +1,5 @@
-/// The `[media] section of the config file.
-public struct MediaConfig: Sendable, Equatable {
+/// The `[media]` section of the config file.
+public struct MediaConfig: Sendable, Equatable, ConfigSection {
   /// Folder scanned for audio files (recursively); `~` is the home folder.
   public var library = "~/Music"
   /// An MPRIS player to forward requests to
@@ -12,50 +12,34 @@ public struct MediaConfig: Sendable, Equatable {
 
   public init() {}
 
-  public static let keys = ["library", "player", "timeout", "device"]
   public static let mprisPrefix = "org.mpris.MediaPlayer2."
 
-  public init(values: [(key: String, value: String)]) throws {
-    for (key, value) in values { try set(key, value) }
-  }
+  public static let section = "media"
+  public static let summary = "Play media by title: the library and the player."
+  public static let keys: [ConfigKey<MediaConfig>] = [
+    .text("library", "Folder of audio files, searched recursively.", \.library, example: "~/Music"),
+    .init(
+      "player",
+      "MPRIS player to forward to (org.mpris.MediaPlayer2.NAME); empty = play through ALSA.",
+      set: { s, v in s.player = v.isEmpty ? nil : try mprisName(v) }, show: { $0.player ?? "" }),
+    .seconds(
+      "timeout", "Seconds from a request to its completion at the latest.", \.timeout, upTo: 600),
+    .text("device", "ALSA PCM the built-in player uses.", \.device, example: "default"),
+  ]
 
-  /// Sets one key from its text; the error says what to write instead.
-  public mutating func set(_ key: String, _ value: String) throws {
-    switch key {
-    case "library":
-      guard !value.isEmpty else { throw SettingsError("[media] library is empty; e.g. ~/Music") }
-      library = value
-    case "player":
-      if value.isEmpty {
-        player = nil
-      } else {
-        let name =
-          value.hasPrefix(MediaConfig.mprisPrefix) ? value : MediaConfig.mprisPrefix + value
-        guard name.count > MediaConfig.mprisPrefix.count,
-          name.unicodeScalars.allSatisfy({
-            $0.isASCII
-              && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
-                || "._-".unicodeScalars.contains($0))
-          })
-        else {
-          throw SettingsError(
-            "[media] player must be an MPRIS bus name like org.mpris.MediaPlayer2.vlc, got '\(value)'"
-          )
-        }
-        player = name
-      }
-    case "timeout":
-      guard let t = Double(value), t.isFinite, t > 0, t <= 600 else {
-        throw SettingsError("[media] timeout must be seconds (0 < t ≤ 600), got '\(value)'")
-      }
-      timeout = t
-    case "device":
-      guard !value.isEmpty else { throw SettingsError("[media] device is empty; e.g. default") }
-      device = value
-    default:
-      throw SettingsError(
-        "unknown key '\(key)' in [media]; known keys: \(MediaConfig.keys.joined(separator: ", "))"
-      )
+  /// `vlc` or `org.mpris.MediaPlayer2.vlc` -> `org.mpris.MediaPlayer2.vlc`.
+  static func mprisName(_ value: String) throws -> String {
+    let name = value.hasPrefix(mprisPrefix) ? value : mprisPrefix + value
+    guard name.count > mprisPrefix.count,
+      name.unicodeScalars.allSatisfy({
+        $0.isASCII
+          && ($0.properties.isAlphabetic || ("0"..."9").contains($0)
+            || "._-".unicodeScalars.contains($0))
+      })
+    else {
+      throw ConfigValueError(
+        "expected an MPRIS bus name like org.mpris.MediaPlayer2.vlc (or just vlc), got '\(value)'")
     }
+    return name
   }
 }

@@ -24,12 +24,9 @@ enum MediaCLI {
 
   static func settings(_ args: Arguments) throws -> MediaConfig {
     var s = try loadConfigOrDefaults(args).media
-    do {
-      for key in MediaConfig.keys {
-        if let v = args.values[key] { try s.set(key, v) }
-      }
-    } catch {
-      throw UsageError("--\(error)")
+    for key in MediaConfig.keys {
+      guard let v = args.values[key.name] else { continue }
+      do { try s.set(key.name, v) } catch { throw UsageError("--\(key.name): \(error)") }
     }
     return s
   }
