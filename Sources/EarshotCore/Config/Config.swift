@@ -226,11 +226,11 @@ extension Config {
     .make({ $0.findPhone }, { $0.findPhone = $1 }),
     .make({ $0.control }, { $0.control = $1 }),
     .make({ $0.state }, { $0.state = $1 }),
-    .make({ $0.mqtt }, { $0.mqtt = $1 }),
-    .make({ $0.log }, { $0.log = $1 }),
     .make({ $0.shutter }, { $0.shutter = $1 }),
     .make({ $0.media }, { $0.media = $1 }),
     .make({ $0.link }, { $0.link = $1 }),
+    .make({ $0.mqtt }, { $0.mqtt = $1 }),
+    .make({ $0.log }, { $0.log = $1 }),
   ]
 }
 
@@ -397,11 +397,11 @@ extension Config {
       "uuid", "The iBeacon proximity UUID (required).",
       set: { r, v in r.uuid = try ConfigValue.uuid(v) }, show: { $0.uuid?.description ?? "" }),
     .init(
-      "major", "Narrow the region to this major (0-65535).",
+      "major", "Narrow the region to this major (0-65535); empty = any major.",
       set: { r, v in r.major = UInt16(try ConfigValue.integer(v, in: 0...65535)) },
       show: { $0.major.map { String($0) } ?? "" }),
     .init(
-      "minor", "Narrow further to this minor (needs major).",
+      "minor", "Narrow further to this minor (needs major); empty = any minor.",
       set: { r, v in r.minor = UInt16(try ConfigValue.integer(v, in: 0...65535)) },
       show: { $0.minor.map { String($0) } ?? "" }),
     .init(
@@ -409,11 +409,11 @@ extension Config {
       set: { r, v in r.exitAfter = try ExitAfter.parse(v) },
       show: { $0.exitAfter?.description ?? "" }),
     .init(
-      "on_enter", "Command run on enter: split like a shell would, run without one.",
+      "on_enter", "Command run on enter: split like a shell would, run without one; empty = none.",
       set: { r, v in r.onEnter = try ConfigValue.command(v) },
       show: { $0.onEnter.map(ShellWords.join) ?? "" }),
     .init(
-      "on_exit", "Command run on exit.",
+      "on_exit", "Command run on exit, the same way; empty = none.",
       set: { r, v in r.onExit = try ConfigValue.command(v) },
       show: { $0.onExit.map(ShellWords.join) ?? "" }),
     .init(

@@ -38,6 +38,11 @@ func runCheckConfig(_ args: Arguments) throws -> Int32 {
   }
   let (config, path) = try loadConfig(args)
   Console.line("# \(path): OK, \(config.regions.count) region(s). Effective settings:")
+  if config.regions.isEmpty {
+    Console.line(
+      "# no [region \"NAME\"] sections: nothing is monitored; add one "
+        + "(etc/earshot.conf in the source tree has examples, commented out)")
+  }
   Console.line("")
   Console.out(config.render())
   return 0
