@@ -276,4 +276,34 @@ final class ConfigFileTests: XCTestCase {
         "t.conf:14: [mqtt] tls: expected true or false, got 'perhaps'",
       ])
   }
+
+  /// Tests never read the host's or the user's config: a config with a
+  /// region at the default location (ConfigLocation.defaultPath(), reached
+  /// through $EARSHOT_CONFIG without writing to /etc) does not reach the
+  /// test helpers' agents and commands.
+  func testTestHelpersNeverReadTheHostsConfig() throws {
+    let dir = try makeTempDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let region = "[region \"leak\"]\nuuid = 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182\n"
+    try FileManager.default.createDirectory(
+      atPath: dir + "/xdg/earshot", withIntermediateDirectories: true)
+    try region.write(toFile: dir + "/xdg/earshot/earshot.conf", atomically: true, encoding: .utf8)
+    try region.write(toFile: dir + "/host.conf", atomically: true, encoding: .utf8)
+    let host = ["EARSHOT_CONFIG": dir + "/host.conf", "XDG_CONFIG_HOME": dir + "/xdg"]
+
+    // The leak is real: a command without --config reads the default path.
+    let leaked = try runEarshot(["check-config"], environment: host)
+    XCTAssertTrue(
+      leaked.out.hasPrefix("# \(dir)/host.conf: OK, 1 region(s)"), leaked.out + leaked.err)
+    // The helpers' commands read an empty config instead of /etc's.
+    let plain = try runEarshot(["check-config"])
+    XCTAssertTrue(plain.out.hasPrefix("# /dev/null: OK, 0 region(s)"), plain.out + plain.err)
+    // And their agents take an explicit config: no region comes in.
+    let agent = try AgentProcess(environment: host)
+    let status = try runEarshot(["status", "--socket", agent.socket])
+    XCTAssertEqual(status.status, 0, status.err)
+    let parsed = try JSONParser.parse(status.out.trimmingCharacters(in: .newlines))
+    XCTAssertEqual(parsed["regions"], .array([]))
+    XCTAssertEqual(agent.stop(), 0)
+  }
 }
