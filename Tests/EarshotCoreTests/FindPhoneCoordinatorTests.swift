@@ -13,7 +13,7 @@ struct Drive {
   var c = FindPhoneCoordinator()
   var now: UInt64 = 1000 * second
 
-  init(settings: FindPhoneSettings = FindPhoneSettings()) {
+  init(settings: FindPhoneConfig = FindPhoneConfig()) {
     c = FindPhoneCoordinator(settings: settings)
   }
 
@@ -54,11 +54,11 @@ final class FindPhoneCoordinatorTests: XCTestCase {
   }
 
   func testHeadphonesCapTheLevel() {
-    var d = Drive(settings: FindPhoneSettings(volume: 0.9, headphoneVolume: 0.3))
+    var d = Drive(settings: FindPhoneConfig(volume: 0.9, headphoneVolume: 0.3))
     d.on(.deviceStart(deviceA))
     XCTAssertEqual(d.on(.volumeSaved(user, headphones: true)), [.raiseVolume(0.3), .startAlert])
     XCTAssertTrue(d.c.status.headphones)
-    var quiet = Drive(settings: FindPhoneSettings(volume: 0.2, headphoneVolume: 0.3))
+    var quiet = Drive(settings: FindPhoneConfig(volume: 0.2, headphoneVolume: 0.3))
     quiet.on(.deviceStart(deviceA))
     XCTAssertEqual(
       quiet.on(.volumeSaved(user, headphones: true)), [.raiseVolume(0.2), .startAlert])
@@ -124,7 +124,7 @@ final class FindPhoneCoordinatorTests: XCTestCase {
   }
 
   func testTimeoutStopsWithoutNotice() {
-    var d = Drive(settings: FindPhoneSettings(timeoutSeconds: 60))
+    var d = Drive(settings: FindPhoneConfig(timeout: 60))
     d.ring(deviceA)
     d.now += 59 * second
     XCTAssertEqual(d.on(.timerFired), [], "early or stale firings change nothing")

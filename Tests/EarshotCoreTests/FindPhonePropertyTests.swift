@@ -124,7 +124,7 @@ final class FindPhonePropertyTests: XCTestCase {
 
   private func run(seed: UInt64, steps: Int) {
     var rng = SeededRandom(state: seed)
-    let settings = FindPhoneSettings(volume: 0.9, headphoneVolume: 0.9, timeoutSeconds: 60)
+    let settings = FindPhoneConfig(volume: 0.9, headphoneVolume: 0.9, timeout: 60)
     var c = FindPhoneCoordinator(settings: settings)
     var w = World()
     var now: UInt64 = 5 * second

@@ -213,9 +213,9 @@ struct ShutterMediaRandom: RandomNumberGenerator {
   }
 }
 
-final class ShutterSettingsTests: XCTestCase {
+final class ShutterConfigTests: XCTestCase {
   func testSettings() throws {
-    let s = try ShutterSettings(values: [
+    let s = try ShutterConfig(values: [
       ("device", "/dev/video2"), ("directory", "~/Photos"),
       ("capture_command", "snap --out %f --q 9"),
       ("resolution", "1280x720"), ("warmup_frames", "0"), ("timeout", "2.5"),
@@ -227,21 +227,21 @@ final class ShutterSettingsTests: XCTestCase {
     XCTAssertEqual(s.warmupFrames, 0)
     XCTAssertEqual(s.timeout, 2.5)
     XCTAssertEqual(s.commandLine(for: "/p/a b.jpg"), ["snap", "--out", "/p/a b.jpg", "--q", "9"])
-    var t = ShutterSettings()
+    var t = ShutterConfig()
     XCTAssertNil(t.commandLine(for: "/x.jpg"))
     t.captureCommand = ["tool", "--quiet"]
     XCTAssertEqual(t.commandLine(for: "/x.jpg"), ["tool", "--quiet", "/x.jpg"])
-    XCTAssertEqual(ShutterSettings().device, "/dev/video0")
+    XCTAssertEqual(ShutterConfig().device, "/dev/video0")
     for bad in [
       ("timeout", "0"), ("warmup_frames", "-1"), ("resolution", "big"), ("device", ""),
       ("capture_command", "a 'b"), ("colour", "red"),
     ] {
-      XCTAssertThrowsError(try ShutterSettings(values: [bad]), "\(bad)")
+      XCTAssertThrowsError(try ShutterConfig(values: [bad]), "\(bad)")
     }
   }
 
-  func testMediaSettings() throws {
-    let m = try MediaSettings(values: [
+  func testMediaConfig() throws {
+    let m = try MediaConfig(values: [
       ("library", "/srv/music"), ("player", "vlc"), ("timeout", "3"), ("device", "plughw:0,0"),
     ])
     XCTAssertEqual(m.library, "/srv/music")
@@ -249,12 +249,12 @@ final class ShutterSettingsTests: XCTestCase {
     XCTAssertEqual(m.timeout, 3)
     XCTAssertEqual(m.device, "plughw:0,0")
     XCTAssertEqual(
-      try MediaSettings(values: [("player", "org.mpris.MediaPlayer2.spotify")]).player,
+      try MediaConfig(values: [("player", "org.mpris.MediaPlayer2.spotify")]).player,
       "org.mpris.MediaPlayer2.spotify")
-    XCTAssertNil(try MediaSettings(values: [("player", "")]).player)
-    XCTAssertEqual(MediaSettings().library, "~/Music")
+    XCTAssertNil(try MediaConfig(values: [("player", "")]).player)
+    XCTAssertEqual(MediaConfig().library, "~/Music")
     for bad in [("player", "my player"), ("timeout", "soon"), ("library", ""), ("volume", "1")] {
-      XCTAssertThrowsError(try MediaSettings(values: [bad]), "\(bad)")
+      XCTAssertThrowsError(try MediaConfig(values: [bad]), "\(bad)")
     }
   }
 }

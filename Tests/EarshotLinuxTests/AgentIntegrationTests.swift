@@ -9,7 +9,7 @@ import XCTest
 /// 127.0.0.1 and an unused port.
 final class AgentIntegrationTests: XCTestCase {
   var dir = ""
-  let host = MQTTBridge.Settings.hostname()
+  let host = MQTTBridge.Options.hostname()
   var base: String { "earshot/\(host)" }
   var node: String { "earshot_" + MQTTTopics.slug(host) }
 

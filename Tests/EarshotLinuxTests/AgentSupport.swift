@@ -28,8 +28,10 @@ func earshotBinary() throws -> String {
 /// (EarshotTestSupport's runner: stderr goes to a file, so a chatty command
 /// cannot block on a full pipe.)
 @discardableResult
-func runEarshot(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-  let r = try Earshot.run(args, executable: try earshotBinary())
+func runEarshot(_ args: [String], environment: [String: String] = [:]) throws -> (
+  status: Int32, out: String, err: String
+) {
+  let r = try Earshot.run(args, executable: try earshotBinary(), environment: environment)
   return (r.status, r.stdout, r.stderr)
 }
 
@@ -46,6 +48,11 @@ final class AgentProcess {
   /// `directory`: reuse another agent's socket and state directory (a restart).
   /// `environment`: variables added to the agent's. `wrapper`: a command the
   /// agent runs under (it must end by exec'ing its arguments, e.g. unshare).
+  ///
+  /// Hermetic: the agent always gets --config (an empty file without
+  /// `config`), a [state] path in its directory unless the config sets one,
+  /// and HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and EARSHOT_CONFIG inside its
+  /// directory, so it never reads the host's or the user's config or state.
   init(
     config: String? = nil, arguments: [String] = [], audio: Bool = false,
     directory reuse: String? = nil, environment: [String: String] = [:], wrapper: [String] = []
@@ -57,16 +64,19 @@ final class AgentProcess {
     _ = FileManager.default.createFile(atPath: logPath, contents: nil)
     process.executableURL = URL(fileURLWithPath: try earshotBinary())
     process.arguments = ["run", "--socket", socket, "--state-dir", directory + "/state"]
-    if let config {
-      let path = directory + "/earshot.conf"
-      try config.write(toFile: path, atomically: true, encoding: .utf8)
-      process.arguments! += ["--config", path]
-    }
+    let path = directory + "/earshot.conf"
+    var text = config ?? ""
+    if !text.contains("[state]") { text += "\n[state]\npath = \(directory)/state/regions\n" }
+    try text.write(toFile: path, atomically: true, encoding: .utf8)
+    process.arguments! += ["--config", path]
     process.arguments! += arguments
     if !audio { process.arguments! += ["--no-audio"] }
-    if !environment.isEmpty {
-      process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    }
+    let home = directory + "/home"
+    process.environment = Earshot.environment(
+      [
+        "HOME": home, "XDG_CONFIG_HOME": home + "/.config",
+        "XDG_STATE_HOME": home + "/.local/state", "EARSHOT_CONFIG": directory + "/no-such.conf",
+      ].merging(environment) { $1 })
     if let tool = wrapper.first {
       process.arguments =
         Array(wrapper.dropFirst()) + [process.executableURL!.path]

@@ -21,24 +21,85 @@ final class ConfigFileTests: XCTestCase {
     }
   }
 
-  func testShippedExampleLoadsAndDocumentsEveryKey() throws {
+  /// etc/earshot.conf as shipped sets nothing: every key commented out with
+  /// its default, every region an example commented out (a fresh install
+  /// monitors nothing). It lists each section and key of the key tables,
+  /// with the right default, and nothing they lack.
+  func testShippedExampleSetsNothingAndDocumentsEveryKey() throws {
     let path = repo.appendingPathComponent("etc/earshot.conf").path
+    let fix =
+      "; fix etc/earshot.conf: each key of Config.sections commented out as ';key = DEFAULT'"
     let config = try Config.load(path: path, paths: .system)
-    XCTAssertEqual(config.regions.map(\.name), ["desk", "lab"])
-    XCTAssertEqual(config.regions[0].minor, 10)
-    XCTAssertEqual(config.regions[1].exitAfter, .auto)
+    XCTAssertEqual(config.regions.map(\.name), [], "the shipped file must monitor nothing")
+    XCTAssertEqual(
+      config.render(), Config(paths: .system).render(), "the shipped file sets nothing")
+
     let text = try String(contentsOfFile: path, encoding: .utf8)
-    for table in Config.sections {
-      XCTAssertTrue(text.contains("[\(table.name)]"), table.name)
-      for key in table.keys {
-        let line = ";\(key.name) = \(key.defaultValue)"
-        XCTAssertTrue(
-          text.contains(line.trimmingCharacters(in: .whitespaces)), "example lacks '\(line)'")
+    let tables = Dictionary(uniqueKeysWithValues: Config.sections.map { ($0.name, $0) })
+    var section: String? = nil
+    var sectionsSeen: [String] = []
+    var keysSeen: [String: String] = [:]  // "section key" -> default written
+    var regionKeysSeen: Set<String> = []
+    for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+      let line = String(raw)
+      let at = "etc/earshot.conf:\(n + 1): "
+      if line.hasPrefix("[") {
+        let name = String(line.dropFirst().prefix { $0 != "]" })
+        XCTAssertNotNil(tables[name], at + "[\(name)] is not in the key tables" + fix)
+        XCTAssertFalse(sectionsSeen.contains(name), at + "[\(name)] twice")
+        sectionsSeen.append(name)
+        section = name
+      } else if line.hasPrefix(";[region \"") {
+        section = "region"
+      } else if line.hasPrefix(";"), let eq = line.firstIndex(of: "=") {
+        let key = String(line.dropFirst()[..<eq]).trimmingCharacters(in: .whitespaces)
+        let value = String(line[line.index(after: eq)...]).trimmingCharacters(in: .whitespaces)
+        guard let section else {
+          XCTFail(at + "key outside a section")
+          continue
+        }
+        if section == "region" {
+          XCTAssertTrue(Config.regionKeys.contains { $0.name == key }, at + "no region key \(key)")
+          regionKeysSeen.insert(key)
+        } else if let table = tables[section] {
+          guard let documented = table.keys.first(where: { $0.name == key }) else {
+            XCTFail(at + "[\(section)] has no key '\(key)'" + fix)
+            continue
+          }
+          XCTAssertEqual(value, documented.defaultValue, at + "[\(section)] \(key)'s default" + fix)
+          XCTAssertNil(keysSeen["\(section) \(key)"], at + "[\(section)] \(key) twice")
+          keysSeen["\(section) \(key)"] = value
+        }
+      } else if let first = line.first, first != "#", first != ";" {
+        XCTFail(at + "'\(line)' is set: keep the example's keys commented out")
       }
     }
-    for key in Config.regionKeys { XCTAssertTrue(text.contains("\(key.name) ="), key.name) }
+    XCTAssertEqual(
+      sectionsSeen, Config.sections.map(\.name), "sections in check-config's order" + fix)
+    for table in Config.sections {
+      for key in table.keys {
+        XCTAssertNotNil(
+          keysSeen["\(table.name) \(key.name)"], "[\(table.name)] \(key.name) missing" + fix)
+      }
+    }
+    XCTAssertEqual(regionKeysSeen, Set(Config.regionKeys.map(\.name)), "the region example's keys")
+
+    // The examples, uncommented, are valid: the regions load and every
+    // section keeps its defaults.
+    let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map {
+      $0.hasPrefix(";") ? String($0.dropFirst()) : String($0)
+    }.joined(separator: "\n")
+    let example = try Config.build(
+      IniReader.parse(uncommented, file: "uncommented"), paths: .system)
+    XCTAssertEqual(example.regions.map(\.name), ["desk", "lab"])
+    XCTAssertEqual(example.regions[0].minor, 10)
+    XCTAssertEqual(example.regions[0].onEnter, ["/usr/local/bin/lights", "on"])
+    XCTAssertEqual(example.regions[1].exitAfter, .auto)
+    var defaults = Config(paths: .system)
+    defaults.regions = example.regions
+    XCTAssertEqual(example.render(), defaults.render())
     // The effective settings read back to the same config.
-    let again = try Config.build(IniReader.parse(config.render(), file: "render"))
+    let again = try Config.build(IniReader.parse(example.render(), file: "render"))
     func unlined(_ r: [RegionConfig]) -> [RegionConfig] {
       r.map {
         var x = $0
@@ -46,9 +107,53 @@ final class ConfigFileTests: XCTestCase {
         return x
       }
     }
-    XCTAssertEqual(unlined(again.regions), unlined(config.regions))
-    XCTAssertEqual(again.audio, config.audio)
-    XCTAssertEqual(again.link, config.link)
+    XCTAssertEqual(unlined(again.regions), unlined(example.regions))
+    XCTAssertEqual(again.audio, example.audio)
+    XCTAssertEqual(again.link, example.link)
+  }
+
+  /// README.md's configuration table is Config.markdownTable(), between its
+  /// two markers. EARSHOT_UPDATE_DOCS=1 rewrites it instead of failing.
+  func testReadmeTableIsTheKeyTable() throws {
+    let path = repo.appendingPathComponent("README.md").path
+    let text = try String(contentsOfFile: path, encoding: .utf8)
+    let begin =
+      "<!-- generated from the key tables by Config.markdownTable(); ConfigFileTests checks it -->\n"
+    let end = "<!-- end of the generated table -->"
+    guard let b = text.range(of: begin),
+      let e = text.range(of: end, range: b.upperBound..<text.endIndex)
+    else {
+      return XCTFail(
+        "README.md lacks the markers around the configuration table: \(begin)...\(end)")
+    }
+    let table = Config.markdownTable()
+    if String(text[b.upperBound..<e.lowerBound]) == table { return }
+    if ProcessInfo.processInfo.environment["EARSHOT_UPDATE_DOCS"] == "1" {
+      try (text[..<b.upperBound] + table + text[e.lowerBound...]).write(
+        toFile: path, atomically: true, encoding: .utf8)
+      return
+    }
+    XCTFail(
+      "README.md's configuration table differs from the key tables; regenerate it with "
+        + "EARSHOT_UPDATE_DOCS=1 swift test --filter ConfigFileTests. Expected:\n\(table)")
+  }
+
+  /// A config without regions is valid, but check-config says plainly that
+  /// nothing is monitored and how to change that.
+  func testCheckConfigSaysWhenNothingIsMonitored() throws {
+    let shipped = repo.appendingPathComponent("etc/earshot.conf").path
+    let none = try runEarshot(["check-config", "--config", shipped])
+    XCTAssertEqual(none.status, 0, none.err)
+    XCTAssertTrue(none.out.contains("OK, 0 region(s)"), none.out)
+    XCTAssertTrue(
+      none.out.contains("# no [region \"NAME\"] sections: nothing is monitored; add one"), none.out)
+    let dir = try makeTempDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    try "[region \"desk\"]\nuuid = 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182\n".write(
+      toFile: dir + "/one.conf", atomically: true, encoding: .utf8)
+    let one = try runEarshot(["check-config", "--config", dir + "/one.conf"])
+    XCTAssertTrue(one.out.contains("OK, 1 region(s)"), one.out)
+    XCTAssertFalse(one.out.contains("nothing is monitored"), one.out)
   }
 
   func testLineNumbersStayExactAcrossCommentsBlanksAndLongLines() {
@@ -134,5 +239,71 @@ final class ConfigFileTests: XCTestCase {
     XCTAssertEqual(c.findPhone.volume, 0.9)
     XCTAssertEqual(c.findPhone.headphoneVolume, 0.3)
     XCTAssertEqual(c.findPhone.timeout, 60)
+  }
+
+  /// Every section goes through one parser set and one located error: a bad
+  /// value anywhere says file, line, section and key, then what to write.
+  func testEverySectionsErrorsNameFileLineSectionAndKey() {
+    let e = errors(
+      """
+      [shutter]
+      warmup_frames = lots
+      timeout = 0
+      resolution = big
+      [media]
+      player = my player
+      library =
+      [link]
+      enabled = maybe
+      security = none
+      name = \(String(repeating: "x", count: 21))
+      alow = bonded
+      [mqtt]
+      tls = perhaps
+      """)
+    XCTAssertEqual(
+      e.map(\.description),
+      [
+        "t.conf:2: [shutter] warmup_frames: expected a whole number from 0 to 100, got 'lots'",
+        "t.conf:3: [shutter] timeout: 0 is out of range; expected seconds above 0, at most 600",
+        "t.conf:4: [shutter] resolution: expected WIDTHxHEIGHT like 1280x720 (16 to 16384 each), or empty, got 'big'",
+        "t.conf:6: [media] player: expected an MPRIS bus name like org.mpris.MediaPlayer2.vlc (or just vlc), got 'my player'",
+        "t.conf:7: [media] library: must not be empty; e.g. ~/Music",
+        "t.conf:9: [link] enabled: expected true or false, got 'maybe'",
+        "t.conf:10: [link] security: expected one of authenticated, encrypted, got 'none'",
+        "t.conf:11: [link] name: expected a name of at most 20 bytes of UTF-8 (it must fit the advertisement), got '\(String(repeating: "x", count: 21))'",
+        "t.conf:12: [link] alow: unknown key; [link] keys: enabled, allow, security, legacy_remote_volume, name, adapter",
+        "t.conf:14: [mqtt] tls: expected true or false, got 'perhaps'",
+      ])
+  }
+
+  /// Tests never read the host's or the user's config: a config with a
+  /// region at the default location (ConfigLocation.defaultPath(), reached
+  /// through $EARSHOT_CONFIG without writing to /etc) does not reach the
+  /// test helpers' agents and commands.
+  func testTestHelpersNeverReadTheHostsConfig() throws {
+    let dir = try makeTempDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let region = "[region \"leak\"]\nuuid = 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182\n"
+    try FileManager.default.createDirectory(
+      atPath: dir + "/xdg/earshot", withIntermediateDirectories: true)
+    try region.write(toFile: dir + "/xdg/earshot/earshot.conf", atomically: true, encoding: .utf8)
+    try region.write(toFile: dir + "/host.conf", atomically: true, encoding: .utf8)
+    let host = ["EARSHOT_CONFIG": dir + "/host.conf", "XDG_CONFIG_HOME": dir + "/xdg"]
+
+    // The leak is real: a command without --config reads the default path.
+    let leaked = try runEarshot(["check-config"], environment: host)
+    XCTAssertTrue(
+      leaked.out.hasPrefix("# \(dir)/host.conf: OK, 1 region(s)"), leaked.out + leaked.err)
+    // The helpers' commands read an empty config instead of /etc's.
+    let plain = try runEarshot(["check-config"])
+    XCTAssertTrue(plain.out.hasPrefix("# /dev/null: OK, 0 region(s)"), plain.out + plain.err)
+    // And their agents take an explicit config: no region comes in.
+    let agent = try AgentProcess(environment: host)
+    let status = try runEarshot(["status", "--socket", agent.socket])
+    XCTAssertEqual(status.status, 0, status.err)
+    let parsed = try JSONParser.parse(status.out.trimmingCharacters(in: .newlines))
+    XCTAssertEqual(parsed["regions"], .array([]))
+    XCTAssertEqual(agent.stop(), 0)
   }
 }

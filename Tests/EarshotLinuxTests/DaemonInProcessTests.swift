@@ -58,7 +58,7 @@ final class InProcessAgent: @unchecked Sendable {
   var stateFile: String { stateDirectory + "/find-phone-volume" }
 
   init(
-    audio: RecordingAudio, findPhone: FindPhoneSettings = FindPhoneSettings(),
+    audio: RecordingAudio, findPhone: FindPhoneConfig = FindPhoneConfig(),
     directory: String? = nil
   )
     throws
@@ -73,7 +73,7 @@ final class InProcessAgent: @unchecked Sendable {
     if let startError { throw SystemError(errno: EIO, startError) }
   }
 
-  private func serve(_ findPhone: FindPhoneSettings) {
+  private func serve(_ findPhone: FindPhoneConfig) {
     do {
       var options = Daemon.Options(socketPath: socket, stateDirectory: stateDirectory)
       options.handleSignals = false
@@ -140,7 +140,7 @@ final class DaemonInProcessTests: XCTestCase {
   func testHeadphonesCapTheRingLevel() throws {
     let agent = try InProcessAgent(
       audio: RecordingAudio(volume: user, headphones: true),
-      findPhone: FindPhoneSettings(volume: 0.9, headphoneVolume: 0.3))
+      findPhone: FindPhoneConfig(volume: 0.9, headphoneVolume: 0.3))
     let buds = try ControlClient.device("buds", at: agent.socket)
     _ = try buds.ok(.findStart)
     XCTAssertEqual(agent.audio.calls.first, "set 0.300 (saved: \(userText))")
@@ -182,7 +182,7 @@ final class DaemonInProcessTests: XCTestCase {
 
   func testTimeoutStopsTheAlert() throws {
     let agent = try InProcessAgent(
-      audio: RecordingAudio(volume: user), findPhone: FindPhoneSettings(timeoutSeconds: 0.2))
+      audio: RecordingAudio(volume: user), findPhone: FindPhoneConfig(timeout: 0.2))
     let buds = try ControlClient.device("buds", at: agent.socket)
     _ = try buds.ok(.findStart)
     var lastEnd: JSONValue? = nil

@@ -123,7 +123,7 @@ final class MQTTBridgeTests: XCTestCase {
     options.host = "127.0.0.1"
     options.port = Int32(broker.port)
     let topics = MQTTTopics(base: "earshot/testhost")
-    var settings = MQTTBridge.Settings(
+    var settings = MQTTBridge.Options(
       client: options, topics: topics,
       discovery: HomeAssistantDiscovery(topics: topics, hostname: "testhost", version: "0.1.0"))
     settings.beaconInterval = 10

@@ -64,7 +64,7 @@ final class MediaDriverTests: XCTestCase {
     let bus = try sessionBus()
     defer { bus.stop() }
     let loop = try EventLoop()
-    var settings = MediaSettings()
+    var settings = MediaConfig()
     settings.player = "org.mpris.MediaPlayer2.earshottestabsent"
     settings.timeout = 5
     let driver = MediaDriver(settings: settings, library: library(), loop: loop)
@@ -90,7 +90,7 @@ final class MediaDriverTests: XCTestCase {
     let bus = try sessionBus()
     defer { bus.stop() }
     let loop = try EventLoop()
-    var settings = MediaSettings()
+    var settings = MediaConfig()
     settings.player = "org.mpris.MediaPlayer2.earshottestabsent"
     // Shorter than dbus-send can even start: the deadline always wins, and
     // dbus-send's answer (playerNotRunning) arrives after it.
@@ -114,7 +114,7 @@ final class MediaDriverTests: XCTestCase {
     let scan = MediaScanner.scan(lib)
     XCTAssertEqual(scan.library.items.count, 4)
     XCTAssertEqual(scan.library.items.filter(\.decodable).count, 3)
-    let driver = MediaDriver(settings: MediaSettings(), library: scan.library, loop: loop)
+    let driver = MediaDriver(settings: MediaConfig(), library: scan.library, loop: loop)
     let (ids, got) = try collect(loop, driver, count: 3) {
       [
         driver.request(title: "morning sun"),  // success at once (first write)
@@ -137,7 +137,7 @@ final class MediaDriverTests: XCTestCase {
   func testBusyAlsaDeviceIsBusyOrFailureNamedInTheLog() throws {
     let lib = try MediaFixtures.library()
     let loop = try EventLoop()
-    var settings = MediaSettings()
+    var settings = MediaConfig()
     settings.device = "hw:97,0"  // no such card
     let driver = MediaDriver(
       settings: settings, library: MediaScanner.scan(lib).library, loop: loop)

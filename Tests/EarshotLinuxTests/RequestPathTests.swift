@@ -145,10 +145,10 @@ final class RequestPathTests: XCTestCase {
             log: { _ in })
           agent.attach(monitor: AgentMonitor(loop: agent.loop, driver: driver))
         },
-        { agent.attach(shutter: ShutterDriver(settings: ShutterSettings(), loop: agent.loop)) },
+        { agent.attach(shutter: ShutterDriver(settings: ShutterConfig(), loop: agent.loop)) },
         {
           agent.attach(
-            media: MediaDriver(settings: MediaSettings(), library: MediaLibrary(), loop: agent.loop)
+            media: MediaDriver(settings: MediaConfig(), library: MediaLibrary(), loop: agent.loop)
           )
         },
         { agent.add(Named("zulu") { order.append($0) }) },

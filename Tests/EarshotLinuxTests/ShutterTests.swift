@@ -127,7 +127,10 @@ final class ShutterTests: XCTestCase {
     let conf = try config("[shutter]\nwarmup_frames = lots\n")
     let r = try Earshot.run(["shutter", "--config", conf, "enter"])
     XCTAssertEqual(r.status, 1)
-    XCTAssertTrue(r.stderr.contains("[shutter] warmup_frames must be a whole number"), r.stderr)
+    XCTAssertTrue(
+      r.stderr.contains(
+        "[shutter] warmup_frames: expected a whole number from 0 to 100, got 'lots'"),
+      r.stderr)
     let unknown = try config("[shutter]\ndevise = /dev/video0\n")
     let u = try Earshot.run(["shutter", "--config", unknown, "enter"])
     XCTAssertTrue(u.stderr.contains("[shutter] devise: unknown key"), u.stderr)

@@ -76,15 +76,29 @@ public enum Earshot {
     public let stderr: String
   }
 
-  /// Runs a command to completion and captures its output.
+  /// What a command started by a test sees instead of the host's config:
+  /// without --config, earshot reads $EARSHOT_CONFIG, here an empty file, and
+  /// never /etc/earshot/earshot.conf or the user's (even when run as root).
+  public static let hermeticEnvironment = ["EARSHOT_CONFIG": "/dev/null"]
+
+  /// The environment of a child: this process's, with `hermeticEnvironment`
+  /// and then `extra` laid over it.
+  public static func environment(_ extra: [String: String] = [:]) -> [String: String] {
+    ProcessInfo.processInfo.environment.merging(hermeticEnvironment) { $1 }.merging(extra) { $1 }
+  }
+
+  /// Runs a command to completion and captures its output (in the
+  /// `environment(extra)`).
   public static func run(
-    _ args: [String], executable: String = Earshot.binary, stdin: String? = nil
+    _ args: [String], executable: String = Earshot.binary, stdin: String? = nil,
+    environment extra: [String: String] = [:]
   )
     throws -> Result
   {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: executable)
     p.arguments = args
+    p.environment = environment(extra)
     let out = Pipe()
     // stderr goes to a file so a chatty child can never fill a second pipe.
     let errPath = NSTemporaryDirectory() + "earshot-stderr-\(UUID().uuidString)"

@@ -12,8 +12,8 @@ public struct Config: Sendable {
   public var state = StateConfig()
   public var mqtt = MQTTConfig()
   public var log = ProximityLogConfig()
-  public var shutter = ShutterSettings()
-  public var media = MediaSettings()
+  public var shutter = ShutterConfig()
+  public var media = MediaConfig()
   public var link = LinkConfig()
 
   public init(paths: ConfigPaths = .system) {
@@ -148,13 +148,32 @@ public struct AudioConfig: Sendable, Equatable {
   public init() {}
 }
 
+/// `[find-phone]`: how loud and how long; also the find-phone coordinator's settings.
 public struct FindPhoneConfig: Sendable, Equatable {
-  public var volume = 0.9
-  public var headphoneVolume = 0.3
-  public var timeout = 60.0
+  /// Level the alert plays at on speakers (0...1).
+  public var volume: Double
+  /// Cap when the output is headphones: an alert must not blast ears.
+  public var headphoneVolume: Double
+  /// Seconds of ringing before it stops by itself (Fast Pair rings 60 s).
+  public var timeout: Double
   /// `nil`: `[audio] sound`.
-  public var sound: String? = nil
-  public init() {}
+  public var sound: String?
+
+  public init() { self.init(volume: 0.9) }
+
+  public init(
+    volume: Double = 0.9, headphoneVolume: Double = 0.3, timeout: Double = 60, sound: String? = nil
+  ) {
+    self.volume = volume
+    self.headphoneVolume = headphoneVolume
+    self.timeout = timeout
+    self.sound = sound
+  }
+
+  /// The level to ring at for this output.
+  public func ringLevel(headphones: Bool) -> Double {
+    headphones ? min(volume, headphoneVolume) : volume
+  }
 }
 
 public struct ControlConfig: Sendable, Equatable {
@@ -200,254 +219,192 @@ public struct StateConfig: Sendable, Equatable {
 // MARK: - The key tables: one per section, the single place keys are defined.
 
 extension Config {
-  static func words(_ v: String) -> String { v }
-
-  public static let sections: [SectionTable] =
-    [
-      .make(
-        "scanner", "The Bluetooth adapter and how it scans.",
-        [
-          .init(
-            "adapter", "Adapter to scan with (hci0, ...); auto = the first LE-capable one.",
-            set: { s, v in s.adapter = v == "auto" ? nil : try ConfigValue.nonEmpty(v) },
-            show: { $0.adapter ?? "auto" }),
-          .init(
-            "passive", "Passive scanning: listen only, send no scan requests.",
-            set: { s, v in s.passive = try ConfigValue.bool(v) }, show: { String($0.passive) }),
-          .init(
-            "mode",
-            "legacy, extended or auto (extended scan commands when the controller has them).",
-            set: { s, v in
-              s.mode = ScanMode(
-                rawValue: try ConfigValue.choice(v, ScanMode.allCases.map(\.rawValue)))!
-            }, show: { $0.mode.rawValue }),
-        ], initial: ScannerConfig(), get: { $0.scanner }, put: { $0.scanner = $1 }),
-      .make(
-        "ranging", "Distance estimates from RSSI (log-distance path-loss model).",
-        [
-          .init(
-            "path_loss_exponent",
-            "n in rssi = power - 10 n log10(d): 2 in free space, 2.5-4 indoors with people and walls.",
-            set: { s, v in s.pathLossExponent = try ConfigValue.double(v, in: 1...6) },
-            show: { ConfigValue.show($0.pathLossExponent) }),
-          .init(
-            "rssi_offset",
-            "dB added to every RSSI to calibrate this receiver against the beacons' 1 m reference.",
-            set: { s, v in s.rssiOffset = try ConfigValue.double(v, in: -40...40) },
-            show: { ConfigValue.show($0.rssiOffset) }),
-          .init(
-            "stale_after", "Seconds without a report after which a beacon's proximity is unknown.",
-            set: { s, v in s.staleAfter = try ConfigValue.double(v, in: 1...600) },
-            show: { ConfigValue.show($0.staleAfter) }),
-          .init(
-            "interval", "Seconds between range updates of a region with beacons inside.",
-            set: { s, v in s.interval = try ConfigValue.double(v, in: 0.1...3600) },
-            show: { ConfigValue.show($0.interval) }),
-        ], initial: RangingConfig(), get: { $0.ranging }, put: { $0.ranging = $1 }),
-      .make(
-        "monitor", "Region monitoring defaults.",
-        [
-          .init(
-            "exit_after",
-            "Default for regions: seconds without a report before exit, or auto.",
-            set: { s, v in s.exitAfter = try ExitAfter.parse(v) },
-            show: { $0.exitAfter.description }
-          ),
-          .init(
-            "auto_floor", "exit_after = auto never exits sooner than this many seconds.",
-            set: { s, v in s.autoFloor = try ConfigValue.double(v, in: 1...3600) },
-            show: { ConfigValue.show($0.autoFloor) }),
-          .init(
-            "auto_ceiling", "exit_after = auto never waits longer than this many seconds.",
-            set: { s, v in s.autoCeiling = try ConfigValue.double(v, in: 1...86_400) },
-            show: { ConfigValue.show($0.autoCeiling) }),
-        ], initial: MonitorConfig(), get: { $0.monitor }, put: { $0.monitor = $1 }),
-      .make(
-        "audio", "The alert player and the mixer (used by find-phone).",
-        [
-          .init(
-            "device", "ALSA PCM to play alerts on.",
-            set: { s, v in s.device = try ConfigValue.nonEmpty(v) }, show: { $0.device }),
-          .init(
-            "fallback",
-            "PCMs tried in order when device is busy or missing, separated by spaces (ALSA names hold commas).",
-            set: { s, v in
-              s.fallback = v.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
-            },
-            show: { words($0.fallback.joined(separator: " ")) }),
-          .init(
-            "mixer_card", "ALSA card whose mixer sets the volume.",
-            set: { s, v in s.mixerCard = try ConfigValue.nonEmpty(v) }, show: { $0.mixerCard }),
-          .init(
-            "mixer_control", "Mixer control for the volume.",
-            set: { s, v in s.mixerControl = try ConfigValue.nonEmpty(v) },
-            show: { $0.mixerControl }),
-          .init(
-            "sound", "Alert sound: ring, chirp, or a file name in sounds/ or a path.",
-            set: { s, v in s.sound = try ConfigValue.nonEmpty(v) }, show: { $0.sound }),
-          .init(
-            "frequency", "Base frequency in Hz of the synthesized patterns.",
-            set: { s, v in s.frequency = try ConfigValue.double(v, in: 100...8000) },
-            show: { ConfigValue.show($0.frequency) }),
-          .init(
-            "ramp", "Seconds over which the alert's gain rises to full (0 = at once).",
-            set: { s, v in s.ramp = try ConfigValue.double(v, in: 0...60) },
-            show: { ConfigValue.show($0.ramp) }),
-        ], initial: AudioConfig(), get: { $0.audio }, put: { $0.audio = $1 }),
-      .make(
-        "find-phone", "Ringing the laptop when a device asks.",
-        [
-          .init(
-            "volume", "Volume (0-1) the alert raises the output to.",
-            set: { s, v in s.volume = try ConfigValue.double(v, in: 0...1) },
-            show: { ConfigValue.show($0.volume) }),
-          .init(
-            "headphone_volume", "Cap (0-1) on that volume when the output is headphones.",
-            set: { s, v in s.headphoneVolume = try ConfigValue.double(v, in: 0...1) },
-            show: { ConfigValue.show($0.headphoneVolume) }),
-          .init(
-            "timeout", "Seconds after which ringing stops by itself.",
-            set: { s, v in s.timeout = try ConfigValue.double(v, in: 1...3600) },
-            show: { ConfigValue.show($0.timeout) }),
-          .init(
-            "sound", "Alert sound for find-phone; empty = [audio] sound.",
-            set: { s, v in s.sound = v.isEmpty ? nil : v }, show: { words($0.sound ?? "") }),
-        ], initial: FindPhoneConfig(), get: { $0.findPhone }, put: { $0.findPhone = $1 }),
-      .make(
-        "control", "The local control socket.",
-        [
-          .init(
-            "socket",
-            "Unix socket path (user agent: $XDG_RUNTIME_DIR/earshot.sock).",
-            set: { s, v in s.socket = try ConfigValue.nonEmpty(v) }, show: { $0.socket }),
-          .init(
-            "group", "Group allowed to use the socket besides root and the agent's user.",
-            set: { s, v in s.group = v.isEmpty ? nil : v }, show: { words($0.group ?? "") }),
-          .init(
-            "max_clients",
-            "Clients served at once (more are refused with an error); at most the open-file limit allows.",
-            set: { s, v in s.maxClients = try ConfigValue.integer(v, in: 1...1_000_000) },
-            show: { String($0.maxClients) }),
-        ], initial: ControlConfig(), get: { $0.control }, put: { $0.control = $1 }),
-      .make(
-        "state", "Where region states survive restarts.",
-        [
-          .init(
-            "path", "State file (user agent: $XDG_STATE_HOME/earshot/state).",
-            set: { s, v in s.path = try ConfigValue.nonEmpty(v) }, show: { $0.path })
-        ], initial: StateConfig(), get: { $0.state }, put: { $0.state = $1 }),
-    ] + [mqttSection, logSection] + shutterAndMediaSections + [linkSection]
-
-  /// `[link]`, from LinkConfig's own key table.
-  static let linkSection = SectionTable.make(
-    "link", "The BLE device link: accessories reach this agent over GATT (bonded devices only).",
-    LinkConfig.keys.map { key in
-      ConfigKey<LinkConfig>(
-        key.name, key.help,
-        set: { s, v in
-          // Empty name or adapter: the default (the host name, the first adapter).
-          if v.trimmingSpaces.isEmpty, key.name == "name" || key.name == "adapter" {
-            if key.name == "name" { s.name = nil } else { s.adapter = nil }
-            return
-          }
-          do { try s.set(key.name, v) } catch let e as LinkConfigError {
-            throw ConfigValueError(e.message)
-          }
-        }, show: key.show)
-    }, initial: LinkConfig(), get: { $0.link }, put: { $0.link = $1 })
-
-  static let mqttKeys: [ConfigKey<MQTTConfig>] = [
-    .init(
-      "host", "Broker host name or address; empty = MQTT off.",
-      set: { s, v in s.host = v.isEmpty ? nil : v }, show: { words($0.host ?? "") }),
-    .init(
-      "port", "Broker port (1883, or 8883 with TLS).",
-      set: { s, v in s.port = try ConfigValue.integer(v, in: 1...65535) },
-      show: { String($0.port) }),
-    .init(
-      "username", "User name, if the broker wants one.",
-      set: { s, v in s.username = v.isEmpty ? nil : v }, show: { words($0.username ?? "") }),
-    .init(
-      "password_file", "File whose first line is the password.",
-      set: { s, v in s.passwordFile = v.isEmpty ? nil : v },
-      show: { words($0.passwordFile ?? "") }),
-    .init(
-      "tls", "Use TLS (set ca, and cert/key for client certificates).",
-      set: { s, v in s.tls = try ConfigValue.bool(v) }, show: { String($0.tls) }),
-    .init(
-      "ca", "CA certificate file for TLS.",
-      set: { s, v in s.ca = v.isEmpty ? nil : v }, show: { words($0.ca ?? "") }),
-    .init(
-      "cert", "Client certificate file for TLS.",
-      set: { s, v in s.cert = v.isEmpty ? nil : v }, show: { words($0.cert ?? "") }),
-    .init(
-      "key", "Client key file for TLS.",
-      set: { s, v in s.key = v.isEmpty ? nil : v }, show: { words($0.key ?? "") }),
-    .init(
-      "client_id", "MQTT client id; empty = earshot-<hostname>.",
-      set: { s, v in s.clientID = v.isEmpty ? nil : v }, show: { words($0.clientID ?? "") }),
-    .init(
-      "base_topic", "Topic prefix; empty = earshot/<hostname>.",
-      set: { s, v in s.baseTopic = v.isEmpty ? nil : v }, show: { words($0.baseTopic ?? "") }),
-    .init(
-      "qos", "QoS of published messages (0, 1 or 2).",
-      set: { s, v in s.qos = try ConfigValue.integer(v, in: 0...2) }, show: { String($0.qos) }),
-    .init(
-      "retain", "Retain state messages (region states, beacons, volume).",
-      set: { s, v in s.retain = try ConfigValue.bool(v) }, show: { String($0.retain) }),
-    .init(
-      "discovery", "Publish Home Assistant discovery configs.",
-      set: { s, v in s.discovery = try ConfigValue.bool(v) }, show: { String($0.discovery) }),
-    .init(
-      "discovery_prefix", "Home Assistant's discovery prefix.",
-      set: { s, v in s.discoveryPrefix = try ConfigValue.nonEmpty(v) },
-      show: { $0.discoveryPrefix }),
-    .init(
-      "beacon_interval", "Seconds between two distance updates of one beacon.",
-      set: { s, v in s.beaconInterval = try ConfigValue.double(v, in: 0...3600) },
-      show: { ConfigValue.show($0.beaconInterval) }),
+  /// Every section with one instance, in the order `check-config` prints
+  /// them (and the README table and etc/earshot.conf follow).
+  public static let sections: [SectionTable] = [
+    .make({ $0.scanner }, { $0.scanner = $1 }),
+    .make({ $0.ranging }, { $0.ranging = $1 }),
+    .make({ $0.monitor }, { $0.monitor = $1 }),
+    .make({ $0.audio }, { $0.audio = $1 }),
+    .make({ $0.findPhone }, { $0.findPhone = $1 }),
+    .make({ $0.control }, { $0.control = $1 }),
+    .make({ $0.state }, { $0.state = $1 }),
+    .make({ $0.shutter }, { $0.shutter = $1 }),
+    .make({ $0.media }, { $0.media = $1 }),
+    .make({ $0.link }, { $0.link = $1 }),
+    .make({ $0.mqtt }, { $0.mqtt = $1 }),
+    .make({ $0.log }, { $0.log = $1 }),
   ]
+}
 
-  static let mqttSection = SectionTable.make(
-    "mqtt", "Publishing to an MQTT broker, with Home Assistant discovery.", mqttKeys,
-    initial: MQTTConfig(), get: { $0.mqtt }, put: { $0.mqtt = $1 })
-
-  static let logKeys: [ConfigKey<ProximityLogConfig>] = [
+extension ScannerConfig: ConfigSection {
+  public static let section = "scanner"
+  public static let summary = "The Bluetooth adapter and how it scans."
+  public static let keys: [ConfigKey<ScannerConfig>] = [
     .init(
+      "adapter", "Adapter to scan with (hci0, ...); auto = the first LE-capable one.",
+      set: { s, v in s.adapter = v == "auto" ? nil : try ConfigValue.nonEmpty(v) },
+      show: { $0.adapter ?? "auto" }),
+    .bool("passive", "Passive scanning: listen only, send no scan requests.", \.passive),
+    .choice(
+      "mode", "legacy, extended or auto (extended scan commands when the controller has them).",
+      \.mode),
+  ]
+}
+
+extension RangingConfig: ConfigSection {
+  public static let section = "ranging"
+  public static let summary = "Distance estimates from RSSI (log-distance path-loss model)."
+  public static let keys: [ConfigKey<RangingConfig>] = [
+    .number(
+      "path_loss_exponent",
+      "n in rssi = power - 10 n log10(d): 2 in free space, 2.5-4 indoors with people and walls.",
+      \.pathLossExponent, in: 1...6),
+    .number(
+      "rssi_offset",
+      "dB added to every RSSI to calibrate this receiver against the beacons' 1 m reference.",
+      \.rssiOffset, in: -40...40),
+    .number(
+      "stale_after", "Seconds without a report after which a beacon's proximity is unknown.",
+      \.staleAfter, in: 1...600),
+    .number(
+      "interval", "Seconds between range updates of a region with beacons inside.", \.interval,
+      in: 0.1...3600),
+  ]
+}
+
+extension MonitorConfig: ConfigSection {
+  public static let section = "monitor"
+  public static let summary = "Region monitoring defaults."
+  public static let keys: [ConfigKey<MonitorConfig>] = [
+    .init(
+      "exit_after", "Default for regions: seconds without a report before exit, or auto.",
+      set: { s, v in s.exitAfter = try ExitAfter.parse(v) }, show: { $0.exitAfter.description }),
+    .number(
+      "auto_floor", "exit_after = auto never exits sooner than this many seconds.", \.autoFloor,
+      in: 1...3600),
+    .number(
+      "auto_ceiling", "exit_after = auto never waits longer than this many seconds.",
+      \.autoCeiling, in: 1...86_400),
+  ]
+}
+
+extension AudioConfig: ConfigSection {
+  public static let section = "audio"
+  public static let summary = "The alert player and the mixer (used by find-phone)."
+  public static let keys: [ConfigKey<AudioConfig>] = [
+    .text("device", "ALSA PCM to play alerts on.", \.device),
+    .init(
+      "fallback",
+      "PCMs tried in order when device is busy or missing, separated by spaces (ALSA names hold commas).",
+      set: { s, v in
+        s.fallback = v.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+      },
+      show: { $0.fallback.joined(separator: " ") }),
+    .text("mixer_card", "ALSA card whose mixer sets the volume.", \.mixerCard),
+    .text("mixer_control", "Mixer control for the volume.", \.mixerControl),
+    .text("sound", "Alert sound: ring, chirp, or a file name in sounds/ or a path.", \.sound),
+    .number(
+      "frequency", "Base frequency in Hz of the synthesized patterns.", \.frequency,
+      in: 100...8000),
+    .number(
+      "ramp", "Seconds over which the alert's gain rises to full (0 = at once).", \.ramp,
+      in: 0...60),
+  ]
+}
+
+extension FindPhoneConfig: ConfigSection {
+  public static let section = "find-phone"
+  public static let summary = "Ringing the laptop when a device asks."
+  public static let keys: [ConfigKey<FindPhoneConfig>] = [
+    .number("volume", "Volume (0-1) the alert raises the output to.", \.volume, in: 0...1),
+    .number(
+      "headphone_volume", "Cap (0-1) on that volume when the output is headphones.",
+      \.headphoneVolume, in: 0...1),
+    .number("timeout", "Seconds after which ringing stops by itself.", \.timeout, in: 1...3600),
+    .optionalText("sound", "Alert sound for find-phone; empty = [audio] sound.", \.sound),
+  ]
+}
+
+extension ControlConfig: ConfigSection {
+  public static let section = "control"
+  public static let summary = "The local control socket."
+  public static let keys: [ConfigKey<ControlConfig>] = [
+    .text("socket", "Unix socket path (user agent: $XDG_RUNTIME_DIR/earshot.sock).", \.socket),
+    .optionalText(
+      "group", "Group allowed to use the socket besides root and the agent's user; empty = none.",
+      \.group),
+    .integer(
+      "max_clients",
+      "Clients served at once (more are refused with an error); at most the open-file limit allows.",
+      \.maxClients, in: 1...1_000_000),
+  ]
+}
+
+extension StateConfig: ConfigSection {
+  public static let section = "state"
+  public static let summary = "Where region states survive restarts."
+  public static let keys: [ConfigKey<StateConfig>] = [
+    .text("path", "State file (user agent: $XDG_STATE_HOME/earshot/state).", \.path)
+  ]
+}
+
+extension MQTTConfig: ConfigSection {
+  public static let section = "mqtt"
+  public static let summary = "Publishing to an MQTT broker, with Home Assistant discovery."
+  public static let keys: [ConfigKey<MQTTConfig>] = [
+    .optionalText("host", "Broker host name or address; empty = MQTT off.", \.host),
+    .integer("port", "Broker port (1883, or 8883 with TLS).", \.port, in: 1...65535),
+    .optionalText("username", "User name, if the broker wants one.", \.username),
+    .optionalText("password_file", "File whose first line is the password.", \.passwordFile),
+    .bool("tls", "Use TLS (set ca, and cert/key for client certificates).", \.tls),
+    .optionalText("ca", "CA certificate file for TLS; empty = the system's CAs.", \.ca),
+    .optionalText("cert", "Client certificate file for TLS.", \.cert),
+    .optionalText("key", "Client key file for TLS.", \.key),
+    .optionalText("client_id", "MQTT client id; empty = earshot-HOSTNAME.", \.clientID),
+    .optionalText("base_topic", "Topic prefix; empty = earshot/HOSTNAME.", \.baseTopic),
+    .integer("qos", "QoS of published messages (0, 1 or 2).", \.qos, in: 0...2),
+    .bool("retain", "Retain state messages (region states, beacons, volume).", \.retain),
+    .bool("discovery", "Publish Home Assistant discovery configs.", \.discovery),
+    .text("discovery_prefix", "Home Assistant's discovery prefix.", \.discoveryPrefix),
+    .number(
+      "beacon_interval", "Seconds between two distance updates of one beacon.",
+      \.beaconInterval, in: 0...3600),
+  ]
+}
+
+extension ProximityLogConfig: ConfigSection {
+  public static let section = "log"
+  public static let summary = "The proximity log: a SQLite history of region events and sightings."
+  public static let keys: [ConfigKey<ProximityLogConfig>] = [
+    .bool(
       "enabled", "Keep the log (a history of who was near is personal data: off by default).",
-      set: { s, v in s.enabled = try ConfigValue.bool(v) },
-      show: { $0.enabled ? "true" : "false" }),
-    .init(
+      \.enabled),
+    .optionalText(
       "path",
       "SQLite file; empty = /var/lib/earshot/proximity.sqlite, or "
-        + "$XDG_STATE_HOME/earshot/proximity.sqlite for a user agent.",
-      set: { s, v in s.path = v.isEmpty ? nil : v }, show: { words($0.path ?? "") }),
-    .init(
-      "interval", "Seconds per sighting row: one row per beacon per interval.",
-      set: { s, v in s.interval = try ConfigValue.double(v, in: 1...3600) },
-      show: { ConfigValue.show($0.interval) }),
-    .init(
+        + "$XDG_STATE_HOME/earshot/proximity.sqlite for a user agent.", \.path),
+    .number(
+      "interval", "Seconds per sighting row: one row per beacon per interval.", \.interval,
+      in: 1...3600),
+    .number(
       "keep_days", "Days of history kept (older rows are deleted hourly); 0 keeps all.",
-      set: { s, v in s.keepDays = try ConfigValue.double(v, in: 0...36500) },
-      show: { ConfigValue.show($0.keepDays) }),
-
+      \.keepDays, in: 0...36500),
   ]
+}
 
-  static let logSection = SectionTable.make(
-    "log", "The proximity log: a SQLite history of region events and sightings.", logKeys,
-    initial: ProximityLogConfig(), get: { $0.log }, put: { $0.log = $1 })
-
+extension Config {
   /// Keys of `[region "NAME"]`.
   public static let regionKeys: [ConfigKey<RegionConfig>] = [
     .init(
       "uuid", "The iBeacon proximity UUID (required).",
       set: { r, v in r.uuid = try ConfigValue.uuid(v) }, show: { $0.uuid?.description ?? "" }),
     .init(
-      "major", "Narrow the region to this major (0-65535).",
+      "major", "Narrow the region to this major (0-65535); empty = any major.",
       set: { r, v in r.major = UInt16(try ConfigValue.integer(v, in: 0...65535)) },
       show: { $0.major.map { String($0) } ?? "" }),
     .init(
-      "minor", "Narrow further to this minor (needs major).",
+      "minor", "Narrow further to this minor (needs major); empty = any minor.",
       set: { r, v in r.minor = UInt16(try ConfigValue.integer(v, in: 0...65535)) },
       show: { $0.minor.map { String($0) } ?? "" }),
     .init(
@@ -455,11 +412,11 @@ extension Config {
       set: { r, v in r.exitAfter = try ExitAfter.parse(v) },
       show: { $0.exitAfter?.description ?? "" }),
     .init(
-      "on_enter", "Command run on enter: split like a shell would, run without one.",
+      "on_enter", "Command run on enter: split like a shell would, run without one; empty = none.",
       set: { r, v in r.onEnter = try ConfigValue.command(v) },
       show: { $0.onEnter.map(ShellWords.join) ?? "" }),
     .init(
-      "on_exit", "Command run on exit.",
+      "on_exit", "Command run on exit, the same way; empty = none.",
       set: { r, v in r.onExit = try ConfigValue.command(v) },
       show: { $0.onExit.map(ShellWords.join) ?? "" }),
     .init(

@@ -76,8 +76,11 @@ public struct ConfigErrors: Error, Sendable, CustomStringConvertible {
   public var description: String { errors.map(\.description).joined(separator: "\n") }
 }
 
-/// A value a key's parser rejected; located by the caller.
-public struct ConfigValueError: Error, Sendable {
+/// What a key's parser says about a value it rejects (or about a key it
+/// does not know). The config builder locates it as a `ConfigError` with the
+/// file, line, section and key; a command-line option names its flag.
+public struct ConfigValueError: Error, Sendable, Equatable, CustomStringConvertible {
   public var message: String
   public init(_ message: String) { self.message = message }
+  public var description: String { message }
 }

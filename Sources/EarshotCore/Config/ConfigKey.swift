@@ -19,24 +19,122 @@ public struct ConfigKey<Section>: Sendable {
   }
 }
 
-/// A section with one instance (`[scanner]`, `[audio]`, ...), erased to
-/// closures over the whole `Config` so that all sections sit in one table.
+/// The keys most sections are made of, each one line in a table.
+extension ConfigKey {
+  /// Text that must not be empty (`example` goes in the message if it is).
+  public static func text(
+    _ name: String, _ help: String, _ field: WritableKeyPath<Section, String> & Sendable,
+    example: String? = nil
+  ) -> ConfigKey {
+    .init(
+      name, help, set: { s, v in s[keyPath: field] = try ConfigValue.nonEmpty(v, example: example) }
+    ) {
+      $0[keyPath: field]
+    }
+  }
+
+  /// Text whose absence (an empty value, `nil`) means a default worked out
+  /// elsewhere, which the help names.
+  public static func optionalText(
+    _ name: String, _ help: String, _ field: WritableKeyPath<Section, String?> & Sendable
+  ) -> ConfigKey {
+    .init(name, help, set: { s, v in s[keyPath: field] = v.isEmpty ? nil : v }) {
+      $0[keyPath: field] ?? ""
+    }
+  }
+
+  public static func bool(
+    _ name: String, _ help: String, _ field: WritableKeyPath<Section, Bool> & Sendable
+  ) -> ConfigKey {
+    .init(name, help, set: { s, v in s[keyPath: field] = try ConfigValue.bool(v) }) {
+      String($0[keyPath: field])
+    }
+  }
+
+  public static func number(
+    _ name: String, _ help: String, _ field: WritableKeyPath<Section, Double> & Sendable,
+    in range: ClosedRange<Double>
+  ) -> ConfigKey {
+    .init(name, help, set: { s, v in s[keyPath: field] = try ConfigValue.double(v, in: range) }) {
+      ConfigValue.show($0[keyPath: field])
+    }
+  }
+
+  /// Seconds above zero, up to `max`.
+  public static func seconds(
+    _ name: String, _ help: String, _ field: WritableKeyPath<Section, Double> & Sendable,
+    upTo max: Double
+  ) -> ConfigKey {
+    .init(name, help, set: { s, v in s[keyPath: field] = try ConfigValue.seconds(v, upTo: max) }) {
+      ConfigValue.show($0[keyPath: field])
+    }
+  }
+
+  public static func integer(
+    _ name: String, _ help: String, _ field: WritableKeyPath<Section, Int> & Sendable,
+    in range: ClosedRange<Int>
+  ) -> ConfigKey {
+    .init(name, help, set: { s, v in s[keyPath: field] = try ConfigValue.integer(v, in: range) }) {
+      String($0[keyPath: field])
+    }
+  }
+
+  /// One of an enum's raw values.
+  public static func choice<E: RawRepresentable & CaseIterable & Sendable>(
+    _ name: String, _ help: String, _ field: WritableKeyPath<Section, E> & Sendable
+  ) -> ConfigKey where E.RawValue == String {
+    .init(name, help, set: { s, v in s[keyPath: field] = try ConfigValue.choice(v, E.self) }) {
+      $0[keyPath: field].rawValue
+    }
+  }
+}
+
+/// A section with one instance (`[scanner]`, `[link]`, ...): its name, a
+/// summary and its key table. `set(_:_:)` and `init(values:)` parse keys the
+/// way a config file does, for the command line and for tests.
+public protocol ConfigSection: Sendable {
+  static var section: String { get }
+  static var summary: String { get }
+  static var keys: [ConfigKey<Self>] { get }
+  init()
+}
+
+extension ConfigSection {
+  /// Sets one key from its text; an unknown key or a bad value throws a
+  /// `ConfigValueError` saying what to write instead.
+  public mutating func set(_ key: String, _ value: String) throws {
+    guard let k = Self.keys.first(where: { $0.name == key }) else {
+      throw ConfigValueError(
+        "unknown key '\(key)' in [\(Self.section)]; keys: \(Self.keys.map(\.name).joined(separator: ", "))"
+      )
+    }
+    try k.set(&self, value)
+  }
+
+  public init(values: [(key: String, value: String)]) throws {
+    self.init()
+    for (key, value) in values { try set(key, value) }
+  }
+}
+
+/// A section erased to closures over the whole `Config`, so that all
+/// sections sit in one table (`Config.sections`).
 public struct SectionTable: Sendable {
   public let name: String
   public let summary: String
-  /// (key, help, default as printed)
+  /// (key, help, default as printed for the system service)
   public let keys: [(name: String, help: String, defaultValue: String)]
   let set: @Sendable (inout Config, String, String) throws -> Bool
   let render: @Sendable (Config) -> [(String, String)]
 
-  static func make<S>(
-    _ name: String, _ summary: String, _ keys: [ConfigKey<S>], initial: S,
-    get: @escaping @Sendable (Config) -> S, put: @escaping @Sendable (inout Config, S) -> Void
+  static func make<S: ConfigSection>(
+    _ get: @escaping @Sendable (Config) -> S, _ put: @escaping @Sendable (inout Config, S) -> Void
   ) -> SectionTable {
-    let byName = Dictionary(uniqueKeysWithValues: keys.map { ($0.name, $0) })
+    let byName = Dictionary(uniqueKeysWithValues: S.keys.map { ($0.name, $0) })
+    let initial = get(Config(paths: .system))
     return SectionTable(
-      name: name, summary: summary,
-      keys: keys.map { ($0.name, $0.help, $0.show(initial)) },
+      name: S.section, summary: S.summary,
+      keys: S.keys.map { ($0.name, $0.help, $0.show(initial)) },
       set: { config, key, value in
         guard let k = byName[key] else { return false }
         var s = get(config)
@@ -44,7 +142,7 @@ public struct SectionTable: Sendable {
         put(&config, s)
         return true
       },
-      render: { config in keys.map { ($0.name, $0.show(get(config))) } })
+      render: { config in S.keys.map { ($0.name, $0.show(get(config))) } })
   }
 }
 
@@ -60,7 +158,8 @@ public enum ConfigValue {
 
   public static func double(_ v: String, in range: ClosedRange<Double>) throws -> Double {
     guard let d = Double(v), d.isFinite else {
-      throw ConfigValueError("expected a number, got '\(v)'")
+      throw ConfigValueError(
+        "expected a number from \(show(range.lowerBound)) to \(show(range.upperBound)), got '\(v)'")
     }
     guard range.contains(d) else {
       throw ConfigValueError(
@@ -70,7 +169,10 @@ public enum ConfigValue {
   }
 
   public static func integer(_ v: String, in range: ClosedRange<Int>) throws -> Int {
-    guard let i = Int(v) else { throw ConfigValueError("expected a whole number, got '\(v)'") }
+    guard let i = Int(v) else {
+      throw ConfigValueError(
+        "expected a whole number from \(range.lowerBound) to \(range.upperBound), got '\(v)'")
+    }
     guard range.contains(i) else {
       throw ConfigValueError(
         "\(v) is out of range; expected \(range.lowerBound) to \(range.upperBound)")
@@ -78,16 +180,30 @@ public enum ConfigValue {
     return i
   }
 
-  public static func choice(_ v: String, _ allowed: [String]) throws -> String {
-    guard allowed.contains(v) else {
+  public static func choice<E: RawRepresentable & CaseIterable>(_ v: String, _: E.Type) throws -> E
+  where E.RawValue == String {
+    guard let e = E(rawValue: v) else {
       throw ConfigValueError(
-        "expected one of \(allowed.joined(separator: ", ")), got '\(v)'")
+        "expected one of \(E.allCases.map(\.rawValue).joined(separator: ", ")), got '\(v)'")
     }
-    return v
+    return e
   }
 
-  public static func nonEmpty(_ v: String) throws -> String {
-    guard !v.isEmpty else { throw ConfigValueError("must not be empty") }
+  /// Seconds above zero, at most `max` (a timeout of 0 would never wait).
+  public static func seconds(_ v: String, upTo max: Double) throws -> Double {
+    guard let d = Double(v), d.isFinite else {
+      throw ConfigValueError("expected a number of seconds, got '\(v)'")
+    }
+    guard d > 0, d <= max else {
+      throw ConfigValueError("\(v) is out of range; expected seconds above 0, at most \(show(max))")
+    }
+    return d
+  }
+
+  public static func nonEmpty(_ v: String, example: String? = nil) throws -> String {
+    guard !v.isEmpty else {
+      throw ConfigValueError("must not be empty" + (example.map { "; e.g. \($0)" } ?? ""))
+    }
     return v
   }
 

@@ -16,27 +16,6 @@ public struct DeviceID: Hashable, Comparable, Sendable, CustomStringConvertible 
 /// Which phone-found notice a result belongs to.
 public typealias NoticeID = UInt64
 
-/// `[find-phone]` in the config: how loud and how long.
-public struct FindPhoneSettings: Equatable, Sendable {
-  /// Level the alert plays at on speakers (0...1).
-  public var volume: Double
-  /// Cap when the output is headphones: an alert must not blast ears.
-  public var headphoneVolume: Double
-  /// Seconds of ringing before it stops by itself (Fast Pair rings 60 s).
-  public var timeoutSeconds: Double
-
-  public init(volume: Double = 0.9, headphoneVolume: Double = 0.3, timeoutSeconds: Double = 60) {
-    self.volume = volume
-    self.headphoneVolume = headphoneVolume
-    self.timeoutSeconds = timeoutSeconds
-  }
-
-  /// The level to ring at for this output.
-  public func ringLevel(headphones: Bool) -> Double {
-    headphones ? min(volume, headphoneVolume) : volume
-  }
-}
-
 /// Why a ring ended.
 public enum FindEndReason: String, Equatable, Sendable {
   case found
@@ -175,7 +154,7 @@ public struct FindStatus: Equatable, Sendable {
 /// stop withdraws only its own request.
 public struct FindPhoneCoordinator: Sendable {
   /// Replaceable (a config reload); a ring in progress keeps its timer.
-  public var settings: FindPhoneSettings
+  public var settings: FindPhoneConfig
 
   private enum Phase: Sendable { case idle, recovering, saving, ringing, stopping }
   private var phase = Phase.idle
@@ -198,7 +177,7 @@ public struct FindPhoneCoordinator: Sendable {
   private var outstanding: [NoticeID: DeviceID] = [:]
   private var nextNotice: NoticeID = 1
 
-  public init(settings: FindPhoneSettings = FindPhoneSettings()) {
+  public init(settings: FindPhoneConfig = FindPhoneConfig()) {
     self.settings = settings
   }
 
@@ -239,7 +218,7 @@ public struct FindPhoneCoordinator: Sendable {
       step.reply = found(now: now, &step)
     case .timerFired:
       if let deadline, now >= deadline, phase == .saving || phase == .ringing {
-        step.actions.append(.log("no one found the laptop in \(settings.timeoutSeconds) s"))
+        step.actions.append(.log("no one found the laptop in \(settings.timeout) s"))
         end(.timeout, now: now, &step)
       }
     case .volumeSaved(let setting, let hp):
@@ -368,7 +347,7 @@ public struct FindPhoneCoordinator: Sendable {
   private mutating func begin(now: UInt64, _ step: inout Step) {
     phase = .saving
     lastEnd = nil
-    let d = now &+ UInt64(max(0, settings.timeoutSeconds) * 1e9)
+    let d = now &+ UInt64(max(0, settings.timeout) * 1e9)
     deadline = d
     step.actions.append(.armTimer(deadline: d))
     if let carried = unrestored {

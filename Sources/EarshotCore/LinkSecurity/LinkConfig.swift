@@ -18,83 +18,53 @@ public struct LinkConfig: Sendable, Equatable {
   /// Longest name: it must fit the advertising data next to the 128-bit
   /// service UUID (31 bytes in all), so 20 bytes of UTF-8 at most.
   public static let maxNameBytes = 20
+}
 
-  /// The keys as a table: name, help, parser, printer (the config module
-  /// builds `[link]` from it).
-  public struct Key: Sendable {
-    public let name: String
-    public let help: String
-    public let set: @Sendable (inout LinkConfig, String) throws -> Void
-    public let show: @Sendable (LinkConfig) -> String
-  }
-
-  public static let keys: [Key] = [
-    Key(
-      name: "enabled", help: "register the BLE GATT service and advertise it (true/false)",
-      set: { $0.enabled = try parseBool($1) }, show: { "\($0.enabled)" }),
-    Key(
-      name: "allow",
-      help:
-        "'bonded' (any bonded device) or a list of addresses 'AA:BB:CC:DD:EE:FF, ...' (bonded too)",
-      set: { $0.allow = try LinkAllow.parse($1) }, show: { $0.allow.description }),
-    Key(
-      name: "security",
-      help:
-        "'authenticated' (MITM-protected pairing, the default) or 'encrypted' (Just Works, for devices without display or keys)",
-      set: {
-        guard let level = LinkSecurityLevel(rawValue: $1) else {
-          throw LinkConfigError("expected 'authenticated' or 'encrypted', got '\($1)'")
+extension LinkConfig: ConfigSection {
+  public static let section = "link"
+  public static let summary =
+    "The BLE device link: accessories reach this agent over GATT (bonded devices only)."
+  public static let keys: [ConfigKey<LinkConfig>] = [
+    .bool("enabled", "Register the BLE GATT service and advertise it.", \.enabled),
+    .init(
+      "allow",
+      "'bonded' (any bonded device) or a list of addresses 'AA:BB:CC:DD:EE:FF, ...' (bonded too).",
+      set: { s, v in s.allow = try LinkAllow.parse(v) }, show: { $0.allow.description }),
+    .choice(
+      "security",
+      "'authenticated' (MITM-protected pairing, the default) or 'encrypted' (Just Works, for devices without display or keys).",
+      \.security),
+    .bool(
+      "legacy_remote_volume",
+      "Also serve the hobby remote-volume protocol (REQ_NAME, REQ_VOLUME, 8-byte doubles).",
+      \.legacyRemoteVolume),
+    .init(
+      "name", "Advertised name and REQ_NAME answer (1-20 bytes); empty = the host name.",
+      set: { s, v in
+        let n = v.trimmingSpaces
+        guard n.utf8.count <= maxNameBytes else {
+          throw ConfigValueError(
+            "expected a name of at most \(maxNameBytes) bytes of UTF-8 (it must fit the advertisement), got '\(v)'"
+          )
         }
-        $0.security = level
-      }, show: { $0.security.rawValue }),
-    Key(
-      name: "legacy_remote_volume",
-      help: "also serve the hobby remote-volume protocol (REQ_NAME, REQ_VOLUME, 8-byte doubles)",
-      set: { $0.legacyRemoteVolume = try parseBool($1) }, show: { "\($0.legacyRemoteVolume)" }),
-    Key(
-      name: "name", help: "advertised name and REQ_NAME answer (default: the host name)",
-      set: {
-        let n = $1.trimmingSpaces
-        guard !n.isEmpty, n.utf8.count <= maxNameBytes else {
-          throw LinkConfigError("a name of 1 to \(maxNameBytes) bytes of UTF-8, got '\($1)'")
-        }
-        $0.name = n
+        s.name = n.isEmpty ? nil : n
       }, show: { $0.name ?? "" }),
-    Key(
-      name: "adapter", help: "BlueZ adapter such as hci0 (default: the first one)",
-      set: {
-        guard $1.hasPrefix("hci"), let n = Int($1.dropFirst(3)), n >= 0 else {
-          throw LinkConfigError("expected an adapter name such as hci0, got '\($1)'")
+    .init(
+      "adapter", "BlueZ adapter such as hci0; empty = the first one.",
+      set: { s, v in
+        guard !v.isEmpty else {
+          s.adapter = nil
+          return
         }
-        $0.adapter = $1
+        guard v.hasPrefix("hci"), let n = Int(v.dropFirst(3)), n >= 0 else {
+          throw ConfigValueError("expected an adapter name such as hci0, or empty, got '\(v)'")
+        }
+        s.adapter = v
       }, show: { $0.adapter ?? "" }),
   ]
-
-  /// Sets one key; unknown keys throw with the list of known ones.
-  public mutating func set(_ key: String, _ value: String) throws {
-    guard let k = Self.keys.first(where: { $0.name == key }) else {
-      throw LinkConfigError(
-        "unknown key '\(key)' in [link]; keys: \(Self.keys.map(\.name).joined(separator: ", "))")
-    }
-    try k.set(&self, value.trimmingSpaces)
-  }
-
-  static func parseBool(_ v: String) throws -> Bool {
-    switch v.lowercased() {
-    case "true", "yes", "on", "1": return true
-    case "false", "no", "off", "0": return false
-    default: throw LinkConfigError("expected true or false, got '\(v)'")
-    }
-  }
 }
 
-public struct LinkConfigError: Error, Equatable, Sendable, CustomStringConvertible {
-  public var message: String
-  public init(_ message: String) { self.message = message }
-  public var description: String { message }
-}
-
-public enum LinkSecurityLevel: String, Sendable, Equatable {
+public enum LinkSecurityLevel: String, Sendable, Equatable, CaseIterable {
   /// Encrypted with a key from MITM-protected pairing (passkey or numeric
   /// comparison): BlueZ flags `encrypt-authenticated-*`.
   case authenticated
@@ -115,14 +85,14 @@ public enum LinkAllow: Sendable, Equatable, CustomStringConvertible {
     var set = Set<BDAddress>()
     for item in t.split(whereSeparator: { $0 == "," || $0 == " " || $0 == "\t" }) {
       guard let a = BDAddress(item) else {
-        throw LinkConfigError(
+        throw ConfigValueError(
           "'\(item)' is not an address like AA:BB:CC:DD:EE:FF; allow is 'bonded' or a list of addresses"
         )
       }
       set.insert(a)
     }
     guard !set.isEmpty else {
-      throw LinkConfigError("allow is empty; write 'bonded' or a list of addresses")
+      throw ConfigValueError("allow is empty; write 'bonded' or a list of addresses")
     }
     return .addresses(set)
   }

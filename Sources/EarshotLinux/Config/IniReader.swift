@@ -130,9 +130,11 @@ public enum IniReader {
 public enum ConfigLocation {
   public static let system = "/etc/earshot/earshot.conf"
 
-  /// A user's own file ($XDG_CONFIG_HOME or ~/.config) when not root and it
-  /// exists; the system file otherwise.
+  /// `$EARSHOT_CONFIG` if set (for a test or a second agent: it can point
+  /// away from /etc even for root), else a user's own file ($XDG_CONFIG_HOME
+  /// or ~/.config) when not root and it exists, else the system file.
   public static func defaultPath() -> String {
+    if let named = env("EARSHOT_CONFIG"), !named.isEmpty { return named }
     if getuid() != 0, let user = userPath(), access(user, F_OK) == 0 { return user }
     return system
   }

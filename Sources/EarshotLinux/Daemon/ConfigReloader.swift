@@ -57,9 +57,7 @@ public final class ConfigReloader {
       plan.unchanged = []
       plan.needRestart.insert("regions (the agent started without any: no scanner runs)", at: 0)
     }
-    daemon.find.settings = FindPhoneSettings(
-      volume: new.findPhone.volume, headphoneVolume: new.findPhone.headphoneVolume,
-      timeoutSeconds: new.findPhone.timeout)
+    daemon.find.settings = new.findPhone
     config = effective
     daemon.log("reload: \(path): \(plan.summary)")
     return plan

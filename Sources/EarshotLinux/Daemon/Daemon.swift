@@ -24,7 +24,7 @@ public final class Daemon {
     /// `[control] max_clients` (fitted to the open-file limit).
     public var maxClients = 1024
     /// `[find-phone]`.
-    public var findPhone = FindPhoneSettings()
+    public var findPhone = FindPhoneConfig()
     /// Handle SIGINT/SIGTERM through the loop (off in in-process tests).
     public var handleSignals = true
 

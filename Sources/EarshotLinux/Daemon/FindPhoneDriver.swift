@@ -26,7 +26,7 @@ public final class FindPhoneDriver {
   public var onVolumeSet: ((VolumeSetting) -> Void)?
 
   public init(
-    loop: EventLoop, settings: FindPhoneSettings, alert: AlertOutput?, volume: VolumeControl?,
+    loop: EventLoop, settings: FindPhoneConfig, alert: AlertOutput?, volume: VolumeControl?,
     savedVolume: SavedVolumeFile
   ) {
     self.loop = loop
@@ -43,7 +43,7 @@ public final class FindPhoneDriver {
 
   /// `[find-phone]` volume, headphone volume and timeout from a reloaded
   /// config: from the next ring on.
-  public var settings: FindPhoneSettings {
+  public var settings: FindPhoneConfig {
     get { coordinator.settings }
     set { coordinator.settings = newValue }
   }

@@ -5,7 +5,7 @@ import EarshotCore
 /// reconnect (or a broker restart that lost its store) everything is
 /// published again: nothing that is retained is lost.
 public final class MQTTBridge {
-  public struct Settings: Sendable {
+  public struct Options: Sendable {
     public var client: MQTTClient.Options
     public var topics: MQTTTopics
     public var discovery: HomeAssistantDiscovery?
@@ -25,7 +25,7 @@ public final class MQTTBridge {
   public var onCommand: ((MQTTCommand) -> Void)?
   public var onLog: ((String) -> Void)?
 
-  private let settings: Settings
+  private let settings: Options
   private let client: MQTTClient
   /// Retained topics in first-publication order, with their latest payload.
   private var retained: [String: String] = [:]
@@ -34,7 +34,7 @@ public final class MQTTBridge {
   private var announcedBeacons: Set<BeaconID> = []
   private var announcedRegions: Set<String> = []
 
-  public init(loop: EventLoop, settings: Settings) throws {
+  public init(loop: EventLoop, settings: Options) throws {
     var options = settings.client
     options.will = (settings.topics.availability, "offline")
     self.settings = settings

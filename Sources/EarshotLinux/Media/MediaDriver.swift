@@ -9,7 +9,7 @@ import EarshotCore
 /// request deadline, and the completions. The coordinator's clock is the
 /// monotonic clock in seconds.
 public final class MediaDriver {
-  public let settings: MediaSettings
+  public let settings: MediaConfig
   private let loop: EventLoop
   private var coordinator: MediaCoordinator
   private var timers: [MediaRequestID: EventLoop.TimerID] = [:]
@@ -27,7 +27,7 @@ public final class MediaDriver {
   /// What plays (or nil) after each change, for status and for the CLI.
   public var onIdle: () -> Void = {}
 
-  public init(settings: MediaSettings, library: MediaLibrary, loop: EventLoop) {
+  public init(settings: MediaConfig, library: MediaLibrary, loop: EventLoop) {
     self.settings = settings
     self.loop = loop
     coordinator = MediaCoordinator(

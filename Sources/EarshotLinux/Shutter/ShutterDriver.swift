@@ -16,7 +16,7 @@ public enum ShutterReply: Sendable, Equatable {
 /// camera (or `[shutter] capture_command`), the photo files, and the
 /// timeout of a capture; feeds the results back to the state machine.
 public final class ShutterDriver {
-  public let settings: ShutterSettings
+  public let settings: ShutterConfig
   public let store: PhotoStore
   private let loop: EventLoop
   private var machine = RemoteShutter()
@@ -32,7 +32,7 @@ public final class ShutterDriver {
   public var onReply: (ShutterReply) -> Void = { _ in }
   public var onLog: (String) -> Void = { _ in }
 
-  public init(settings: ShutterSettings, loop: EventLoop) {
+  public init(settings: ShutterConfig, loop: EventLoop) {
     self.settings = settings
     self.loop = loop
     store = PhotoStore(configured: settings.directory)

@@ -65,7 +65,7 @@ enum BenchFindPhone {
       rmdir(dir)
     }
     let driver = FindPhoneDriver(
-      loop: loop, settings: FindPhoneSettings(volume: 0.5), alert: alert, volume: volume,
+      loop: loop, settings: FindPhoneConfig(volume: 0.5), alert: alert, volume: volume,
       savedVolume: SavedVolumeFile(directory: dir))
     var logged: [String] = []
     driver.onLog = { logged.append($0) }

@@ -5,8 +5,9 @@ let checkConfigCommand = Command(
   name: "check-config",
   summary: "Validate the config file and print the effective settings",
   details: """
-    Reads the config (default: $XDG_CONFIG_HOME/earshot/earshot.conf for a
-    user who has one, else /etc/earshot/earshot.conf), reports every problem
+    Reads the config (default: $EARSHOT_CONFIG if set, else
+    $XDG_CONFIG_HOME/earshot/earshot.conf for a user who has one, else
+    /etc/earshot/earshot.conf), reports every problem
     as FILE:LINE: [section] key: message, and on success prints every
     setting with the defaults filled in. Exit status 1 if there are errors.
     """,
@@ -38,6 +39,11 @@ func runCheckConfig(_ args: Arguments) throws -> Int32 {
   }
   let (config, path) = try loadConfig(args)
   Console.line("# \(path): OK, \(config.regions.count) region(s). Effective settings:")
+  if config.regions.isEmpty {
+    Console.line(
+      "# no [region \"NAME\"] sections: nothing is monitored; add one "
+        + "(etc/earshot.conf in the source tree has examples, commented out)")
+  }
   Console.line("")
   Console.out(config.render())
   return 0

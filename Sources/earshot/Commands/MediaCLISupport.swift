@@ -22,14 +22,11 @@ enum MediaCLI {
     "config", "FILE",
     "Config file (default: ~/.config/earshot/earshot.conf, then /etc/earshot/earshot.conf)")
 
-  static func settings(_ args: Arguments) throws -> MediaSettings {
+  static func settings(_ args: Arguments) throws -> MediaConfig {
     var s = try loadConfigOrDefaults(args).media
-    do {
-      for key in MediaSettings.keys {
-        if let v = args.values[key] { try s.set(key, v) }
-      }
-    } catch {
-      throw UsageError("--\(error)")
+    for key in MediaConfig.keys {
+      guard let v = args.values[key.name] else { continue }
+      do { try s.set(key.name, v) } catch { throw UsageError("--\(key.name): \(error)") }
     }
     return s
   }

@@ -45,7 +45,7 @@ func runPlay(_ args: Arguments) throws -> Int32 {
     if args.has("list") { throw UsageError("--list needs a TITLE to match") }
     return try MediaCLI.control(args, command: .mediaResume)
   }
-  let local = MediaSettings.keys.contains { args.value($0) != nil }
+  let local = MediaConfig.keys.contains { args.value($0.name) != nil }
   if !local, !args.has("list"), let agent = runningAgent(args) {
     Console.lineBuffered = true
     let response: JSONValue

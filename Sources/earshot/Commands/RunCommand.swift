@@ -79,9 +79,7 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
       "earshot run: [control] max_clients = \(config.control.maxClients) lowered to \(options.maxClients): the open-file limit is \(fileLimit) (raise LimitNOFILE= or ulimit -Hn)\n"
     )
   }
-  options.findPhone = FindPhoneSettings(
-    volume: config.findPhone.volume, headphoneVolume: config.findPhone.headphoneVolume,
-    timeoutSeconds: config.findPhone.timeout)
+  options.findPhone = config.findPhone
   let log: (String) -> Void = { Console.error("earshot run: \($0)\n") }
   // Everything serves on this loop: it is made first and handed to each part.
   let loop: EventLoop
@@ -135,10 +133,10 @@ private func attachParts(to daemon: Daemon, config: Config, replay: Bool) throws
   }
   if config.mqtt.enabled {
     do {
-      let settings = try MQTTBridge.Settings(
-        config: config.mqtt, hostname: MQTTBridge.Settings.hostname(), version: version)
+      let options = try MQTTBridge.Options(
+        config: config.mqtt, hostname: MQTTBridge.Options.hostname(), version: version)
       daemon.add(
-        MQTTTransport(bridge: try MQTTBridge(loop: daemon.loop, settings: settings), agent: daemon))
+        MQTTTransport(bridge: try MQTTBridge(loop: daemon.loop, settings: options), agent: daemon))
     } catch {
       throw CommandFailure("\(error)")
     }

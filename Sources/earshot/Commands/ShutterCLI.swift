@@ -51,7 +51,7 @@ func runShutter(_ args: Arguments) throws -> Int32 {
   if let d = args.value("device") { settings.device = d }
   if let d = args.value("directory") { settings.directory = d }
   if let r = args.value("resolution") {
-    guard let (w, h) = ShutterSettings.parseResolution(r) else {
+    guard let (w, h) = ShutterConfig.parseResolution(r) else {
       throw UsageError("--resolution expects WIDTHxHEIGHT like 640x480, got '\(r)'")
     }
     settings.width = w

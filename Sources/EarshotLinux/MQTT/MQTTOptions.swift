@@ -4,7 +4,7 @@ import EarshotCore
   import Glibc
 #endif
 
-extension MQTTBridge.Settings {
+extension MQTTBridge.Options {
   /// The bridge's settings from `[mqtt]`: client id `earshot-<hostname>`
   /// and base topic `earshot/<hostname>` unless set, the password from
   /// `password_file` (its first line), TLS with the system CAs unless `ca`.

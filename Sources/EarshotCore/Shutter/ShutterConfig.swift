@@ -1,5 +1,5 @@
 /// The `[shutter]` section of the config file.
-public struct ShutterSettings: Sendable, Equatable {
+public struct ShutterConfig: Sendable, Equatable, ConfigSection {
   /// The V4L2 capture device.
   public var device = "/dev/video0"
   /// Where photos go; `nil` means the shell's default
@@ -21,8 +21,37 @@ public struct ShutterSettings: Sendable, Equatable {
 
   public init() {}
 
-  public static let keys = [
-    "device", "directory", "capture_command", "resolution", "warmup_frames", "timeout",
+  public static let section = "shutter"
+  public static let summary =
+    "The remote shutter: a device's button takes a photo with the laptop's camera."
+  public static let keys: [ConfigKey<ShutterConfig>] = [
+    .text("device", "V4L2 camera device.", \.device, example: "/dev/video0"),
+    .optionalText(
+      "directory", "Where photos go; empty = $XDG_PICTURES_DIR/Earshot or ~/Pictures/Earshot.",
+      \.directory),
+    .init(
+      "capture_command",
+      "Take photos with this command instead (split like a shell, run without one); %f or the last argument is the photo's path, also in EARSHOT_PHOTO. Empty = Earshot's own V4L2 capture.",
+      set: { s, v in s.captureCommand = v.isEmpty ? nil : try ConfigValue.command(v) },
+      show: { $0.captureCommand.map(ShellWords.join) ?? "" }),
+    .init(
+      "resolution", "Frame size to ask the camera for, WIDTHxHEIGHT; empty = the camera's current.",
+      set: { s, v in
+        guard !v.isEmpty else {
+          (s.width, s.height) = (nil, nil)
+          return
+        }
+        guard let (w, h) = parseResolution(v) else {
+          throw ConfigValueError(
+            "expected WIDTHxHEIGHT like 1280x720 (16 to 16384 each), or empty, got '\(v)'")
+        }
+        (s.width, s.height) = (w, h)
+      }, show: { s in s.width.map { "\($0)x\(s.height ?? 0)" } ?? "" }),
+    .integer(
+      "warmup_frames", "Frames let go by before the one kept (exposure settles).",
+      \.warmupFrames, in: 0...100),
+    .seconds(
+      "timeout", "Seconds a capture may take before it is photoFailed.", \.timeout, upTo: 600),
   ]
 
   /// "640x480" → (640, 480).
@@ -34,58 +63,6 @@ public struct ShutterSettings: Sendable, Equatable {
     return (w, h)
   }
 
-  /// Reads the section's key/value pairs; an error names the key and says
-  /// what is expected.
-  public init(values: [(key: String, value: String)]) throws {
-    for (key, value) in values { try set(key, value) }
-  }
-
-  /// Sets one key from its text; the error says what to write instead.
-  public mutating func set(_ key: String, _ value: String) throws {
-    switch key {
-    case "device":
-      guard !value.isEmpty else {
-        throw SettingsError("[shutter] device is empty; e.g. /dev/video0")
-      }
-      device = value
-    case "directory":
-      directory = value.isEmpty ? nil : value
-    case "capture_command":
-      let words: [String]
-      do {
-        words = try ShellWords.split(value)
-      } catch {
-        throw SettingsError("[shutter] capture_command: \(error)")
-      }
-      captureCommand = words.isEmpty ? nil : words
-    case "resolution" where value.isEmpty:
-      width = nil
-      height = nil
-    case "resolution":
-      guard let (w, h) = ShutterSettings.parseResolution(value) else {
-        throw SettingsError(
-          "[shutter] resolution must be WIDTHxHEIGHT like 1280x720, got '\(value)'")
-      }
-      width = w
-      height = h
-    case "warmup_frames":
-      guard let n = Int(value), (0...100).contains(n) else {
-        throw SettingsError(
-          "[shutter] warmup_frames must be a whole number 0…100, got '\(value)'")
-      }
-      warmupFrames = n
-    case "timeout":
-      guard let t = Double(value), t.isFinite, t > 0, t <= 600 else {
-        throw SettingsError("[shutter] timeout must be seconds (0 < t ≤ 600), got '\(value)'")
-      }
-      timeout = t
-    default:
-      throw SettingsError(
-        "unknown key '\(key)' in [shutter]; known keys: \(ShutterSettings.keys.joined(separator: ", "))"
-      )
-    }
-  }
-
   /// The capture command for one photo: `%f` replaced, or the path added.
   public func commandLine(for path: String) -> [String]? {
     guard let words = captureCommand else { return nil }
@@ -94,12 +71,6 @@ public struct ShutterSettings: Sendable, Equatable {
     }
     return words + [path]
   }
-}
-
-/// A config value that cannot be used, with what to write instead.
-public struct SettingsError: Error, Equatable, CustomStringConvertible {
-  public let description: String
-  public init(_ description: String) { self.description = description }
 }
 
 extension String {

@@ -1,0 +1,28 @@
+extension Config {
+  /// The README's configuration table, made from the key tables so that the
+  /// documentation cannot drift from them (ConfigFileTests holds README.md
+  /// to exactly this text). Defaults are the system service's.
+  public static func markdownTable() -> String {
+    var out = "| section | key | default | meaning |\n|---|---|---|---|\n"
+    func row(_ section: String, _ key: String, _ value: String, _ help: String) {
+      let shown = value.isEmpty ? "(empty)" : "`\(value)`"
+      out += "| \(section) | \(key) | \(shown) | \(markdownEscaped(help)) |\n"
+    }
+    for table in sections {
+      for key in table.keys { row(table.name, key.name, key.defaultValue, key.help) }
+    }
+    let region = RegionConfig(name: "NAME", line: 0)
+    for key in regionKeys { row("region \"NAME\"", key.name, key.show(region), key.help) }
+    return out
+  }
+
+  /// Help text as a table cell: `|` would end the cell, `<` start HTML.
+  static func markdownEscaped(_ text: String) -> String {
+    var out = ""
+    for c in text {
+      if c == "|" || c == "<" || c == ">" || c == "*" { out.append("\\") }
+      out.append(c)
+    }
+    return out
+  }
+}
