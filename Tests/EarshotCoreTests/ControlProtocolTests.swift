@@ -147,10 +147,11 @@ final class ControlProtocolTests: XCTestCase {
     XCTAssertEqual(
       ControlProtocol.event("notice", [("notice", .int(3))]), #"{"event":"notice","notice":3}"#)
     let s = FindStatus(
-      state: .ringing, requesters: [deviceA], notifying: [], deadline: 70 * second, level: 0.9,
+      state: .ringing, requesters: [deviceA], notifying: [], deadline: .zero + .seconds(70),
+      level: 0.9,
       headphones: false, lastEnd: nil, outstandingNotices: 0)
     XCTAssertEqual(
-      ControlProtocol.json(s, now: 10 * second).encoded,
+      ControlProtocol.json(s, now: .zero + .seconds(10)).encoded,
       #"{"state":"ringing","requesters":["socket:earbuds"],"notifying":[],"seconds_left":60,"level":0.9,"headphones":false,"last_end":null,"outstanding_notices":0}"#
     )
   }

@@ -6,12 +6,12 @@ import XCTest
 let deviceA = DeviceID(link: "socket", name: "earbuds")
 let deviceB = DeviceID(link: "socket", name: "tag")
 let deviceC = DeviceID(link: "ble", name: "AA:BB:CC:DD:EE:FF")
-let second: UInt64 = 1_000_000_000
+let second = Duration.seconds(1)
 
 /// Drives the coordinator with an injected clock.
 struct Drive {
   var c = FindPhoneCoordinator()
-  var now: UInt64 = 1000 * second
+  var now = MonotonicTime.zero + .seconds(1000)
 
   init(settings: FindPhoneConfig = FindPhoneConfig()) {
     c = FindPhoneCoordinator(settings: settings)
@@ -45,7 +45,7 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     let s = d.step(.deviceStart(deviceA))
     XCTAssertEqual(s.reply, .ringing)
     XCTAssertEqual(
-      s.actions, [.armTimer(deadline: d.now + 60 * second), .saveUserVolume, .statusChanged])
+      s.actions, [.armTimer(deadline: d.now + .seconds(60)), .saveUserVolume, .statusChanged])
     XCTAssertEqual(d.c.status.state, .starting)
     XCTAssertEqual(d.on(.volumeSaved(user, headphones: false)), [.raiseVolume(0.9), .startAlert])
     XCTAssertEqual(d.c.status.state, .ringing)
@@ -115,20 +115,20 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     let again = d.step(.deviceStart(deviceA))
     XCTAssertEqual(again.reply, .alreadyRequested)
     XCTAssertEqual(again.actions, [])
-    d.now += 30 * second
+    d.now += .seconds(30)
     let other = d.step(.deviceStart(deviceB))
     XCTAssertEqual(other.reply, .joined)
     XCTAssertEqual(other.actions, [.statusChanged], "no new alert, no new timer")
     XCTAssertEqual(d.c.status.requesters, [deviceA, deviceB])
-    XCTAssertEqual(d.c.status.deadline, 1060 * second, "the timeout is not extended")
+    XCTAssertEqual(d.c.status.deadline, .zero + .seconds(1060), "the timeout is not extended")
   }
 
   func testTimeoutStopsWithoutNotice() {
     var d = Drive(settings: FindPhoneConfig(timeout: 60))
     d.ring(deviceA)
-    d.now += 59 * second
+    d.now += .seconds(59)
     XCTAssertEqual(d.on(.timerFired), [], "early or stale firings change nothing")
-    d.now += 1 * second
+    d.now += .seconds(1)
     XCTAssertEqual(d.on(.timerFired), [.cancelTimer, .stopAlert])
     d.on(.alertStopped)
     XCTAssertEqual(d.on(.volumeRestored), [.forgetSavedVolume])
@@ -188,11 +188,11 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     d.on(.found)
     XCTAssertEqual(d.step(.deviceStart(deviceB)).reply, .queued)
     d.on(.alertStopped)
-    d.now += 1 * second
+    d.now += .seconds(1)
     XCTAssertEqual(
       d.on(.volumeRestored),
       [
-        .forgetSavedVolume, .sendNotice(1, deviceA), .armTimer(deadline: d.now + 60 * second),
+        .forgetSavedVolume, .sendNotice(1, deviceA), .armTimer(deadline: d.now + .seconds(60)),
         .saveUserVolume,
       ])
     XCTAssertEqual(d.c.status.requesters, [deviceB])
@@ -216,7 +216,7 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     XCTAssertEqual(d.step(.deviceStart(deviceA)).reply, .queued)
     XCTAssertEqual(
       d.on(.volumeRestored),
-      [.forgetSavedVolume, .armTimer(deadline: d.now + 60 * second), .saveUserVolume])
+      [.forgetSavedVolume, .armTimer(deadline: d.now + .seconds(60)), .saveUserVolume])
   }
 
   func testFailedRestoreStillNotifiesAndKeepsTheSavedVolume() {
@@ -228,7 +228,7 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     // The next ring must not save the raised level over the user's.
     XCTAssertEqual(
       d.on(.deviceStart(deviceB)),
-      [.armTimer(deadline: d.now + 60 * second), .raiseVolume(0.9), .startAlert])
+      [.armTimer(deadline: d.now + .seconds(60)), .raiseVolume(0.9), .startAlert])
     d.on(.deviceStop(deviceB))
     XCTAssertEqual(d.on(.alertStopped), [.restoreVolume(user)])
   }

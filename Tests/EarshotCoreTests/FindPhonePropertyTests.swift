@@ -28,7 +28,7 @@ struct World {
   var restorePending = false
   var raised = false
   var restoreFailures = 0
-  var timer: UInt64?
+  var timer: MonotonicTime?
   var pendingNotices: [NoticeID] = []
   /// Requests a device made and has not withdrawn, tracked independently.
   var open: Set<DeviceID> = []
@@ -127,7 +127,7 @@ final class FindPhonePropertyTests: XCTestCase {
     let settings = FindPhoneConfig(volume: 0.9, headphoneVolume: 0.9, timeout: 60)
     var c = FindPhoneCoordinator(settings: settings)
     var w = World()
-    var now: UInt64 = 5 * second
+    var now = MonotonicTime.zero + .seconds(5)
     let headphones = false
     if Bool.random(using: &rng) {
       // A crash left the user's volume saved and the mixer raised.
@@ -165,7 +165,7 @@ final class FindPhonePropertyTests: XCTestCase {
           XCTAssertTrue(w.open.isEmpty, "found ignored open requests\n\(w.trace)")
         }
       case 4:
-        now += UInt64.random(in: 0...40, using: &rng) * second
+        now += second * Int.random(in: 0...40, using: &rng)
         if let t = w.timer, now >= t {
           w.timer = nil
           feed(.timerFired, &c, &w, now)
@@ -269,7 +269,7 @@ final class FindPhonePropertyTests: XCTestCase {
 
   @discardableResult
   private func feed(
-    _ e: FindEvent, _ c: inout FindPhoneCoordinator, _ w: inout World, _ now: UInt64
+    _ e: FindEvent, _ c: inout FindPhoneCoordinator, _ w: inout World, _ now: MonotonicTime
   ) -> FindReply? {
     w.log.append(.event(e))
     let step = c.handle(e, now: now)

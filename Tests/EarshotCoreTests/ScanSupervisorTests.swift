@@ -2,13 +2,13 @@ import XCTest
 
 @testable import EarshotCore
 
-private let sec: UInt64 = 1_000_000_000
+private let sec = Duration.seconds(1)
 
 /// Drives the supervisor with an injected clock. Each test is named after
 /// the VM scenario (Tests/vm/tests/NAME.sh) whose transition it checks.
 private struct ScanDrive {
   var s: ScanSupervisor
-  var now: UInt64 = 1000 * sec
+  var now = MonotonicTime.zero + .seconds(1000)
 
   init(settings: ScanSettings = ScanSettings()) {
     s = ScanSupervisor(settings: settings)
@@ -282,7 +282,7 @@ final class ScanSupervisorTests: XCTestCase {
     // The kernel disables Earshot's scan, then starts its own.
     XCTAssertEqual(
       d.otherProgram(enables: false),
-      [.scanPaused(true), .armTimer(.retake, deadline: d.now + 5 * sec)])
+      [.scanPaused(true), .armTimer(.retake, deadline: d.now + .seconds(5))])
     d.now += sec
     XCTAssertEqual(
       d.otherProgram(enables: true),
@@ -298,10 +298,10 @@ final class ScanSupervisorTests: XCTestCase {
     _ = d.otherProgram(enables: true)
     XCTAssertEqual(
       d.otherProgram(enables: false),
-      [.scanPaused(true), .armTimer(.retake, deadline: d.now + 5 * sec)])
-    d.now += 5 * sec - 1
+      [.scanPaused(true), .armTimer(.retake, deadline: d.now + .seconds(5))])
+    d.now += .seconds(5) - .nanoseconds(1)
     XCTAssertEqual(d.on(.timerFired(.retake)), [], "before its deadline")
-    d.now += 1
+    d.now += .nanoseconds(1)
     XCTAssertEqual(
       d.on(.timerFired(.retake)), [.send(.leSetScanParameters(type: .active, timing: .continuous))])
     XCTAssertEqual(
@@ -315,9 +315,9 @@ final class ScanSupervisorTests: XCTestCase {
     d.scanning()
     _ = d.otherProgram(enables: true)
     _ = d.otherProgram(enables: false)
-    d.now += 2 * sec
+    d.now += .seconds(2)
     XCTAssertEqual(d.otherProgram(enables: true), [.cancelTimer(.retake), .scanPaused(false)])
-    d.now += 5 * sec
+    d.now += .seconds(5)
     XCTAssertEqual(d.on(.timerFired(.retake)), [], "cancelled: bluetoothd scans again")
   }
 
@@ -340,14 +340,14 @@ final class ScanSupervisorTests: XCTestCase {
     _ = d.otherProgram(enables: true)
     // bluetoothd killed: the kernel ends its discovery.
     _ = d.otherProgram(enables: false)
-    d.now += 5 * sec
+    d.now += .seconds(5)
     d.on(.timerFired(.retake))
     XCTAssertEqual(d.answerAll(.legacy).last, .report(scanning0))
     // Restarted and discovering again: shared, then taken back.
     _ = d.otherProgram(enables: false)
     XCTAssertEqual(d.otherProgram(enables: true).last, .report(.sharing(adapter: "hci0")))
     _ = d.otherProgram(enables: false)
-    d.now += 5 * sec
+    d.now += .seconds(5)
     d.on(.timerFired(.retake))
     XCTAssertEqual(
       d.answerAll(.legacy), [.send(.leSetScanEnable(true)), .scanPaused(false), .report(scanning0)])
@@ -357,7 +357,7 @@ final class ScanSupervisorTests: XCTestCase {
     var d = ScanDrive()
     d.scanning()
     _ = d.otherProgram(enables: false)
-    d.now += 5 * sec
+    d.now += .seconds(5)
     d.on(.timerFired(.retake))
     XCTAssertEqual(
       d.on(.answered(.leSetScanParameters, .commandDisallowed)),
@@ -368,7 +368,7 @@ final class ScanSupervisorTests: XCTestCase {
     var d = ScanDrive()
     d.scanning()
     _ = d.otherProgram(enables: false)
-    d.now += 5 * sec
+    d.now += .seconds(5)
     d.on(.timerFired(.retake))
     let f = ScanFailure(.other, reason: "no answer")
     XCTAssertEqual(
@@ -426,7 +426,7 @@ final class ScanSupervisorTests: XCTestCase {
       var d = ScanDrive()
       var awaiting: ScanAction?
       for _ in 0..<60 {
-        d.now += UInt64.random(in: 0...(3 * sec), using: &rng)
+        d.now += .nanoseconds(Int.random(in: 0...3_000_000_000, using: &rng))
         let event: ScanEvent
         switch (awaiting, Int.random(in: 0..<10, using: &rng)) {
         case (.openAdapter?, 0..<5):

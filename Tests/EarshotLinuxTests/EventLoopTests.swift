@@ -1,3 +1,4 @@
+import EarshotCore
 import EarshotTestSupport
 import Foundation
 import XCTest
@@ -27,19 +28,19 @@ final class EventLoopTests: XCTestCase {
     let loop = try EventLoop()
     let timer = MovingDeadline(monotonicOn: loop)
     let wall = MovingDeadline(wallClockOn: loop)
-    var fired: [UInt64] = []
-    var wallFired: [Int64] = []
-    var expected: [UInt64] = []
+    var fired: [MonotonicTime] = []
+    var wallFired: [WallTime] = []
+    var expected: [MonotonicTime] = []
     func doneOrNot() { if fired.count == 2 && wallFired.count == 1 { loop.stop() } }
     timer.onFire = { deadline in
       fired.append(deadline)
       if fired.count == 1 {
         XCTAssertNil(timer.deadline, "fired, so no longer armed")
-        let now = Clock.monotonicNanos()
-        timer.arm(at: now + 1_000_000)
+        let now = Clock.now()
+        timer.arm(at: now + .milliseconds(1))
         timer.arm(at: nil)
-        timer.arm(at: now + 2_000_000)
-        expected.append(now + 2_000_000)
+        timer.arm(at: now + .milliseconds(2))
+        expected.append(now + .milliseconds(2))
       }
       doneOrNot()
     }
@@ -47,14 +48,14 @@ final class EventLoopTests: XCTestCase {
       wallFired.append($0)
       doneOrNot()
     }
-    let now = Clock.monotonicNanos()
-    timer.arm(at: now + 2_000_000)
-    timer.arm(at: now + 2_000_000)
-    timer.arm(at: now + 1_000_000)
-    expected.append(now + 1_000_000)
-    XCTAssertEqual(timer.deadline, now + 1_000_000)
+    let now = Clock.now()
+    timer.arm(at: now + .milliseconds(2))
+    timer.arm(at: now + .milliseconds(2))
+    timer.arm(at: now + .milliseconds(1))
+    expected.append(now + .milliseconds(1))
+    XCTAssertEqual(timer.deadline, now + .milliseconds(1))
     // A wall-clock deadline already past fires at once.
-    let past = Clock.realtimeMicros() - 1_000_000
+    let past = WallTime(micros: Clock.realtimeMicros() - 1_000_000)
     wall.arm(at: past)
     // Not a speed limit: only a guard against waiting for ever.
     loop.after(seconds: 10) { loop.stop() }

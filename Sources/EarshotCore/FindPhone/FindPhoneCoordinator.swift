@@ -68,7 +68,7 @@ public enum FindAction: Equatable, Sendable {
   /// Loop the alert; report `.alertFailed` if it cannot play.
   case startAlert
   /// One timer: a new deadline replaces the old; answer with `.timerFired`.
-  case armTimer(deadline: UInt64)
+  case armTimer(deadline: MonotonicTime)
   case cancelTimer
   /// Silence the output; answer with `.alertStopped` once silent.
   case stopAlert
@@ -129,7 +129,7 @@ public struct FindStatus: Equatable, Sendable {
   /// Devices that get a notice as soon as the output is silent and restored.
   public var notifying: [DeviceID]
   /// Monotonic deadline of the ring timeout.
-  public var deadline: UInt64?
+  public var deadline: MonotonicTime?
   /// The level rung at, when raised.
   public var level: Double?
   public var headphones: Bool
@@ -171,7 +171,7 @@ public struct FindPhoneCoordinator: Sendable {
   private var alertPlaying = false
   private var stopRequested = false
   private var restoring = false
-  private var deadline: UInt64?
+  private var deadline: MonotonicTime?
   private var headphones = false
   private var lastEnd: FindEndReason?
   private var outstanding: [NoticeID: DeviceID] = [:]
@@ -204,7 +204,7 @@ public struct FindPhoneCoordinator: Sendable {
     public var reply: FindReply?
   }
 
-  public mutating func handle(_ event: FindEvent, now: UInt64) -> Step {
+  public mutating func handle(_ event: FindEvent, now: MonotonicTime) -> Step {
     let before = status
     var step = Step()
     switch event {
@@ -287,7 +287,9 @@ public struct FindPhoneCoordinator: Sendable {
 
   // MARK: Requests
 
-  private mutating func start(_ device: DeviceID, now: UInt64, _ step: inout Step) -> FindReply {
+  private mutating func start(_ device: DeviceID, now: MonotonicTime, _ step: inout Step)
+    -> FindReply
+  {
     if requesters.contains(device) { return .alreadyRequested }
     requesters.append(device)
     switch phase {
@@ -301,7 +303,7 @@ public struct FindPhoneCoordinator: Sendable {
     }
   }
 
-  private mutating func stopRequest(_ device: DeviceID, now: UInt64, _ step: inout Step)
+  private mutating func stopRequest(_ device: DeviceID, now: MonotonicTime, _ step: inout Step)
     -> FindReply
   {
     guard let index = requesters.firstIndex(of: device) else { return .notRequested }
@@ -313,7 +315,7 @@ public struct FindPhoneCoordinator: Sendable {
     return .withdrawn
   }
 
-  private mutating func found(now: UInt64, _ step: inout Step) -> FindReply {
+  private mutating func found(now: MonotonicTime, _ step: inout Step) -> FindReply {
     switch phase {
     case .saving, .ringing:
       let devices = requesters
@@ -335,7 +337,7 @@ public struct FindPhoneCoordinator: Sendable {
 
   // MARK: Ringing
 
-  private mutating func recover(_ leftover: VolumeSetting, now: UInt64, _ step: inout Step) {
+  private mutating func recover(_ leftover: VolumeSetting, now: MonotonicTime, _ step: inout Step) {
     guard phase == .idle, saved == nil else { return }
     step.actions.append(.log("restoring the volume saved before an interrupted alert: \(leftover)"))
     phase = .recovering
@@ -344,10 +346,10 @@ public struct FindPhoneCoordinator: Sendable {
     advanceStop(now: now, &step)
   }
 
-  private mutating func begin(now: UInt64, _ step: inout Step) {
+  private mutating func begin(now: MonotonicTime, _ step: inout Step) {
     phase = .saving
     lastEnd = nil
-    let d = now &+ UInt64(max(0, settings.timeout) * 1e9)
+    let d = now.adding(seconds: settings.timeout)
     deadline = d
     step.actions.append(.armTimer(deadline: d))
     if let carried = unrestored {
@@ -374,7 +376,7 @@ public struct FindPhoneCoordinator: Sendable {
   }
 
   /// Ends the ring: silence, then restore, then notices (`advanceStop`).
-  private mutating func end(_ reason: FindEndReason, now: UInt64, _ step: inout Step) {
+  private mutating func end(_ reason: FindEndReason, now: MonotonicTime, _ step: inout Step) {
     phase = .stopping
     lastEnd = reason
     if deadline != nil {
@@ -392,7 +394,7 @@ public struct FindPhoneCoordinator: Sendable {
   }
 
   /// Moves the stop along one confirmed step at a time.
-  private mutating func advanceStop(now: UInt64, _ step: inout Step) {
+  private mutating func advanceStop(now: MonotonicTime, _ step: inout Step) {
     guard phase == .stopping || phase == .recovering || phase == .idle else { return }
     if stopRequested || saveInFlight || restoring { return }
     if raised, let saved {

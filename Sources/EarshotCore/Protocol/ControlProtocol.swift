@@ -327,14 +327,14 @@ public enum ControlProtocol {
     .object([("level", .number((v.level * 1000).rounded() / 1000)), ("muted", .bool(v.muted))])
   }
 
-  public static func json(_ s: FindStatus, now: UInt64) -> JSONValue {
+  public static func json(_ s: FindStatus, now: MonotonicTime) -> JSONValue {
     var fields: [(String, JSONValue)] = [
       ("state", .string(s.state.rawValue)),
       ("requesters", .array(s.requesters.map { .string($0.description) })),
       ("notifying", .array(s.notifying.map { .string($0.description) })),
     ]
     if let d = s.deadline {
-      let left = d > now ? Double(d - now) / 1e9 : 0
+      let left = now.seconds(until: d)
       fields.append(("seconds_left", .number((left * 10).rounded() / 10)))
     }
     fields.append(("level", s.level.map { .number($0) } ?? .null))

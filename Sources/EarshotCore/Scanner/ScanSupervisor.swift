@@ -83,7 +83,7 @@ public enum ScanAction: Equatable, Sendable {
   case closeAdapter
   /// One timer of each kind: a new deadline replaces the old; answer with
   /// `.timerFired`.
-  case armTimer(ScanTimer, deadline: UInt64)
+  case armTimer(ScanTimer, deadline: MonotonicTime)
   case cancelTimer(ScanTimer)
   /// Tell the user: the adapter's state changed.
   case report(AdapterState)
@@ -143,8 +143,8 @@ public struct ScanSupervisor: Sendable {
   private var retaking = false
   /// The scan running is Earshot's own (so `.stop` must undo it).
   private var ours = false
-  private var retryDeadline: UInt64?
-  private var retakeDeadline: UInt64?
+  private var retryDeadline: MonotonicTime?
+  private var retakeDeadline: MonotonicTime?
   /// Scan enables other programs sent, awaiting their answer: opcode -> enable.
   private var otherScanCommands: [HCIOpcode: Bool] = [:]
   private var paused = false
@@ -156,7 +156,7 @@ public struct ScanSupervisor: Sendable {
   /// The scan running is Earshot's own.
   public var isScanOurs: Bool { ours }
 
-  public mutating func handle(_ event: ScanEvent, now: UInt64) -> [ScanAction] {
+  public mutating func handle(_ event: ScanEvent, now: MonotonicTime) -> [ScanAction] {
     var actions: [ScanAction] = []
     if case .start(let wait) = event {
       guard !isRunning else { return [] }
@@ -249,7 +249,7 @@ public struct ScanSupervisor: Sendable {
   }
 
   private mutating func answered(
-    _ command: HCICommand, _ status: HCIStatus, now: UInt64, _ actions: inout [ScanAction]
+    _ command: HCICommand, _ status: HCIStatus, now: MonotonicTime, _ actions: inout [ScanAction]
   ) {
     let name = adapterName ?? "adapter"
     if status == .commandDisallowed {
@@ -278,7 +278,7 @@ public struct ScanSupervisor: Sendable {
   }
 
   private mutating func sequenceFailed(
-    _ failure: ScanFailure, now: UInt64, _ actions: inout [ScanAction]
+    _ failure: ScanFailure, now: MonotonicTime, _ actions: inout [ScanAction]
   ) {
     if retaking {
       setState(.failed(adapter: adapterName ?? "adapter", reason: failure.reason), &actions)
@@ -290,7 +290,7 @@ public struct ScanSupervisor: Sendable {
 
   /// Opening the adapter or starting its scan failed.
   private mutating func acquireFailed(
-    _ failure: ScanFailure, now: UInt64, _ actions: inout [ScanAction]
+    _ failure: ScanFailure, now: MonotonicTime, _ actions: inout [ScanAction]
   ) {
     closeAdapter(&actions)
     if firstAttempt && (!waitForAdapter || failure.kind == .permanent) {
@@ -305,8 +305,9 @@ public struct ScanSupervisor: Sendable {
   }
 
   /// Says why there is no scan now and looks again later.
-  private mutating func wait(after failure: ScanFailure, now: UInt64, _ actions: inout [ScanAction])
-  {
+  private mutating func wait(
+    after failure: ScanFailure, now: MonotonicTime, _ actions: inout [ScanAction]
+  ) {
     let name = settings.adapter ?? adapterName ?? "adapter"
     switch failure.kind {
     case .noAdapter where adapterName == nil:
@@ -321,7 +322,7 @@ public struct ScanSupervisor: Sendable {
 
   // MARK: Losing the adapter
 
-  private mutating func adapterLost(down: Bool, now: UInt64, _ actions: inout [ScanAction]) {
+  private mutating func adapterLost(down: Bool, now: MonotonicTime, _ actions: inout [ScanAction]) {
     guard openIndex != nil, let name = adapterName else { return }
     closeAdapter(&actions)
     cancel(.retake, &actions)
@@ -337,9 +338,9 @@ public struct ScanSupervisor: Sendable {
     otherScanCommands.removeAll()
   }
 
-  private mutating func scheduleRetry(now: UInt64, _ actions: inout [ScanAction]) {
+  private mutating func scheduleRetry(now: MonotonicTime, _ actions: inout [ScanAction]) {
     guard isRunning, retryDeadline == nil else { return }
-    let deadline = now + Self.nanos(settings.retrySeconds)
+    let deadline = now.adding(seconds: settings.retrySeconds)
     retryDeadline = deadline
     actions.append(.armTimer(.retry, deadline: deadline))
   }
@@ -350,7 +351,7 @@ public struct ScanSupervisor: Sendable {
   /// them. Off: Earshot's scan (if it was running) is gone too; start it
   /// again unless the other program turns scanning back on soon.
   private mutating func otherProgramScans(
-    _ enabled: Bool, now: UInt64, _ actions: inout [ScanAction]
+    _ enabled: Bool, now: MonotonicTime, _ actions: inout [ScanAction]
   ) {
     guard let name = adapterName else { return }
     cancel(.retake, &actions)
@@ -363,7 +364,7 @@ public struct ScanSupervisor: Sendable {
       paused = true
       actions.append(.scanPaused(true))
     }
-    let deadline = now + Self.nanos(settings.retakeSeconds)
+    let deadline = now.adding(seconds: settings.retakeSeconds)
     retakeDeadline = deadline
     actions.append(.armTimer(.retake, deadline: deadline))
   }
@@ -405,9 +406,5 @@ public struct ScanSupervisor: Sendable {
     guard new != state else { return }
     state = new
     actions.append(.report(new))
-  }
-
-  private static func nanos(_ seconds: Double) -> UInt64 {
-    UInt64(max(0, seconds) * 1e9)
   }
 }

@@ -1,4 +1,5 @@
 import CSystemd
+import EarshotCore
 
 #if canImport(Glibc)
   import Glibc
@@ -12,7 +13,7 @@ public final class DBusConnection {
   private let loop: EventLoop
   private let fd: FileDescriptor
   private var timer: EventLoop.TimerID?
-  private var timerDeadline: UInt64 = 0
+  private var timerDeadline = MonotonicTime.zero
   private var watchedEvents: UInt32 = 0
   private var handlers: [Unmanaged<ServeBox>] = []
   private var closed = false
@@ -84,7 +85,8 @@ public final class DBusConnection {
     }
     var usec: UInt64 = 0
     if sd_bus_get_timeout(bus, &usec) >= 0, usec != UInt64.max {
-      let deadline = usec &* 1000
+      // sd-bus's timeout is absolute, on CLOCK_MONOTONIC, in µs.
+      let deadline = MonotonicTime(nanos: usec &* 1000)
       if timer == nil || deadline != timerDeadline {
         if let timer { loop.cancel(timer) }
         timerDeadline = deadline

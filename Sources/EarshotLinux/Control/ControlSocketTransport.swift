@@ -99,7 +99,7 @@ public final class ControlSocketTransport: AgentTransport {
 
   /// An outcome as the response line to request `id`.
   static func response(id: JSONValue, _ outcome: RequestOutcome) -> String {
-    let now = Clock.monotonicNanos()
+    let now = Clock.now()
     switch outcome {
     case .refused(let e):
       return ControlProtocol.failure(id: id, ControlError(e))
@@ -152,7 +152,7 @@ public final class ControlSocketTransport: AgentTransport {
       publish(
         .find,
         ControlProtocol.event(
-          "find", [("find", ControlProtocol.json(status, now: Clock.monotonicNanos()))]))
+          "find", [("find", ControlProtocol.json(status, now: Clock.now()))]))
     case .noticeResult(let id, let device, let result):
       publish(.find, ControlProtocol.noticeResultEvent(id, device, result))
     case .volume(let v):

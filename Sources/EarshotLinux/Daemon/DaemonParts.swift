@@ -71,7 +71,7 @@ extension Daemon {
           ("clients", .int(control.clientCount)),
           ("subscribers", .int(control.subscriberCount)),
         ])
-      case .find: value = ControlProtocol.json(find.status, now: Clock.monotonicNanos())
+      case .find: value = ControlProtocol.json(find.status, now: Clock.now())
       case .volume: value = currentVolume().map(ControlProtocol.json) ?? section.absent
       default: value = statusSections[section]?() ?? section.absent
       }

@@ -71,7 +71,7 @@ public final class FindPhoneDriver {
     var isFirst = true
     while !queue.isEmpty {
       let e = queue.removeFirst()
-      let step = coordinator.handle(e, now: Clock.monotonicNanos())
+      let step = coordinator.handle(e, now: Clock.now())
       if isFirst {
         first = step.reply
         isFirst = false

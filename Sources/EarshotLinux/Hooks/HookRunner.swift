@@ -12,7 +12,7 @@ public final class HookRunner {
   public struct Running {
     public let pid: pid_t
     public let label: String
-    public let deadline: UInt64
+    public let deadline: MonotonicTime
     public var killed = false
   }
 
@@ -26,7 +26,7 @@ public final class HookRunner {
   /// of the monotonic clock.
   public func spawn(
     _ argv: [String], environment: [(String, String)], timeout: Double, label: String,
-    now: UInt64 = Clock.monotonicNanos()
+    now: MonotonicTime = Clock.now()
   ) {
     let env = Spawn.environment(adding: environment)
     let pid: pid_t
@@ -37,11 +37,11 @@ public final class HookRunner {
       return
     }
     running.append(
-      Running(pid: pid, label: label, deadline: now + UInt64(max(0, timeout) * 1e9)))
+      Running(pid: pid, label: label, deadline: now.adding(seconds: timeout)))
   }
 
   /// Collects finished hooks and kills overdue ones; never blocks.
-  public func reap(now: UInt64 = Clock.monotonicNanos()) {
+  public func reap(now: MonotonicTime = Clock.now()) {
     var still: [Running] = []
     for var r in running {
       var status: Int32 = 0
@@ -65,7 +65,7 @@ public final class HookRunner {
   }
 
   /// When `reap` must run next even without SIGCHLD (the earliest timeout).
-  public var nextDeadline: UInt64? {
+  public var nextDeadline: MonotonicTime? {
     running.filter { !$0.killed }.map(\.deadline).min()
   }
 

@@ -1,3 +1,5 @@
+import EarshotCore
+
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -5,6 +7,12 @@
 /// Clocks read from the kernel. The core never reads a clock; the shell
 /// passes these values in.
 public enum Clock {
+  /// Now on the monotonic clock (timers, timeouts).
+  public static func now() -> MonotonicTime { MonotonicTime(nanos: monotonicNanos()) }
+
+  /// Now on the wall clock (what the monitor and the outputs use).
+  public static func wallNow() -> WallTime { WallTime(micros: realtimeMicros()) }
+
   /// Monotonic time in nanoseconds (for timers and measuring).
   public static func monotonicNanos() -> UInt64 {
     var ts = timespec()

@@ -1,4 +1,5 @@
 import CLinux
+import EarshotCore
 
 #if canImport(Glibc)
   import Glibc
@@ -139,7 +140,7 @@ public final class EventLoop {
   /// Runs `fire` once, `nanos` from now on the monotonic clock.
   @discardableResult
   public func after(nanos: UInt64, _ fire: @escaping () -> Void) -> TimerID {
-    at(Clock.monotonicNanos() &+ nanos, fire)
+    at(MonotonicTime(nanos: Clock.monotonicNanos() &+ nanos), fire)
   }
 
   @discardableResult
@@ -149,7 +150,8 @@ public final class EventLoop {
 
   /// Runs `fire` once at a monotonic deadline.
   @discardableResult
-  public func at(_ deadline: UInt64, _ fire: @escaping () -> Void) -> TimerID {
+  public func at(_ instant: MonotonicTime, _ fire: @escaping () -> Void) -> TimerID {
+    let deadline = instant.nanos
     let id = nextTimerID
     nextTimerID += 1
     let index = timers.firstIndex { $0.deadline > deadline } ?? timers.endIndex

@@ -1,3 +1,5 @@
+import EarshotCore
+
 /// One loop timer kept on a deadline that keeps moving (the monitor's next
 /// exit, the next hook to reap): `arm(at:)` re-arms it only when the
 /// deadline changed, and `nil` cancels it. Each fires `onFire` once, with
@@ -36,19 +38,16 @@ public final class MovingDeadline<Instant: Equatable> {
   }
 }
 
-extension MovingDeadline where Instant == Int64 {
-  /// Deadlines on the wall clock, in µs since the epoch (the monitor's time).
+extension MovingDeadline where Instant == WallTime {
+  /// Deadlines on the wall clock (the monitor's time).
   public convenience init(wallClockOn loop: EventLoop) {
-    self.init(loop: loop) { UInt64(max(0, $0 - Clock.realtimeMicros())) * 1000 }
+    self.init(loop: loop) { UInt64(Clock.wallNow().micros(until: $0)) * 1000 }
   }
 }
 
-extension MovingDeadline where Instant == UInt64 {
-  /// Deadlines on the monotonic clock, in ns (the loop's own time).
+extension MovingDeadline where Instant == MonotonicTime {
+  /// Deadlines on the monotonic clock (the loop's own time).
   public convenience init(monotonicOn loop: EventLoop) {
-    self.init(loop: loop) {
-      let now = Clock.monotonicNanos()
-      return $0 > now ? $0 - now : 0
-    }
+    self.init(loop: loop) { Clock.now().nanos(until: $0) }
   }
 }

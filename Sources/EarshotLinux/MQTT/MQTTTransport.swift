@@ -63,7 +63,7 @@ public final class MQTTTransport: AgentTransport {
       bridge.findState(status.state.rawValue)
       bridge.event(
         ControlProtocol.event(
-          "find", [("find", ControlProtocol.json(status, now: Clock.monotonicNanos()))]))
+          "find", [("find", ControlProtocol.json(status, now: Clock.now()))]))
     case .noticeResult(let id, let device, let result):
       bridge.event(ControlProtocol.noticeResultEvent(id, device, result))
     case .volume(let v):

@@ -30,8 +30,8 @@ public final class AgentMonitor {
   private var live = false
   /// The newest capture time seen in a replay (the monitor's "now" afterwards).
   private var captureTime: Int64?
-  private let deadlineTimer: MovingDeadline<Int64>
-  private let hookTimer: MovingDeadline<UInt64>
+  private let deadlineTimer: MovingDeadline<WallTime>
+  private let hookTimer: MovingDeadline<MonotonicTime>
 
   public init(loop: EventLoop, driver: MonitorDriver, proximityLog: ProximityLogWriter? = nil) {
     self.loop = loop
@@ -46,7 +46,7 @@ public final class AgentMonitor {
       // exit could fire with its beacon's report in the queue.
       self.scanner?.readQueued()
       // A timer may wake a hair early by the wall clock; never short of its deadline.
-      self.driver.advance(to: max(Clock.realtimeMicros(), deadline))
+      self.driver.advance(to: max(Clock.wallNow(), deadline).micros)
       self.rearm()
     }
     hookTimer.onFire = { [unowned self] _ in
@@ -131,7 +131,7 @@ public final class AgentMonitor {
   /// one on the earliest hook timeout (monotonic).
   private func rearm() {
     guard live else { return }
-    deadlineTimer.arm(at: driver.nextDeadline)
+    deadlineTimer.arm(at: driver.nextDeadline.map(WallTime.init(micros:)))
     hookTimer.arm(at: driver.hooks?.nextDeadline)
   }
 

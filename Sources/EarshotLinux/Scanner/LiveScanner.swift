@@ -145,7 +145,7 @@ public final class LiveScanner {
     defer { dispatching = false }
     while !events.isEmpty {
       let next = events.removeFirst()
-      for action in supervisor.handle(next, now: Clock.monotonicNanos()) { perform(action) }
+      for action in supervisor.handle(next, now: Clock.now()) { perform(action) }
     }
   }
 

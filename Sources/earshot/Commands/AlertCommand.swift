@@ -91,7 +91,7 @@ func runAlert(_ args: Arguments) throws -> Int32 {
   Console.line(line.line)
 
   if let duration {
-    loop.at(began + UInt64(duration * 1e9)) {
+    loop.at(MonotonicTime(nanos: began).adding(seconds: duration)) {
       reason = "duration"
       loop.stop()
     }

@@ -64,9 +64,9 @@ enum BenchLive {
     let deadline = MovingDeadline(wallClockOn: loop)
     deadline.onFire = { [unowned deadline] _ in
       driver.advance(to: Clock.realtimeMicros())
-      deadline.arm(at: driver.nextDeadline)
+      deadline.arm(at: driver.nextDeadline.map(WallTime.init(micros:)))
     }
-    func rearm() { deadline.arm(at: driver.nextDeadline) }
+    func rearm() { deadline.arm(at: driver.nextDeadline.map(WallTime.init(micros:))) }
 
     driver.start(at: Clock.realtimeMicros(), scanning: true)
     rearm()

@@ -1,0 +1,57 @@
+/// A moment on the monotonic clock: nanoseconds since an arbitrary start
+/// (the machine's boot). Timers, timeouts and durations are kept in it; it
+/// is never shown as a date and never mixed with `WallTime`.
+public struct MonotonicTime: Hashable, Comparable, Sendable, CustomStringConvertible {
+  public var nanos: UInt64
+
+  public init(nanos: UInt64) { self.nanos = nanos }
+
+  /// `seconds` later (a negative or non-finite span counts as none).
+  public func adding(seconds: Double) -> MonotonicTime {
+    let span = seconds.isFinite ? max(0, seconds) : 0
+    return MonotonicTime(nanos: nanos &+ UInt64(min(span * 1e9, Double(UInt64.max / 2))))
+  }
+
+  /// Seconds from `self` until `later`; 0 when `later` is not later.
+  public func seconds(until later: MonotonicTime) -> Double {
+    later.nanos > nanos ? Double(later.nanos - nanos) / 1e9 : 0
+  }
+
+  /// Nanoseconds from `self` until `later`; 0 when `later` is not later.
+  public func nanos(until later: MonotonicTime) -> UInt64 {
+    later.nanos > nanos ? later.nanos - nanos : 0
+  }
+
+  public static func < (a: MonotonicTime, b: MonotonicTime) -> Bool { a.nanos < b.nanos }
+
+  /// The clock's origin (tests and replays start their time here).
+  public static let zero = MonotonicTime(nanos: 0)
+
+  /// `span` later (a negative span counts as none).
+  public static func + (t: MonotonicTime, span: Duration) -> MonotonicTime {
+    let (seconds, attoseconds) = span.components
+    guard seconds >= 0, attoseconds >= 0 else { return t }
+    return MonotonicTime(
+      nanos: t.nanos &+ UInt64(seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000))
+  }
+
+  public static func += (t: inout MonotonicTime, span: Duration) { t = t + span }
+
+  public var description: String { "\(Double(nanos) / 1e9) s (monotonic)" }
+}
+
+/// A moment on the wall clock, or on a capture's clock when one is
+/// replayed: microseconds since the Unix epoch. What the region monitor
+/// decides in and what every output line and log row shows.
+public struct WallTime: Hashable, Comparable, Sendable, CustomStringConvertible {
+  public var micros: Int64
+
+  public init(micros: Int64) { self.micros = micros }
+
+  /// Microseconds from `self` until `later`; 0 when `later` is not later.
+  public func micros(until later: WallTime) -> Int64 { max(0, later.micros - micros) }
+
+  public static func < (a: WallTime, b: WallTime) -> Bool { a.micros < b.micros }
+
+  public var description: String { "\(Double(micros) / 1e6) s (Unix time)" }
+}
