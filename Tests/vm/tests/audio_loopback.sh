@@ -75,16 +75,28 @@ check "beep: silent in its pause" below "$gap" 0.01
 
 # --- ring: 800 and 1000 Hz alternating every 50 ms; stopped by SIGINT ----
 # (0.4 s after it says it plays: well inside the ring's 1.2 s of tone).
-record 4 ring.wav
-"$EARSHOT" alert --device "$PLAY" --sound ring --buffer $BUFFER >ring.out 2>ring.err &
-pid=$!
-wait_for 10 grep -q '"event":"playing"' ring.out
-sleep 0.4
-kill -INT $pid
-wait $pid
-PLAY_RC=$?
-end_record
-cat ring.out ring.err
+# What is measured around the stop needs the stop inside that first tone;
+# under TCG on a busy host the shell's SIGINT can come more than a second
+# late, into the 0.8 s pause after it. So a stop that lands outside the
+# tone (0.15 to 1.1 s after the onset: `seconds` - `start_ms`, the
+# player's own timings, as below) is tried again with no wait; the third
+# attempt is measured as it is.
+for delay in 0.4 0 0; do
+  record 4 ring.wav
+  "$EARSHOT" alert --device "$PLAY" --sound ring --buffer $BUFFER >ring.out 2>ring.err &
+  pid=$!
+  wait_for 10 grep -q '"event":"playing"' ring.out
+  sleep $delay
+  kill -INT $pid
+  wait $pid
+  PLAY_RC=$?
+  end_record
+  cat ring.out ring.err
+  into=$(awk -v s="$(sed -n 's/.*"start_ms":\([0-9.]*\).*/\1/p' ring.out)" \
+    -v p="$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' ring.out)" 'BEGIN {print p - s / 1000}')
+  awk -v d="$into" 'BEGIN {exit !(d >= 0.15 && d <= 1.1)}' && break
+  echo "  ring stopped $into s after its onset, outside its first tone (the signal came late)"
+done
 check "ring: SIGINT exits 0" [ "$PLAY_RC" -eq 0 ]
 check "ring: stopped by the signal" grep -q '"event":"stopped","reason":"signal"' ring.out
 t0=$(onset ring.wav)
