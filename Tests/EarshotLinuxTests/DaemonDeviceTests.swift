@@ -188,6 +188,23 @@ final class DaemonMediaTests: XCTestCase {
     _ = try buds.ok(.findStop)
     XCTAssertEqual(agent.stop(), 0)
   }
+
+  /// The default library missing (a server, root's home) is no news at
+  /// start: `status` says so. A library the user chose is reported.
+  func testAMissingDefaultLibraryIsQuietAndAConfiguredOneIsReported() throws {
+    let quiet = try AgentProcess(config: "[audio]\nramp = 0\n", audio: true)
+    let status = try quiet.client().ok(.status)
+    let library = try XCTUnwrap(status["media"]?["library"])
+    XCTAssertEqual(library["path"], .string("~/Music"))
+    XCTAssertEqual(library["titles"], .int(0))
+    XCTAssertEqual(library["problems"]?.array?.count, 1, library.encoded)
+    XCTAssertFalse(quiet.log.contains("media:"), quiet.log)
+
+    let loud = try AgentProcess(
+      config: "[audio]\nramp = 0\n[media]\nlibrary = /nonexistent/music\n", audio: true)
+    XCTAssertTrue(loud.waitForLog("media: 0 titles in /nonexistent/music"), loud.log)
+    XCTAssertTrue(loud.log.contains("media: cannot read /nonexistent/music"), loud.log)
+  }
 }
 
 /// `[link]` in the config file: LinkConfig's keys, errors with file and line.

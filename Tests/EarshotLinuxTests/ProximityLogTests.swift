@@ -390,6 +390,34 @@ final class ProximityLogTests: XCTestCase {
 
   // MARK: The plot
 
+  /// Without --day or --since the plot spans the data, not the whole day.
+  func testPlotWithoutAWindowSpansTheData() throws {
+    let db = try importScenario()
+    let svgPath = dir + "/span.svg"
+    let r = try Earshot.run(["plot", "--db", db, "--out", svgPath])
+    XCTAssertEqual(r.status, 0, r.stderr)
+    let store = try ProximityLogReader(path: db).store
+    let first = try XCTUnwrap(try store.firstTime())
+    let last = try XCTUnwrap(try store.lastTime())
+    XCTAssertLessThan(last - first, 86_400 * s, "the scenario is shorter than a day")
+    let layout = ProximityPlot.Layout(start: first, end: last)
+    let doc = try XMLElements(try String(contentsOfFile: svgPath, encoding: .utf8))
+    let shades = doc.filter { $0.attributes["class"] == "inside" }
+    let interval = try XCTUnwrap(LogScenario.intervals.first)
+    let shade = try XCTUnwrap(shades.first)
+    XCTAssertEqual(
+      Double(shade.attributes["x"]!)!, layout.x((t0 + interval.start) * s), accuracy: 0.01,
+      "the first inside interval is placed on the data's span")
+  }
+
+  func testDataSpanIsAtLeastAMinuteAndAtMostADay() {
+    let m: Int64 = 60_000_000
+    XCTAssertEqual(ProximityPlot.dataSpan(first: 0, last: 20 * m).since, 0)
+    XCTAssertEqual(ProximityPlot.dataSpan(first: 0, last: 20 * m).until, 20 * m)
+    XCTAssertEqual(ProximityPlot.dataSpan(first: 5, last: 5).until, 5 + m)
+    XCTAssertEqual(ProximityPlot.dataSpan(first: 0, last: 3 * 1440 * m).since, 2 * 1440 * m)
+  }
+
   func testPlotIsValidSVGWithSeriesAndShadingAndRendersToPNG() throws {
     let db = try importScenario()
     let svgPath = dir + "/day.svg"

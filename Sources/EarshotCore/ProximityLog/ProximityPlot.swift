@@ -76,6 +76,15 @@ public enum ProximityPlot {
     "#2ca02c", "#1f77b4", "#ff7f0e", "#9467bd", "#d62728", "#17becf", "#bcbd22", "#8c564b",
   ]
 
+  /// The default window: the span that has data, from `first` to `last`
+  /// (µs), at most one day (the day before `last`) and at least a minute.
+  public static func dataSpan(first: Int64, last: Int64) -> (since: Int64, until: Int64) {
+    let minute: Int64 = 60_000_000
+    let day: Int64 = 86_400_000_000
+    let since = max(min(first, last), last - day)
+    return (since, max(last, since + minute))
+  }
+
   public static func svg(_ input: PlotInput) -> String {
     let L = Layout(start: input.start, end: input.end)
     // Beacons in a stable order; regions in order of first appearance.

@@ -40,14 +40,27 @@ extension Daemon {
   /// Media: play requests go to this driver, each answered by its one
   /// completion; pause, resume and stop act on what plays; find-phone
   /// pauses it while ringing.
-  public func attach(media driver: MediaDriver) {
+  /// `libraryProblems`: what scanning the library met (shown in `status`).
+  public func attach(media driver: MediaDriver, libraryProblems: [String] = []) {
     precondition(media == nil, "one media player per agent")
     media = driver
     driver.onLog = { [unowned self] in self.log("media: \($0)") }
     driver.onCompletion = { [unowned self] id, response, item in
       self.pending.mediaCompleted(id, .mediaCompleted(id, response, item), log: self.log)
     }
-    statusSections[.media] = { ControlProtocol.json(driver.phase) }
+    statusSections[.media] = {
+      var fields = ControlProtocol.json(driver.phase).objectFields ?? []
+      fields.append(
+        (
+          "library",
+          .object([
+            ("path", .string(driver.settings.library)),
+            ("titles", .int(driver.library.items.count)),
+            ("problems", .array(libraryProblems.map { .string($0) })),
+          ])
+        ))
+      return .object(fields)
+    }
     preemptMedia(find.status)
   }
 

@@ -403,16 +403,27 @@ extension ProximityLogStore {
   /// The latest time the log has anything for (an open presence interval
   /// is known to last at least until then).
   public func lastTime() throws -> Int64? {
+    try extreme("max", sightings: "t_end", keep: max)
+  }
+
+  /// The earliest time the log has anything for.
+  public func firstTime() throws -> Int64? {
+    try extreme("min", sightings: "t", keep: min)
+  }
+
+  private func extreme(
+    _ function: String, sightings: String, keep: (Int64, Int64) -> Int64
+  ) throws -> Int64? {
     guard try hasSchema() else { return nil }
-    var latest: Int64? = nil
+    var found: Int64? = nil
     for (table, column) in [
-      ("region_events", "t"), ("sightings", "t_end"), ("adapter_events", "t"),
+      ("region_events", "t"), ("sightings", sightings), ("adapter_events", "t"),
       ("find_phone_events", "t"), ("volume_events", "t"),
     ] {
-      let s = try connection.prepare("SELECT max(\(column)) FROM \(table)")
-      if try s.step(), let v = s.optionalInt(0) { latest = max(latest ?? v, v) }
+      let s = try connection.prepare("SELECT \(function)(\(column)) FROM \(table)")
+      if try s.step(), let v = s.optionalInt(0) { found = found.map { keep($0, v) } ?? v }
     }
-    return latest
+    return found
   }
 }
 

@@ -11,8 +11,9 @@ let plotCommand = Command(
   details: """
     One panel per beacon: mean RSSI (solid, left axis) and distance (dashed, right axis) over
     time, with the inside intervals of the regions it was ranged in shaded. Below, a presence
-    timeline: one bar row per region (coloured inside, grey unknown). One local day per plot by
-    default: --day, or the day of the log's latest record; --since/--until for any window.
+    timeline: one bar row per region (coloured inside, grey unknown). By default the span
+    that has data (at most the day before the latest record, at least a minute); --day for
+    one local day, --since/--until for any window.
     --png also renders a PNG with rsvg-convert (Debian package librsvg2-bin).
     """,
   options: [
@@ -43,8 +44,8 @@ func runPlot(_ args: Arguments) throws -> Int32 {
   var q = filter.query
   var title = args.value("title")
   let day = 86_400_000_000 as Int64
-  // The window: --day, or a day from whichever end is given, or the day of
-  // the latest record.
+  // The window: --day, or a day from whichever end is given, or the span
+  // that has data (a 20-minute log fills the plot, not a sliver of a day).
   if let name = args.value("day") {
     do { (q.since, q.until) = try LogTime.day(name, offset: offset) } catch {
       throw UsageError("--day expects YYYY-MM-DD, not '\(name)'")
@@ -55,10 +56,9 @@ func runPlot(_ args: Arguments) throws -> Int32 {
   } else if let until = q.until {
     q.since = until - day
   } else {
-    let latest = (try? reader.store.lastTime()) ?? nil
-    let d = LogTime.dayContaining(latest ?? now, offset: offset)
-    q.since = d.start
-    q.until = d.end
+    let latest = ((try? reader.store.lastTime()) ?? nil) ?? now
+    let first = ((try? reader.store.firstTime()) ?? nil) ?? latest
+    (q.since, q.until) = ProximityPlot.dataSpan(first: first, last: latest)
   }
   guard q.since! < q.until! else { throw UsageError("--since must be before --until") }
   if title == nil {

@@ -14,10 +14,15 @@ func attachDeviceParts(to daemon: Daemon, config: Config, audio: Bool, hasMixer:
   if hasMixer { features.insert(.volume) }
   if audio {
     let scan = MediaScanner.scan(config.media.library)
-    for p in scan.problems { log("media: \(p)") }
-    log("media: \(scan.library.items.count) titles in \(config.media.library)")
+    // A library the user chose is worth a word at start; the default one
+    // (often absent on a server) only shows in `status`.
+    if config.media.library != MediaConfig().library {
+      for p in scan.problems { log("media: \(p)") }
+      log("media: \(scan.library.items.count) titles in \(config.media.library)")
+    }
     daemon.attach(
-      media: MediaDriver(settings: config.media, library: scan.library, loop: daemon.loop))
+      media: MediaDriver(settings: config.media, library: scan.library, loop: daemon.loop),
+      libraryProblems: scan.problems)
     features.insert(.media)
   }
   guard config.link.enabled else { return }
