@@ -86,6 +86,8 @@ final class DenseRoomBoundsTests: XCTestCase {
     for i in 0..<Self.addresses {
       let t = Int64(i) * 200  // 5,000 reports/s
       feed(&m, at: t, data: i % 20 == 0 ? beacons[(i / 20) % 20] : phone, address: rpa(i))
+      // The deadline remembered between reports is the one worked out afresh.
+      XCTAssertEqual(m.deadline(), m.nextDeadline)
     }
     XCTAssertEqual(m.trackedBeacons, 20)
     XCTAssertEqual(m.state(of: "hall"), .inside)

@@ -103,6 +103,9 @@ public struct RegionMonitor: Sendable {
   /// most reports are not iBeacons of a region and only move time, and
   /// then `advance` costs one comparison instead of a pass over regions.
   private var timerFloor: Int64 = .min
+  /// Whether `timerFloor` is the earliest timer itself (as `nextDeadline`
+  /// would say), so that `deadline()` need not look again.
+  private var timerFloorExact = false
 
   public init(config: Config, emitRange: Bool = true, snapshot: MonitorSnapshot? = nil) {
     ranging = config.ranging
@@ -127,7 +130,7 @@ public struct RegionMonitor: Sendable {
     started = true
     now = t
     if scanning { scanningSince = t }
-    timerFloor = .min
+    invalidateTimers()
     return regions.map {
       MonitorEvent(t: t, kind: .state, region: $0.config.name, state: .unknown, beacons: [])
     }
@@ -137,7 +140,7 @@ public struct RegionMonitor: Sendable {
     var out = advance(to: t)
     if !started { out += start(at: t, scanning: true) }
     if scanningSince == nil { scanningSince = t }
-    timerFloor = .min
+    invalidateTimers()
     return out
   }
 
@@ -152,7 +155,7 @@ public struct RegionMonitor: Sendable {
       regions[i].nextRange = nil
       out.append(event(t, .state, i))
     }
-    timerFloor = .min
+    invalidateTimers()
     return out
   }
 
@@ -166,7 +169,7 @@ public struct RegionMonitor: Sendable {
       scanStoppedAt = t
       scanPaused = true
     }
-    timerFloor = .min
+    invalidateTimers()
     return out
   }
 
@@ -178,7 +181,7 @@ public struct RegionMonitor: Sendable {
       scanPaused = false
       scanningSince = t
     }
-    timerFloor = .min
+    invalidateTimers()
     return out
   }
 
@@ -193,7 +196,7 @@ public struct RegionMonitor: Sendable {
     if !started { out += start(at: t, scanning: true) }
     if scanningSince == nil {
       scanningSince = t
-      timerFloor = .min
+      invalidateTimers()
     }
     if beacons.count >= beaconCapacity, beacons.position(of: beacon.id) == nil {
       beacons.makeRoom(capacity: beaconCapacity, keep: keptBeacons)
@@ -220,6 +223,7 @@ public struct RegionMonitor: Sendable {
       // (a beacon with a shorter timeout than the cautious wait).
       if let d = exitDeadline(i) { timerFloor = min(timerFloor, d) }
       if let d = regions[i].nextRange { timerFloor = min(timerFloor, d) }
+      timerFloorExact = false
     }
     return out
   }
@@ -230,10 +234,12 @@ public struct RegionMonitor: Sendable {
     while t >= timerFloor {
       guard let timer = earliestTimer() else {
         timerFloor = .max
+        timerFloorExact = true
         break
       }
       guard timer.0 <= t else {
         timerFloor = timer.0
+        timerFloorExact = true
         break
       }
       now = timer.0
@@ -273,7 +279,7 @@ public struct RegionMonitor: Sendable {
     let known = Set(regions.map { $0.config.name + "\u{0}" + $0.config.identity })
     regions = next
     for i in regions.indices { regions[i].holder = isAuto(i) ? computeHolder(i) : nil }
-    timerFloor = .min
+    invalidateTimers()
     if started {
       for i in regions.indices
       where !known.contains(regions[i].config.name + "\u{0}" + regions[i].config.identity) {
@@ -287,6 +293,18 @@ public struct RegionMonitor: Sendable {
 
   /// When `advance` next has something to do; `nil` if nothing is pending.
   public var nextDeadline: Int64? { earliestTimer()?.0 }
+
+  /// The same as `nextDeadline`, remembered until something changes: the
+  /// live agent asks after every report to arm its timer, and most reports
+  /// change nothing. (Mutating, so that a driver holding the monitor asks
+  /// in place instead of copying it for a getter.)
+  public mutating func deadline() -> Int64? {
+    if !timerFloorExact {
+      timerFloor = earliestTimer()?.0 ?? .max
+      timerFloorExact = true
+    }
+    return timerFloor == .max ? nil : timerFloor
+  }
 
   public func state(of region: String) -> RegionState? {
     regions.first { $0.config.name == region }?.state
@@ -318,6 +336,11 @@ public struct RegionMonitor: Sendable {
   }
 
   // MARK: Timers
+
+  private mutating func invalidateTimers() {
+    timerFloor = .min
+    timerFloorExact = false
+  }
 
   private func earliestTimer() -> (Int64, Int, Bool)? {
     var best: (Int64, Int, Bool)? = nil

@@ -72,7 +72,7 @@ public final class MonitorDriver {
   public func scanResumed(at t: Int64) { handle(monitor.scanResumed(at: t)) }
 
   /// When `advance` must next be called (capture or wall-clock time).
-  public var nextDeadline: Int64? { monitor.nextDeadline }
+  public var nextDeadline: Int64? { monitor.deadline() }
 
   /// Lets running hooks finish (or time out). For the end of a replay.
   public func finish() { hooks?.finish() }
