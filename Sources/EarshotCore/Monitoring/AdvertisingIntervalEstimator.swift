@@ -63,9 +63,7 @@ public struct AdvertisingIntervalEstimator: Sendable {
       gaps[Int(next)] = gap
       next = UInt8((Int(next) + 1) % Self.capacity)
     }
-    if let (interval, _, loss, _, _) = stats,
-      Double(gap) * Double(Self.unitMicros) / 1e6 >= Self.slowdownFactor(loss: loss) * interval
-    {
+    if let stats, Double(gap) * Double(Self.unitMicros) / 1e6 >= stats.slowdown {
       slowRun += 1
       if slowRun >= Self.slowdownGaps { return restartFromRecentGaps() }
     } else {
@@ -106,7 +104,10 @@ public struct AdvertisingIntervalEstimator: Sendable {
   /// 16th, and at once for a gap longer than any seen), so that asking for
   /// the timeout costs nothing.
   private var stats:
-    (interval: Double, loss: Double, upper: Double, longest: Double, timeout: Double)? = nil
+    (
+      interval: Double, loss: Double, upper: Double, longest: Double, timeout: Double,
+      slowdown: Double
+    )? = nil
   private var sinceUpdate: UInt8 = 0
 
   private mutating func update(now: Bool) {
@@ -138,8 +139,11 @@ public struct AdvertisingIntervalEstimator: Sendable {
     var misses = 5.0
     // At the upper bound of the loss, as the timeout has always been taken.
     if upper > 0.01 { misses = max(misses, (log(Self.missChance) / log(upper)).rounded(.up)) }
+    // The timeout and the slowdown threshold (in seconds) are worked out
+    // here, not at every report: both take logarithms.
     stats = (
-      interval, loss, upper, longestSeconds, max(interval * (misses + 1), 3 * longestSeconds)
+      interval, loss, upper, longestSeconds, max(interval * (misses + 1), 3 * longestSeconds),
+      Self.slowdownFactor(loss: upper) * interval
     )
   }
 
