@@ -9,7 +9,7 @@ final class BenchCommandTests: XCTestCase {
     try PulseServer.require()
     let r = try Earshot.run([
       "bench", "--seconds", "0.2", "--reports", "5000", "--beacons", "2000",
-      "--alert-device", "default", "--mixer-card", "default",
+      "--dense-minutes", "2", "--alert-device", "default", "--mixer-card", "default",
     ])
     XCTAssertEqual(r.status, 0, r.stderr)
     let lines = r.stdout.split(separator: "\n").map(String.init)
@@ -34,6 +34,13 @@ final class BenchCommandTests: XCTestCase {
     XCTAssertLessThan(wakeups, 1_500, r.stdout)
     let rss = try XCTUnwrap(value("memory: 2000 beacons, VmRSS"), r.stdout)
     XCTAssertGreaterThan(rss, 1, r.stdout)
+    // The dense room: a figure for its first and last minute of capture time.
+    let dense = try XCTUnwrap(
+      lines.first { $0.hasPrefix("dense room: ns/report, min 1/2 ") }, r.stdout)
+    XCTAssertTrue(dense.contains("600000 reports, "), dense)
+    XCTAssertTrue(dense.contains(" addresses, 5,000/s"), dense)
+    XCTAssertTrue(
+      lines.contains { $0.hasPrefix("dense room: VmRSS MB, min 1/2 ") }, r.stdout)
     let start = try XCTUnwrap(value("find-phone: request -> first sample"), r.stdout)
     let silent = try XCTUnwrap(value("find-phone: found -> PCM silent"), r.stdout)
     XCTAssertGreaterThan(start, 0)
@@ -42,7 +49,9 @@ final class BenchCommandTests: XCTestCase {
   }
 
   func testWithoutAnAlertDeviceFindPhoneIsSkippedAndSaysHow() throws {
-    let r = try Earshot.run(["bench", "--seconds", "0.05", "--reports", "2000", "--beacons", "100"])
+    let r = try Earshot.run([
+      "bench", "--seconds", "0.05", "--reports", "2000", "--beacons", "100", "--dense-minutes", "0",
+    ])
     XCTAssertEqual(r.status, 0, r.stderr)
     XCTAssertTrue(r.stdout.contains("find-phone                              skipped"), r.stdout)
     XCTAssertTrue(r.stdout.contains("--alert-device PCM to measure"), r.stdout)

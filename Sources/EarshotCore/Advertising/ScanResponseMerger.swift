@@ -9,6 +9,9 @@ public struct ScanResponseMerger {
 
   public init(capacity: Int = 4096) { self.capacity = capacity }
 
+  /// Advertisers remembered now (never more than `capacity`).
+  public var count: Int { last.count }
+
   /// Records an advertisement; for a scan response, calls `body` with the
   /// advertiser's previous advertising data (empty if none was seen).
   public mutating func observe(

@@ -12,6 +12,14 @@ public struct AdvertisingEventDecoder {
 
   /// The largest extended advertising data the spec allows (Core 5.x).
   public static let maxExtendedDataLength = 1650
+  /// Chains being joined at once, at most: a controller sends a chain's
+  /// fragments close together, so more are chains whose end never came
+  /// (out of range, a dropped event). Past this one is given up, so that a
+  /// crowd of advertisers cannot grow the table.
+  public static let maxPendingChains = 128
+
+  /// Chains with fragments waiting for their last one.
+  var pendingChains: Int { fragments.count }
 
   public init() {}
 
@@ -232,6 +240,9 @@ public struct AdvertisingEventDecoder {
           continue
         }
         buffer.append(contentsOf: data)
+        if fragments.count >= Self.maxPendingChains {
+          fragments.remove(at: fragments.startIndex)
+        }
         fragments[key] = buffer
         continue
       }

@@ -63,9 +63,7 @@ public struct AdvertisingIntervalEstimator: Sendable {
       gaps[Int(next)] = gap
       next = UInt8((Int(next) + 1) % Self.capacity)
     }
-    if let (interval, _, loss, _) = stats,
-      Double(gap) * Double(Self.unitMicros) / 1e6 >= Self.slowdownFactor(loss: loss) * interval
-    {
+    if let stats, Double(gap) * Double(Self.unitMicros) / 1e6 >= stats.slowdown {
       slowRun += 1
       if slowRun >= Self.slowdownGaps { return restartFromRecentGaps() }
     } else {
@@ -105,7 +103,11 @@ public struct AdvertisingIntervalEstimator: Sendable {
   /// Statistics recomputed as gaps arrive (every gap at first, then every
   /// 16th, and at once for a gap longer than any seen), so that asking for
   /// the timeout costs nothing.
-  private var stats: (interval: Double, loss: Double, upper: Double, longest: Double)? = nil
+  private var stats:
+    (
+      interval: Double, loss: Double, upper: Double, longest: Double, timeout: Double,
+      slowdown: Double
+    )? = nil
   private var sinceUpdate: UInt8 = 0
 
   private mutating func update(now: Bool) {
@@ -114,9 +116,18 @@ public struct AdvertisingIntervalEstimator: Sendable {
     else { return }
     sinceUpdate = 0
     let unit = Double(Self.unitMicros) / 1e6
-    let sorted = (0..<Int(count)).map { gaps[$0] }.sorted()
-    let interval = Double(sorted[sorted.count / 10]) * unit
-    let span = sorted.reduce(0.0) { $0 + Double($1) } * unit
+    // The 10th percentile, the sum and the longest, from a copy on the
+    // stack: no sorted array per update (it was most of a report's cost).
+    let n = Int(count)
+    var total = 0
+    var longest: UInt16 = 0
+    for k in 0..<n {
+      total += Int(gaps[k])
+      longest = max(longest, gaps[k])
+    }
+    let interval = Double(Self.select(gaps, count: n, rank: n / 10)) * unit
+    // Whole numbers below 2^24: exact as doubles, whatever the order.
+    let span = Double(total) * unit
     let mean = span / Double(count)
     let loss = min(0.95, max(0, 1 - interval / mean))
     // An upper confidence bound (about 97.5 %): with few gaps seen the
@@ -124,7 +135,48 @@ public struct AdvertisingIntervalEstimator: Sendable {
     let events = max(1, span / interval)
     let p = max(loss, 0.05)
     let upper = min(0.95, loss + 2 * (p * (1 - p) / events).squareRoot())
-    stats = (interval, loss, upper, Double(sorted.last!) * unit)
+    let longestSeconds = Double(longest) * unit
+    var misses = 5.0
+    // At the upper bound of the loss, as the timeout has always been taken.
+    if upper > 0.01 { misses = max(misses, (log(Self.missChance) / log(upper)).rounded(.up)) }
+    // The timeout and the slowdown threshold (in seconds) are worked out
+    // here, not at every report: both take logarithms.
+    stats = (
+      interval, loss, upper, longestSeconds, max(interval * (misses + 1), 3 * longestSeconds),
+      Self.slowdownFactor(loss: upper) * interval
+    )
+  }
+
+  /// The value of rank `rank` (0-based) among the first `count` gaps:
+  /// quickselect on a copy, which lives on the stack.
+  static func select(_ values: InlineArray<128, UInt16>, count: Int, rank: Int) -> UInt16 {
+    var v = values
+    var lo = 0
+    var hi = count - 1
+    while lo < hi {
+      let pivot = v[lo + (hi - lo) / 2]
+      var i = lo
+      var j = hi
+      while i <= j {
+        while v[i] < pivot { i += 1 }
+        while v[j] > pivot { j -= 1 }
+        if i <= j {
+          let x = v[i]
+          v[i] = v[j]
+          v[j] = x
+          i += 1
+          j -= 1
+        }
+      }
+      if rank <= j {
+        hi = j
+      } else if rank >= i {
+        lo = i
+      } else {
+        return v[rank]
+      }
+    }
+    return v[rank]
   }
 
   public var intervalSeconds: Double? { stats?.interval }
@@ -134,10 +186,9 @@ public struct AdvertisingIntervalEstimator: Sendable {
   /// Seconds without a report before this beacon counts as gone, or `nil`
   /// while too little has been seen.
   public func timeout(floor: Double, ceiling: Double) -> Double? {
-    guard let (interval, _, loss, longest) = stats else { return nil }
-    var misses = 5.0
-    if loss > 0.01 { misses = max(misses, (log(Self.missChance) / log(loss)).rounded(.up)) }
-    let t = max(interval * (misses + 1), 3 * longest)
+    // Worked out when the statistics change (every 16th gap or so), since
+    // this is asked at every report.
+    guard let t = stats?.timeout else { return nil }
     return min(ceiling, max(floor, t))
   }
 }

@@ -30,16 +30,22 @@ struct BeaconTable: Sendable {
     _modify { yield &segments[i / Self.segmentSize][i % Self.segmentSize] }
   }
 
+  /// Reads the record at `position` in place, without copying it.
+  func withRecord<R>(at i: Int, _ body: (TrackedBeacon) -> R) -> R {
+    segments[i / Self.segmentSize].withUnsafeBufferPointer { body($0[i % Self.segmentSize]) }
+  }
+
   /// Every record, in no particular order.
   var all: some Sequence<TrackedBeacon> { segments.lazy.flatMap { $0 } }
 
   /// One report: creates the record on first sight. Returns its position.
-  /// `absentAfter` gives a beacon's timeout before the report: a longer
-  /// gap was an absence, and does not count as a gap in its advertising.
+  /// A gap longer than the beacon's timeout before the report (its own
+  /// under `auto` within `floor`…`ceiling`, else `cautious`) was an
+  /// absence, and does not count as a gap in its advertising.
   @discardableResult
   mutating func observe(
     _ id: BeaconID, address: BDAddress, rssi: Int8?, measuredPower: Int8, at t: Int64,
-    absentAfter: (TrackedBeacon) -> Double = { _ in .infinity }
+    floor: Double = 0, ceiling: Double = .infinity, cautious: Double = .infinity
   ) -> Int {
     let i: Int
     if let found = index[id] {
@@ -57,11 +63,31 @@ struct BeaconTable: Sendable {
           track: BeaconTrack(id: id, address: address, measuredPower: measuredPower, at: t)))
       count += 1
     }
-    self[position: i].track.observe(
-      address: address, rssi: rssi, measuredPower: measuredPower, at: t)
-    let limit = absentAfter(self[position: i])
-    self[position: i].interval.observe(at: t, absentAfter: limit)
+    // In place: the record is ~550 bytes, and a closure over the caller
+    // here once made every report copy a whole segment.
+    let s = i / Self.segmentSize
+    let k = i % Self.segmentSize
+    segments[s].withUnsafeMutableBufferPointer { records in
+      records[k].track.observe(address: address, rssi: rssi, measuredPower: measuredPower, at: t)
+      let limit = records[k].interval.timeout(floor: floor, ceiling: ceiling) ?? cautious
+      records[k].interval.observe(at: t, absentAfter: limit)
+    }
     return i
+  }
+
+  /// Makes room for a new beacon when `capacity` are tracked: forgets the
+  /// quarter seen longest ago (except those in `keep`), so that a flood of
+  /// identities costs bounded memory and amortised constant time.
+  mutating func makeRoom(capacity: Int, keep: Set<BeaconID>) {
+    guard count >= capacity else { return }
+    var seen = [Int64]()
+    seen.reserveCapacity(count)
+    for b in all { seen.append(b.track.lastSeen) }
+    seen.sort()
+    let quarter = seen[count / 4]
+    forget(seenBefore: quarter, keep: keep)
+    // Many seen at the same moment: that moment goes too.
+    if count >= capacity { forget(seenBefore: quarter &+ 1, keep: keep) }
   }
 
   /// A gap in scanning: no beacon's next gap may span it.
@@ -75,11 +101,12 @@ struct BeaconTable: Sendable {
     var i = 0
     while i < count {
       let track = self[position: i].track
-      guard track.lastSeen < horizon, !keep.contains(track.id) else {
+      let id = track.id
+      guard track.lastSeen < horizon, !keep.contains(id) else {
         i += 1
         continue
       }
-      index[track.id] = nil
+      index[id] = nil
       let last = count - 1
       if i != last {
         let moved = self[position: last]

@@ -59,16 +59,33 @@ public struct RegionMonitor: Sendable {
   }
 
   struct Holder: Sendable {
-    var lastSeen: Int64
-    var seconds: Double
-    var beacon: BeaconID
-    var end: Int64 { lastSeen &+ Int64((seconds * 1e6).rounded()) }
+    let lastSeen: Int64
+    let seconds: Double
+    let beacon: BeaconID
+    /// `seconds` in microseconds, and the end it gives: worked out once,
+    /// since deadlines are asked for at every report.
+    let micros: Int64
+    let end: Int64
+
+    init(lastSeen: Int64, seconds: Double, beacon: BeaconID) {
+      self.lastSeen = lastSeen
+      self.seconds = seconds
+      self.beacon = beacon
+      micros = Int64((seconds * 1e6).rounded())
+      end = lastSeen &+ micros
+    }
   }
 
   /// Beacons unseen for this long are forgotten (unless a region still
   /// names them), so a street's worth of passers-by does not pile up.
   static let forgetAfterMicros: Int64 = 3_600_000_000
   static let forgetEveryMicros: Int64 = 60_000_000
+  /// Beacon identities tracked at most: past this, the quarter seen longest
+  /// ago is forgotten to make room, so that a flood of identities (any
+  /// number of them may match a region that names only a UUID) cannot
+  /// take more than ~40 MB. Ten thousand real beacons take ~6.5 MB.
+  static let defaultBeaconCapacity = 65_536
+  var beaconCapacity = defaultBeaconCapacity
 
   public private(set) var ranging: RangingConfig
   public private(set) var monitor: MonitorConfig
@@ -82,6 +99,13 @@ public struct RegionMonitor: Sendable {
   private var scanStoppedAt: Int64? = nil
   private var now: Int64 = .min
   private var started = false
+  /// No timer is due before this (a lower bound, `.min` when not known):
+  /// most reports are not iBeacons of a region and only move time, and
+  /// then `advance` costs one comparison instead of a pass over regions.
+  private var timerFloor: Int64 = .min
+  /// Whether `timerFloor` is the earliest timer itself (as `nextDeadline`
+  /// would say), so that `deadline()` need not look again.
+  private var timerFloorExact = false
 
   public init(config: Config, emitRange: Bool = true, snapshot: MonitorSnapshot? = nil) {
     ranging = config.ranging
@@ -106,6 +130,7 @@ public struct RegionMonitor: Sendable {
     started = true
     now = t
     if scanning { scanningSince = t }
+    invalidateTimers()
     return regions.map {
       MonitorEvent(t: t, kind: .state, region: $0.config.name, state: .unknown, beacons: [])
     }
@@ -115,6 +140,7 @@ public struct RegionMonitor: Sendable {
     var out = advance(to: t)
     if !started { out += start(at: t, scanning: true) }
     if scanningSince == nil { scanningSince = t }
+    invalidateTimers()
     return out
   }
 
@@ -129,6 +155,7 @@ public struct RegionMonitor: Sendable {
       regions[i].nextRange = nil
       out.append(event(t, .state, i))
     }
+    invalidateTimers()
     return out
   }
 
@@ -142,6 +169,7 @@ public struct RegionMonitor: Sendable {
       scanStoppedAt = t
       scanPaused = true
     }
+    invalidateTimers()
     return out
   }
 
@@ -153,6 +181,7 @@ public struct RegionMonitor: Sendable {
       scanPaused = false
       scanningSince = t
     }
+    invalidateTimers()
     return out
   }
 
@@ -162,27 +191,39 @@ public struct RegionMonitor: Sendable {
     at t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?
   ) -> [MonitorEvent] {
     var out = advance(to: t)
-    let matching = regions.indices.filter { regions[$0].config.matches(beacon.id) }
-    guard !matching.isEmpty else { return out }
+    // No array of the matching regions: nothing is allocated per report.
+    guard regions.contains(where: { $0.config.matches(beacon.id) }) else { return out }
     if !started { out += start(at: t, scanning: true) }
-    if scanningSince == nil { scanningSince = t }
+    if scanningSince == nil {
+      scanningSince = t
+      invalidateTimers()
+    }
+    if beacons.count >= beaconCapacity, beacons.position(of: beacon.id) == nil {
+      beacons.makeRoom(capacity: beaconCapacity, keep: keptBeacons)
+    }
 
     let position = beacons.observe(
       beacon.id, address: address, rssi: rssi, measuredPower: beacon.measuredPower, at: t,
-      absentAfter: beaconTimeout)
+      floor: monitor.autoFloor, ceiling: monitor.autoCeiling, cautious: cautiousTimeout)
 
-    for i in matching {
+    for i in regions.indices where regions[i].config.matches(beacon.id) {
       regions[i].lastSeen = t
       regions[i].lastBeacon = beacon.id
       updateHolder(i, reporter: beacon.id, at: position)
-      guard regions[i].state != .inside else { continue }
-      let kind: MonitorEvent.Kind = regions[i].known == .outside ? .enter : .state
-      regions[i].state = .inside
-      regions[i].known = .inside
-      if emitRange { regions[i].nextRange = nextTick(after: t) }
-      let trigger = beacons[position: position].track.ranged(
-        at: t, model: ranging.model, staleAfter: ranging.staleAfter)
-      out.append(event(t, kind, i, beacons: [trigger]))
+      if regions[i].state != .inside {
+        let kind: MonitorEvent.Kind = regions[i].known == .outside ? .enter : .state
+        regions[i].state = .inside
+        regions[i].known = .inside
+        if emitRange { regions[i].nextRange = nextTick(after: t) }
+        let trigger = beacons[position: position].track.ranged(
+          at: t, model: ranging.model, staleAfter: ranging.staleAfter)
+        out.append(event(t, kind, i, beacons: [trigger]))
+      }
+      // Only this region's timers moved, and a deadline may come sooner
+      // (a beacon with a shorter timeout than the cautious wait).
+      if let d = exitDeadline(i) { timerFloor = min(timerFloor, d) }
+      if let d = regions[i].nextRange { timerFloor = min(timerFloor, d) }
+      timerFloorExact = false
     }
     return out
   }
@@ -190,7 +231,17 @@ public struct RegionMonitor: Sendable {
   /// Fires every timer due at or before `t`, in time order.
   public mutating func advance(to t: Int64) -> [MonitorEvent] {
     var out: [MonitorEvent] = []
-    while let timer = earliestTimer(), timer.0 <= t {
+    while t >= timerFloor {
+      guard let timer = earliestTimer() else {
+        timerFloor = .max
+        timerFloorExact = true
+        break
+      }
+      guard timer.0 <= t else {
+        timerFloor = timer.0
+        timerFloorExact = true
+        break
+      }
       now = timer.0
       if timer.2 {
         fireExit(timer.1, at: timer.0, into: &out)
@@ -228,6 +279,7 @@ public struct RegionMonitor: Sendable {
     let known = Set(regions.map { $0.config.name + "\u{0}" + $0.config.identity })
     regions = next
     for i in regions.indices { regions[i].holder = isAuto(i) ? computeHolder(i) : nil }
+    invalidateTimers()
     if started {
       for i in regions.indices
       where !known.contains(regions[i].config.name + "\u{0}" + regions[i].config.identity) {
@@ -241,6 +293,18 @@ public struct RegionMonitor: Sendable {
 
   /// When `advance` next has something to do; `nil` if nothing is pending.
   public var nextDeadline: Int64? { earliestTimer()?.0 }
+
+  /// The same as `nextDeadline`, remembered until something changes: the
+  /// live agent asks after every report to arm its timer, and most reports
+  /// change nothing. (Mutating, so that a driver holding the monitor asks
+  /// in place instead of copying it for a getter.)
+  public mutating func deadline() -> Int64? {
+    if !timerFloorExact {
+      timerFloor = earliestTimer()?.0 ?? .max
+      timerFloorExact = true
+    }
+    return timerFloor == .max ? nil : timerFloor
+  }
 
   public func state(of region: String) -> RegionState? {
     regions.first { $0.config.name == region }?.state
@@ -273,6 +337,11 @@ public struct RegionMonitor: Sendable {
 
   // MARK: Timers
 
+  private mutating func invalidateTimers() {
+    timerFloor = .min
+    timerFloorExact = false
+  }
+
   private func earliestTimer() -> (Int64, Int, Bool)? {
     var best: (Int64, Int, Bool)? = nil
     for i in regions.indices {
@@ -295,7 +364,7 @@ public struct RegionMonitor: Sendable {
       guard let h = regions[i].holder, h.end >= min(start, scanStoppedAt ?? start) else {
         return start + Int64((cautiousTimeout * 1e6).rounded())
       }
-      return max(h.lastSeen, start) + Int64((h.seconds * 1e6).rounded())
+      return max(h.lastSeen, start) + h.micros
     }
     return max(regions[i].lastSeen ?? start, start) + Int64((timeout(i) * 1e6).rounded())
   }
@@ -365,6 +434,11 @@ public struct RegionMonitor: Sendable {
     Holder(lastSeen: b.track.lastSeen, seconds: beaconTimeout(b), beacon: b.track.id)
   }
 
+  /// The same for the record at `position`, read in place.
+  private func holder(at position: Int) -> Holder {
+    beacons.withRecord(at: position) { holder($0) }
+  }
+
   /// The region's beacon whose silence ends last (a full pass).
   private func computeHolder(_ i: Int) -> Holder? {
     var best: Holder? = nil
@@ -380,7 +454,7 @@ public struct RegionMonitor: Sendable {
   /// when the holder's end moved earlier.
   private mutating func updateHolder(_ i: Int, reporter id: BeaconID, at position: Int) {
     guard isAuto(i) else { return }
-    let mine = holder(beacons[position: position])
+    let mine = holder(at: position)
     if let current = regions[i].holder {
       if mine.end >= current.end {
         regions[i].holder = mine
@@ -398,9 +472,15 @@ public struct RegionMonitor: Sendable {
     var longest = monitor.autoCeiling
     for i in regions.indices { longest = max(longest, timeout(i)) }
     let horizon = t &- max(Self.forgetAfterMicros, Int64(longest * 2e6))
+    beacons.forget(seenBefore: horizon, keep: keptBeacons)
+  }
+
+  /// The beacons never forgotten: those a region's exit would name, and
+  /// those whose silence ends a region last.
+  private var keptBeacons: Set<BeaconID> {
     var keep = Set(regions.compactMap(\.lastBeacon))
     for r in regions { if let h = r.holder { keep.insert(h.beacon) } }
-    beacons.forget(seenBefore: horizon, keep: keep)
+    return keep
   }
 
   /// The next multiple of the ranging interval strictly after `t`.

@@ -17,6 +17,11 @@ let benchCommand = Command(
     loop's wakeups per second.
     Memory: VmRSS/VmHWM after --beacons distinct beacons are ranged and
     monitored.
+    Dense room: a conference hall of 1,000 devices at 5,000 reports/s,
+    each rotating its private address every minute (10,000 addresses in
+    10 minutes), 5 % of reports from iBeacons, through the decoder and the
+    monitor in capture time for --dense-minutes minutes; ns per report and
+    VmRSS at the first, middle and last minute (both should stay flat).
     Find-phone (only with --alert-device, since it plays the ring there):
     the daemon's find-phone driver with the ALSA alert; request to first
     sample written and found to PCM silent, median and worst of the cycles.
@@ -31,6 +36,8 @@ let benchCommand = Command(
       "config", "FILE", "Regions for the monitor stages (default: three over the synthetic room)"),
     .value("rate", "N", "Reports per second for the live path (default 1000)"),
     .value("beacons", "N", "Distinct beacons for the memory stage (default 10000)"),
+    .value(
+      "dense-minutes", "N", "Minutes of capture time for the dense room (default 10, 0 skips)"),
     .value("alert-device", "PCM", "Measure find-phone on this ALSA device (e.g. default)"),
     .value("mixer-card", "CARD", "With --alert-device: the mixer find-phone saves and raises"),
   ],
@@ -62,6 +69,8 @@ func runBench(_ args: Arguments) throws -> Int32 {
   guard (1...100_000).contains(rate) else { throw UsageError("--rate must be 1…100000 reports/s") }
   let beaconCount = Int(args.value("beacons") ?? "10000") ?? 0
   guard (1...60_000).contains(beaconCount) else { throw UsageError("--beacons must be 1…60000") }
+  let denseMinutes = Int(args.value("dense-minutes") ?? "10") ?? -1
+  guard (0...60).contains(denseMinutes) else { throw UsageError("--dense-minutes must be 0…60") }
   let config: Config
   if args.value("config") != nil {
     config = try loadConfig(args).0
@@ -73,6 +82,8 @@ func runBench(_ args: Arguments) throws -> Int32 {
   }
   // Memory first, before the capture and its copies are allocated.
   let memory = try BenchMonitor.memory(beacons: beaconCount)
+  // Then the dense room, whose VmRSS over time is the figure.
+  let dense = denseMinutes > 0 ? try BenchDenseRoom.run(config: config, minutes: denseMinutes) : nil
 
   let bytes: [UInt8]
   let source: String
@@ -173,6 +184,23 @@ func runBench(_ args: Arguments) throws -> Int32 {
     "memory: RssAnon (private)", f(Double(memory.anonKB) / 1024, 1) + " MB",
     "VmRSS less shared library pages")
   row("memory: VmRSS before tracking", f(Double(memory.baselineKB) / 1024, 1) + " MB", "")
+  if let dense {
+    // The first, middle and last minute of capture time.
+    let m = dense.minutes
+    let picked = Array(Set([0, m.count / 2 - (m.count % 2 == 0 ? 1 : 0), m.count - 1])).sorted()
+      .map { m[$0] }
+    let which = picked.map { String($0.minute) }.joined(separator: "/")
+    row(
+      "dense room: ns/report, min \(which)",
+      picked.map { f($0.nanosPerReport, 0) }.joined(separator: "/"),
+      "flat (\(dense.reports) reports, \(dense.addresses) addresses, 5,000/s)")
+    row(
+      "dense room: VmRSS MB, min \(which)",
+      picked.map { f(Double($0.rssKB) / 1024, 1) }.joined(separator: "/"),
+      "flat (\(dense.tracked) beacons tracked, \(dense.events) events)")
+  } else {
+    row("dense room", "skipped", "--dense-minutes 0")
+  }
   if let find {
     if let failure = find.failure {
       row("find-phone", "failed", failure)
