@@ -226,6 +226,21 @@ final class CaptureFormatTests: XCTestCase {
     XCTAssertTrue(replay.truncated)
   }
 
+  func testASectionOfEndlessInterfacesIsRefused() throws {
+    let bytes = try reencode(hciCapture, .pcapng(bigEndian: false))
+    let interface = hex("01000000 14000000 BB00 0000 00000400 14000000")
+    let many = Array(bytes.prefix(28)) + (0..<2000).flatMap { _ in interface }
+    try many.withUnsafeBytes { raw in
+      var reader = try CaptureReader(raw)
+      XCTAssertNil(reader.next())
+      XCTAssertEqual(reader.interfaceCount, CaptureReader.maxInterfaces)
+      XCTAssertEqual(
+        reader.failure,
+        .corrupt(
+          "more than 1024 interfaces in one pcapng section (record at byte \(28 + 1024 * 20))"))
+    }
+  }
+
   func testLinkLayerRejectsSayWhichRuleIsBroken() {
     func reason(_ bytes: [UInt8]) -> String {
       switch bytes.withUnsafeBytes({ LinkLayer.decode($0, rssi: nil) }) {

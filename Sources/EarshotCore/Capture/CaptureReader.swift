@@ -13,6 +13,8 @@
 /// `truncated`, with everything before it delivered. A record that cannot
 /// be a valid one (a bad length, an interface that was never described, a
 /// link type Earshot does not read) ends the walk and sets `failure`.
+///
+/// A reader is a cursor over one input: a copy shares its position.
 public struct CaptureReader: IteratorProtocol {
   public let format: CaptureFormat
   private let window: CaptureWindow
@@ -33,6 +35,11 @@ public struct CaptureReader: IteratorProtocol {
   public static let maxRecordBytes = 1 << 19
   /// The one buffer a streaming reader holds, whatever the input's size.
   public static let streamBufferBytes = 1 << 20
+  /// The most interfaces one pcapng section may describe (each costs the
+  /// reader a few bytes, so a file of nothing else stays bounded too).
+  public static let maxInterfaces = 1024
+  /// How many interfaces the current pcapng section has described.
+  public var interfaceCount: Int { interfaces.count }
 
   /// Reads a capture held in memory (borrowed, not copied).
   public init(_ bytes: UnsafeRawBufferPointer) throws {
@@ -252,6 +259,10 @@ public struct CaptureReader: IteratorProtocol {
           interface.offsetMicros = Int64(bitPattern: raw) &* 1_000_000
         default: break
         }
+      }
+      guard interfaces.count < Self.maxInterfaces else {
+        return corrupt(
+          "more than \(Self.maxInterfaces) interfaces in one pcapng section", at: offset)
       }
       if CapturePacket.supportedLinkTypes.contains(interface.linkType) {
         readableInterface = true
