@@ -14,10 +14,11 @@
 /// be a valid one (a bad length, an interface that was never described, a
 /// link type Earshot does not read) ends the walk and sets `failure`.
 ///
-/// A reader is a cursor over one input: a copy shares its position.
+/// A streaming reader is a cursor over one input: do not copy it (a copy
+/// shares its buffer). A reader over memory copies freely.
 public struct CaptureReader: IteratorProtocol {
   public let format: CaptureFormat
-  private let window: CaptureWindow
+  private var window: CaptureWindow
   public private(set) var truncated = false
   /// Why the walk stopped early, when the input is not a valid capture.
   public private(set) var failure: CaptureError?
@@ -55,7 +56,7 @@ public struct CaptureReader: IteratorProtocol {
   }
 
   private init(window: CaptureWindow) throws {
-    self.window = window
+    var window = window
     // The longest header is pcap's (24 bytes); a shorter input is checked
     // with what there is.
     let head = window.peek(atMost: 24)
@@ -66,6 +67,7 @@ public struct CaptureReader: IteratorProtocol {
     case .pcap: window.consume(24)
     case .pcapng: break  // the section header is a block like any other
     }
+    self.window = window
   }
 
   /// The error the source threw, if it did; the walk ended there.
@@ -357,41 +359,32 @@ private func hex(_ v: UInt32) -> String {
 }
 
 /// The bytes a reader walks, from a cursor: all of a borrowed buffer, or a
-/// window onto a source kept in one buffer allocated once.
-final class CaptureWindow {
-  private let storage: UnsafeMutableRawPointer?
-  private let base: UnsafeRawPointer?
-  let capacity: Int
+/// window onto a source kept in one buffer allocated once. The cursor is a
+/// plain value, so reading from memory touches no shared state.
+struct CaptureWindow {
+  private let buffer: CaptureBuffer?
+  private var base: UnsafeRawPointer?
   private var start = 0
   private var end: Int
   /// The input offset of the buffer's first byte.
   private var origin = 0
-  private let source: CaptureSource?
-  private var atEnd: Bool
-  private(set) var highWater = 0
-  private(set) var inputError: (any Error)?
 
   init(borrowing bytes: UnsafeRawBufferPointer) {
-    storage = nil
+    buffer = nil
     base = bytes.baseAddress
-    capacity = 0
     end = bytes.count
-    source = nil
-    atEnd = true
   }
 
   init(capacity: Int, source: @escaping CaptureSource) {
-    let storage = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
-    self.storage = storage
-    base = UnsafeRawPointer(storage)
-    self.capacity = capacity
+    let buffer = CaptureBuffer(capacity: capacity, source: source)
+    self.buffer = buffer
+    base = UnsafeRawPointer(buffer.storage)
     end = 0
-    self.source = source
-    atEnd = false
   }
 
-  deinit { storage?.deallocate() }
-
+  var capacity: Int { buffer?.capacity ?? 0 }
+  var highWater: Int { buffer?.highWater ?? 0 }
+  var inputError: (any Error)? { buffer?.inputError }
   /// Bytes from the cursor to the end of what has been read (all of the
   /// rest of the input once `peek` has failed).
   var available: Int { end - start }
@@ -400,23 +393,29 @@ final class CaptureWindow {
 
   /// The next `count` bytes, reading more from the source if needed, or
   /// `nil` if the input ends before them.
-  func peek(_ count: Int) -> UnsafeRawBufferPointer? {
-    if end - start < count { fill(count) }
-    guard end - start >= count, let base else { return nil }
+  @inline(__always)
+  mutating func peek(_ count: Int) -> UnsafeRawBufferPointer? {
+    if end - start < count {
+      fill(count)
+      guard end - start >= count else { return nil }
+    }
+    guard let base else { return nil }
     return UnsafeRawBufferPointer(start: base + start, count: count)
   }
 
   /// Up to `count` bytes: fewer only where the input ends.
-  func peek(atMost count: Int) -> UnsafeRawBufferPointer {
+  mutating func peek(atMost count: Int) -> UnsafeRawBufferPointer {
     if end - start < count { fill(count) }
     guard let base else { return UnsafeRawBufferPointer(start: nil, count: 0) }
     return UnsafeRawBufferPointer(start: base + start, count: min(count, end - start))
   }
 
-  func consume(_ count: Int) { start += count }
+  @inline(__always)
+  mutating func consume(_ count: Int) { start += count }
 
-  private func fill(_ count: Int) {
-    guard let storage, let source, count <= capacity else { return }
+  private mutating func fill(_ count: Int) {
+    guard let buffer, count <= buffer.capacity else { return }
+    let storage = buffer.storage
     // Keep only the unread bytes, at the front, then read behind them.
     if start > 0 {
       storage.copyMemory(from: storage + start, byteCount: end - start)
@@ -424,16 +423,45 @@ final class CaptureWindow {
       end -= start
       start = 0
     }
-    while end < count, !atEnd {
-      let room = UnsafeMutableRawBufferPointer(start: storage + end, count: capacity - end)
-      do {
-        let n = try source(room)
-        if n <= 0 { atEnd = true } else { end += min(n, room.count) }
-      } catch {
-        inputError = error
+    while end < count, let n = buffer.read(at: end) { end += n }
+  }
+}
+
+/// The one buffer of a streaming reader and the source that fills it.
+final class CaptureBuffer {
+  let storage: UnsafeMutableRawPointer
+  let capacity: Int
+  private let source: CaptureSource
+  private var atEnd = false
+  private(set) var highWater = 0
+  private(set) var inputError: (any Error)?
+
+  init(capacity: Int, source: @escaping CaptureSource) {
+    storage = .allocate(byteCount: capacity, alignment: 16)
+    self.capacity = capacity
+    self.source = source
+  }
+
+  deinit { storage.deallocate() }
+
+  /// Reads into the buffer from `offset` to its end; returns how many bytes
+  /// came, or `nil` at the end of the input (or the source's error).
+  func read(at offset: Int) -> Int? {
+    guard !atEnd, offset < capacity else { return nil }
+    let room = UnsafeMutableRawBufferPointer(start: storage + offset, count: capacity - offset)
+    do {
+      let n = try source(room)
+      guard n > 0 else {
         atEnd = true
+        return nil
       }
-      highWater = max(highWater, end)
+      let got = min(n, room.count)
+      highWater = max(highWater, offset + got)
+      return got
+    } catch {
+      inputError = error
+      atEnd = true
+      return nil
     }
   }
 }
