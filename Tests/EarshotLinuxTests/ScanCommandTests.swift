@@ -119,6 +119,60 @@ final class ScanCommandTests: XCTestCase {
     XCTAssertTrue(usage.stderr.contains("unknown option --bogus"), usage.stderr)
   }
 
+  func testADeviceThatIsNoCaptureFailsAtOnce() throws {
+    // It used to read /dev/zero until memory ran out.
+    let r = try Earshot.run(["scan", "--input", "/dev/zero"])
+    XCTAssertEqual(r.status, 1, r.stderr)
+    XCTAssertTrue(r.stderr.contains("/dev/zero: not a btsnoop, pcap or pcapng capture"), r.stderr)
+    XCTAssertEqual(r.stdout, "")
+  }
+
+  func testStandardInputIsReadAsItComes() throws {
+    let r = try Earshot.run(["scan", "--input", "-"], stdin: "neither btsnoop nor pcap")
+    XCTAssertEqual(r.status, 1, r.stderr)
+    XCTAssertTrue(r.stderr.contains("-: not a btsnoop, pcap or pcapng capture"), r.stderr)
+  }
+
+  func testUnreadableLinkTypeFailsTheSameInPcapAndPcapng() throws {
+    // One nRF Sniffer (link type 272) packet, as pcap and as pcapng.
+    let pcap = hex(
+      "D4C3B2A1 0200 0400 00000000 00000000 00000400 10010000"
+        + "01000000 00000000 04000000 04000000 DEADBEEF")
+    let pcapng = hex(
+      "0A0D0D0A 1C000000 4D3C2B1A 0100 0000 FFFFFFFFFFFFFFFF 1C000000"
+        + "01000000 14000000 1001 0000 00000400 14000000"
+        + "06000000 24000000 00000000 00000000 01000000 04000000 04000000 DEADBEEF 24000000")
+    var errors: [String] = []
+    for (bytes, ext) in [(pcap, "pcap"), (pcapng, "pcapng")] {
+      let path = tmp + "." + ext
+      try Data(bytes).write(to: URL(fileURLWithPath: path))
+      defer { try? FileManager.default.removeItem(atPath: path) }
+      let r = try Earshot.run(["scan", "--all", "--input", path])
+      XCTAssertEqual(r.status, 1, ext)
+      XCTAssertEqual(r.stdout, "", ext)
+      XCTAssertTrue(r.stderr.contains("link type 272 (Nordic BLE"), r.stderr)
+      XCTAssertTrue(r.stderr.contains("Earshot reads link types 187"), r.stderr)
+      errors.append(r.stderr.replacingOccurrences(of: path, with: "FILE"))
+    }
+    XCTAssertEqual(errors[0], errors[1])
+  }
+
+  func testACorruptPcapngSaysWhyAndFails() throws {
+    // A section header, then a packet with no interface described.
+    let bytes = hex(
+      "0A0D0D0A 1C000000 4D3C2B1A 0100 0000 FFFFFFFFFFFFFFFF 1C000000"
+        + "06000000 24000000 00000000 00000000 01000000 04000000 04000000 DEADBEEF 24000000")
+    let path = tmp + ".pcapng"
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let r = try Earshot.run(["scan", "--input", path])
+    XCTAssertEqual(r.status, 1)
+    XCTAssertTrue(
+      r.stderr.contains("corrupt capture: a pcapng packet before any interface description block"),
+      r.stderr)
+    XCTAssertFalse(r.stderr.contains("truncated"), r.stderr)
+  }
+
   func testEveryCommandHasHelpAndTheToolAVersion() throws {
     let top = try Earshot.run(["--help"])
     XCTAssertEqual(top.status, 0)

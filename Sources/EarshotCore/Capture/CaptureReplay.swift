@@ -10,9 +10,12 @@ public struct CaptureReplay {
 
   public init() {}
 
-  /// Calls `report` for every advertising report, `reject` (if given) for
-  /// every malformed event with its bytes and the reason, and `event` for
-  /// every HCI event (sniffed PDUs as the equivalent report event).
+  /// Replays a capture held in memory. Calls `report` for every
+  /// advertising report, `reject` (if given) for every malformed event with
+  /// its bytes and the reason, and `event` for every HCI event (sniffed PDUs
+  /// as the equivalent report event). Throws when the bytes are not a
+  /// capture Earshot reads, or stop being one part way (after delivering
+  /// what came before); a capture cut short only sets `truncated`.
   public mutating func run(
     _ bytes: UnsafeRawBufferPointer,
     report: (Int64, AdvertisingReport) -> Void,
@@ -20,6 +23,17 @@ public struct CaptureReplay {
     event: ((Int64, UnsafeRawBufferPointer) -> Void)? = nil
   ) throws {
     var reader = try CaptureReader(bytes)
+    try run(&reader, report: report, reject: reject, event: event)
+  }
+
+  /// The same, reading from `reader` (a streaming one, say) to its end.
+  /// Also throws the error its source threw.
+  public mutating func run(
+    _ reader: inout CaptureReader,
+    report: (Int64, AdvertisingReport) -> Void,
+    reject: ((Int64, UnsafeRawBufferPointer, String) -> Void)? = nil,
+    event: ((Int64, UnsafeRawBufferPointer) -> Void)? = nil
+  ) throws {
     while let record = reader.next() {
       let t = record.timestamp
       switch record.packet {
@@ -28,17 +42,19 @@ public struct CaptureReplay {
         let outcome = decoder.decode(event: bytes) { report(t, $0) }
         if case .malformed(let why) = outcome { reject?(t, bytes, why.description) }
       case .linkLayer(let pdu, let rssi):
-        var malformed = false
-        if let r = LinkLayer.report(pdu, rssi: rssi, malformed: &malformed) {
+        switch LinkLayer.decode(pdu, rssi: rssi) {
+        case .report(let r):
           decoder.stats.reports += 1
           // Offer sniffed PDUs as the HCI event a controller would send.
           if let event, let bytes = HCIEventEncoder.legacyReport(r) {
             bytes.withUnsafeBytes { event(t, $0) }
           }
           report(t, r)
-        } else if malformed {
+        case .malformed(let fault):
           malformedLinkLayer += 1
-          reject?(t, pdu, "link-layer PDU length runs past the packet")
+          reject?(t, pdu, fault.description)
+        case .ignored:
+          break
         }
       case .hciCommand, .other:
         break
@@ -46,5 +62,7 @@ public struct CaptureReplay {
     }
     records = reader.records
     truncated = reader.truncated
+    if let error = reader.inputError { throw error }
+    if let failure = reader.failure { throw failure }
   }
 }

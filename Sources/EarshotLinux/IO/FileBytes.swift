@@ -33,6 +33,47 @@ public struct FileBytes {
   }
 }
 
+/// A file read front to back into the caller's buffer, one read(2) at a
+/// time: captures of any size, pipes and devices, in the memory the caller
+/// gives. `-` is standard input.
+public final class FileStream {
+  public let path: String
+  private let fd: Int32
+  private let owned: Bool
+
+  public init(path: String) throws {
+    self.path = path
+    if path == "-" {
+      fd = 0
+      owned = false
+      return
+    }
+    fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw SystemError(errno: errno, "cannot open \(path)") }
+    owned = true
+    var st = stat()
+    if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
+      close(fd)
+      throw SystemError(errno: EISDIR, "cannot read \(path)")
+    }
+    // Read ahead generously; the pages are the kernel's cache, not ours.
+    _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
+  }
+
+  /// Fills as much of `buffer` as one read gives; 0 at the end of the file.
+  public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+    guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
+    while true {
+      let n = Glibc.read(fd, base, buffer.count)
+      if n >= 0 { return n }
+      if errno == EINTR { continue }
+      throw SystemError(errno: errno, "cannot read \(path)")
+    }
+  }
+
+  deinit { if owned { close(fd) } }
+}
+
 /// Appends to a file through a buffer; used for btsnoop recording.
 public final class FileSink {
   public let path: String

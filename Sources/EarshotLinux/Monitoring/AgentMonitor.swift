@@ -152,8 +152,8 @@ public final class AgentMonitor {
   /// fire as capture time passes and those due by the last timestamp fire
   /// at the end. Returns at the end of the capture (no waiting).
   public func replay(path: String) throws {
-    let file: FileBytes
-    do { file = try FileBytes(path: path) } catch { throw ReplayError("\(path): \(error)") }
+    let file: FileStream
+    do { file = try FileStream(path: path) } catch { throw ReplayError("\(path): \(error)") }
     var replay = CaptureReplay()
     var last: Int64 = 0
     func begin(_ t: Int64) {
@@ -165,18 +165,18 @@ public final class AgentMonitor {
       captureTime = last
     }
     do {
-      try file.bytes.withUnsafeBytes { bytes in
-        try replay.run(
-          bytes,
-          report: { t, r in
-            begin(t)
-            self.driver.report(at: t, r)
-          },
-          event: { t, _ in
-            begin(t)
-            self.driver.advance(to: t)
-          })
-      }
+      // Streamed: bounded memory whatever the capture's size.
+      var reader = try CaptureReader(source: file.read(into:))
+      try replay.run(
+        &reader,
+        report: { t, r in
+          begin(t)
+          self.driver.report(at: t, r)
+        },
+        event: { t, _ in
+          begin(t)
+          self.driver.advance(to: t)
+        })
     } catch {
       throw ReplayError("\(path): \(error)")
     }

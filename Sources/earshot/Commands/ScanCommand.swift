@@ -13,7 +13,7 @@ let scanCommand = Command(
     """,
   options: [
     .value("adapter", "hciN", "Adapter to scan with (default: the first LE-capable one)"),
-    .value("input", "FILE", "Replay a capture instead of scanning live"),
+    .value("input", "FILE", "Replay a capture instead of scanning live (- for standard input)"),
     .value("write", "FILE", "Record the HCI events seen as btsnoop"),
     .flag("all", "Print every report with its AD structures, and malformed events"),
     .value("format", "json|text", "Output format (default json)"),
@@ -98,25 +98,27 @@ func runScan(_ args: Arguments) throws -> Int32 {
   guard let input = args.value("input") else {
     return try runLiveScan(args, printer: &printer, sink: sink)
   }
-  let file = try FileBytes(path: input)
+  // Streamed through one fixed buffer: any size, pipes and devices too;
+  // the header is checked before anything else is read.
+  let file = try FileStream(path: input)
   var replay = CaptureReplay()
   var writeError: (any Error)? = nil
+  var failure: (any Error)? = nil
   do {
-    try file.bytes.withUnsafeBytes { bytes throws in
-      try replay.run(
-        bytes,
-        report: { printer.print($0, $1) },
-        reject: { printer.reject($0, $1, $2) },
-        event: sink.map { sink in
-          { t, event in
-            do { try sink.write(BtsnoopWriter.record(event: event, micros: t)) } catch {
-              writeError = error
-            }
+    var reader = try CaptureReader(source: file.read(into:))
+    try replay.run(
+      &reader,
+      report: { printer.print($0, $1) },
+      reject: { printer.reject($0, $1, $2) },
+      event: sink.map { sink in
+        { t, event in
+          do { try sink.write(BtsnoopWriter.record(event: event, micros: t)) } catch {
+            writeError = error
           }
-        })
-    }
+        }
+      })
   } catch {
-    throw CommandFailure("\(input): \(error)")
+    failure = error
   }
   if let writeError { throw CommandFailure("\(writeError)") }
   try sink?.flush()
@@ -128,5 +130,7 @@ func runScan(_ args: Arguments) throws -> Int32 {
       "earshot scan: \(input): \(malformed) malformed event(s) or report(s) skipped"
         + (replay.truncated ? "; the capture ends in a truncated record" : "") + "\n")
   }
+  // What came before a fault is out; the fault still fails the command.
+  if let failure { throw CommandFailure("\(input): \(failure)") }
   return 0
 }
