@@ -35,7 +35,7 @@ done
 grep -qx /etc/earshot/earshot.conf "$root/control/conffiles" || fail "earshot.conf is not a conffile"
 grep -q 'setcap cap_net_raw,cap_net_admin+eip /usr/bin/earshot' "$root/control/postinst" ||
   fail "postinst does not set the file capabilities"
-grep -q 'rm -rf /var/lib/private/earshot /var/lib/earshot' "$root/control/postrm" ||
+grep -q 'rm -rf /var/lib/private/earshot' "$root/control/postrm" ||
   fail "postrm does not remove the state on purge"
 [ "$("$root/tree/usr/bin/earshot" --version)" = "earshot $version" ] || fail "unpacked binary's --version"
 cmp -s etc/earshot.conf "$root/tree/etc/earshot/earshot.conf" || fail "packaged config differs from etc/"
