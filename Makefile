@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 # memory than the shared libraries, and nothing to install beside it).
 RELEASE_BUILD = build -c release --product earshot --static-swift-stdlib
 
-.PHONY: build demo test install format
+.PHONY: build demo test install format deb
 
 build:
 	scripts/deps.sh build
@@ -29,3 +29,9 @@ format:
 # Binary, config, sounds and systemd units (PREFIX=/usr/local, DESTDIR for packaging).
 install: build
 	scripts/install.sh $(PREFIX)
+
+# The Debian package: .build/deb/earshot_VERSION_amd64.deb (debhelper; VERSION
+# is what `earshot --version` prints). Needs no root and no network.
+deb:
+	scripts/deps.sh deb
+	SWIFT=$(SWIFT) debian/rules binary

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Earshot needs. Usage: scripts/deps.sh [build|test]
+# Installs the Debian packages Earshot needs. Usage: scripts/deps.sh [build|test|deb]
 #   build: what compiling needs (C libraries and pkg-config)
+#   deb:   also what `make deb` needs (debhelper, lintian)
 #   test:  also what the tests run against (PulseAudio, BlueZ tools, QEMU, ...)
+#          and the packaging tools (the package is built and checked in tests)
 set -euo pipefail
 mode=${1:-build}
 build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev libmosquitto-dev libsqlite3-dev
@@ -9,8 +11,10 @@ build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev li
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
       qemu-system-x86 busybox-static kmod cpio dbus util-linux mosquitto mosquitto-clients
       librsvg2-bin dbus-daemon dbus-bin libjpeg-turbo-progs)
+deb=(debhelper dpkg-dev fakeroot lintian libcap2-bin)
 want=("${build[@]}")
-[ "$mode" = test ] && want+=("${test[@]}")
+[ "$mode" = deb ] && want+=("${deb[@]}")
+[ "$mode" = test ] && want+=("${test[@]}" "${deb[@]}")
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

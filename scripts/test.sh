@@ -13,6 +13,8 @@ swift test
 # must build too, without warnings: whole-module builds see C headers differently.
 swift build -c release --product earshot --static-swift-stdlib 2>&1 | tee /tmp/earshot-release.log
 if grep -q 'warning:' /tmp/earshot-release.log; then echo "release build has warnings" >&2; exit 1; fi
+# The Debian package from that binary: lintian, contents, units (~30 s).
+scripts/deb-test.sh
 # A short run of every fuzz target (crashers kept in Tests/fuzz/corpus replay first).
 scripts/fuzz.sh all 50000
 if [ -x Tests/vm/run ]; then Tests/vm/run; fi

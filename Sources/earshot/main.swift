@@ -46,7 +46,8 @@ func main() -> Int32 {
   default:
     break
   }
-  guard let command = commands.first(where: { $0.name == first }) else {
+  // `docs` (man pages, completion) works but is not listed.
+  guard let command = (commands + [docsCommand]).first(where: { $0.name == first }) else {
     Console.error("earshot: unknown command '\(first)'. Run 'earshot --help' for the list.\n")
     return 2
   }

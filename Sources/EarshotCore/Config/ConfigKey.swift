@@ -5,7 +5,8 @@ public struct ConfigKey<Section>: Sendable {
   public let name: String
   public let help: String
   let set: @Sendable (inout Section, String) throws -> Void
-  let show: @Sendable (Section) -> String
+  /// The value as `check-config` prints it; `show(Section())` is the default.
+  public let show: @Sendable (Section) -> String
 
   public init(
     _ name: String, _ help: String,

@@ -7,7 +7,8 @@ import EarshotCore
 /// Where alert sounds come from: the built-in patterns, and sound files in
 /// the first sounds directory found: `$EARSHOT_SOUNDS`, then `../../sounds`
 /// beside the executable (the repository, when run from `.build`), then
-/// `/usr/local/share/earshot/sounds`.
+/// `../share/earshot/sounds` beside it (an install under any prefix, such as
+/// the Debian package's /usr), then `/usr/local/share/earshot/sounds`.
 public struct SoundLibrary {
   public static let extensions = ["wav", "flac", "ogg", "oga", "aiff", "aif"]
   public static let installedDirectory = "/usr/local/share/earshot/sounds"
@@ -38,6 +39,7 @@ public struct SoundLibrary {
       // .build/debug/earshot resolves to .build/<triple>/debug/earshot.
       dirs.append(exe + "/../../sounds")
       dirs.append(exe + "/../../../sounds")
+      dirs.append(exe + "/../share/earshot/sounds")
     }
     dirs.append(installedDirectory)
     return dirs
