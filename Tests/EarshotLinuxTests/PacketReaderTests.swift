@@ -26,7 +26,7 @@ final class PacketReaderTests: XCTestCase {
     }
     let reader = PacketReader(slotSize: 128, batch: 32)
     var got: [[UInt8]] = []
-    let count = try reader.drain(r) { packet, control in
+    let count = try reader.drain(FileDescriptor(rawValue: r)) { packet, control in
       XCTAssertEqual(control.count, 0)
       got.append(Array(packet))
       return true
@@ -34,10 +34,11 @@ final class PacketReaderTests: XCTestCase {
     XCTAssertEqual(count, 70)
     XCTAssertEqual(got.map(\.count), Array(1...70))
     XCTAssertEqual(got[41], (0..<42).map { UInt8(truncatingIfNeeded: 42 &* 7 &+ $0) })
-    XCTAssertEqual(try reader.drain(r) { _, _ in true }, 0, "the queue is empty")
+    XCTAssertEqual(
+      try reader.drain(FileDescriptor(rawValue: r)) { _, _ in true }, 0, "the queue is empty")
     close(w)
     var sawEnd = false
-    try reader.drain(r) { packet, _ in
+    try reader.drain(FileDescriptor(rawValue: r)) { packet, _ in
       sawEnd = packet.isEmpty
       return false
     }
@@ -54,7 +55,7 @@ final class PacketReaderTests: XCTestCase {
     _ = long.withUnsafeBytes { write(w, $0.baseAddress, 300) }
     let reader = PacketReader(slotSize: 64, batch: 4)
     var lengths: [Int] = []
-    try reader.drain(r) { packet, _ in
+    try reader.drain(FileDescriptor(rawValue: r)) { packet, _ in
       lengths.append(packet.count)
       return true
     }
@@ -103,7 +104,7 @@ final class PacketReaderTests: XCTestCase {
     try loop.watch(FileDescriptor(rawValue: r), batchingFor: 10_000_000) { _ in
       calls += 1
       let n =
-        (try? reader.drain(r) { packet, _ in
+        (try? reader.drain(FileDescriptor(rawValue: r)) { packet, _ in
           if packet.isEmpty {
             ended = true
             loop.stop()

@@ -38,52 +38,54 @@ public struct FileBytes {
 /// gives. `-` is standard input.
 public final class FileStream {
   public let path: String
-  private let fd: Int32
+  private let fd: FileDescriptor
   private let owned: Bool
 
   public init(path: String) throws {
     self.path = path
     if path == "-" {
-      fd = 0
+      fd = .standardInput
       owned = false
       return
     }
-    fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw SystemError(errno: errno, "cannot open \(path)") }
+    fd = try FileDescriptor.open(path, O_RDONLY)
     owned = true
     var st = stat()
-    if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
-      close(fd)
+    if fstat(fd.rawValue, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
+      fd.close()
       throw SystemError(errno: EISDIR, "cannot read \(path)")
     }
     // Read ahead generously; the pages are the kernel's cache, not ours.
-    _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
+    _ = posix_fadvise(fd.rawValue, 0, 0, POSIX_FADV_SEQUENTIAL)
   }
 
   /// Fills as much of `buffer` as one read gives; 0 at the end of the file.
   public func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-    guard let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
-    while true {
-      let n = Glibc.read(fd, base, buffer.count)
-      if n >= 0 { return n }
-      if errno == EINTR { continue }
-      throw SystemError(errno: errno, "cannot read \(path)")
+    guard buffer.baseAddress != nil, buffer.count > 0 else { return 0 }
+    do {
+      // Standard input may be a nonblocking pipe: "nothing now" waits for data.
+      while true {
+        if let n = try fd.read(into: buffer) { return n }
+        var p = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
+        _ = poll(&p, 1, -1)
+      }
+    } catch let e as SystemError {
+      throw SystemError(errno: e.errno, "cannot read \(path)")
     }
   }
 
-  deinit { if owned { close(fd) } }
+  deinit { if owned { fd.close() } }
 }
 
 /// Appends to a file through a buffer; used for btsnoop recording.
 public final class FileSink {
   public let path: String
-  private let fd: Int32
+  private let fd: FileDescriptor
   private var buffer: [UInt8] = []
 
   public init(creating path: String) throws {
     self.path = path
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-    guard fd >= 0 else { throw SystemError(errno: errno, "cannot create \(path)") }
+    fd = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644, for: "create")
     buffer.reserveCapacity(1 << 16)
   }
 
@@ -95,20 +97,21 @@ public final class FileSink {
   public func flush() throws {
     var offset = 0
     while offset < buffer.count {
-      let n = buffer.withUnsafeBytes {
-        Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset)
+      let n: Int?
+      do {
+        n = try buffer.withUnsafeBytes {
+          try fd.write(UnsafeRawBufferPointer(rebasing: $0[offset...]))
+        }
+      } catch let e as SystemError {
+        throw SystemError(errno: e.errno, "cannot write \(path)")
       }
-      if n < 0 {
-        if errno == EINTR { continue }
-        throw SystemError(errno: errno, "cannot write \(path)")
-      }
-      offset += n
+      offset += n ?? 0
     }
     buffer.removeAll(keepingCapacity: true)
   }
 
   deinit {
     try? flush()
-    close(fd)
+    fd.close()
   }
 }

@@ -56,7 +56,7 @@ public final class PacketReader {
   /// closed). Returns the packets read.
   @discardableResult
   public func drain(
-    _ fd: Int32,
+    _ fd: FileDescriptor,
     _ body: (_ packet: UnsafeRawBufferPointer, _ control: UnsafeRawBufferPointer) -> Bool
   ) throws -> Int {
     var total = 0
@@ -64,7 +64,7 @@ public final class PacketReader {
       if controlSize > 0 {
         for i in 0..<batch { headers[i].msg_hdr.msg_controllen = controlSize }
       }
-      let n = earshot_recvmmsg(fd, headers, UInt32(batch), earshot_msg_dontwait)
+      let n = earshot_recvmmsg(fd.rawValue, headers, UInt32(batch), earshot_msg_dontwait)
       if n < 0 {
         if errno == EINTR { continue }
         if errno == EAGAIN || errno == EWOULDBLOCK { return total }

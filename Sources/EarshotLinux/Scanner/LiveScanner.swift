@@ -350,7 +350,7 @@ public final class LiveScanner {
   public func readQueued() {
     guard let s = socket else { return }
     do {
-      try reader.drain(s.fd.rawValue) { packet, control in
+      try reader.drain(s.fd) { packet, control in
         handle(packet, micros: HCISocket.receiveTime(control: control) ?? Clock.realtimeMicros())
         return socket != nil
       }

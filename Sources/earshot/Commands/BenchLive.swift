@@ -75,7 +75,7 @@ enum BenchLive {
     // short one.
     try loop.watch(FileDescriptor(rawValue: fd), batchingFor: LiveScanner.readBatchNanos) { _ in
       do {
-        try reader.drain(fd) { packet, _ in
+        try reader.drain(FileDescriptor(rawValue: fd)) { packet, _ in
           guard packet.count > 0 else {
             // The writer closed right after its last packet.
             last = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups)
