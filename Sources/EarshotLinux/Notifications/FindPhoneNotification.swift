@@ -33,6 +33,9 @@ public final class FindPhoneNotification: AgentTransport {
   /// A failure was logged; the next one is not (until a success).
   private var warned = false
 
+  /// A call to the notification server is waiting for its answer.
+  public var waitingForTheServer: Bool { inFlight }
+
   /// `address` nil: the user's session bus.
   public init(agent: Daemon, address: String? = nil) {
     self.agent = agent
