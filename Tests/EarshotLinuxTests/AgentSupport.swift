@@ -52,7 +52,8 @@ final class AgentProcess {
   /// Hermetic: the agent always gets --config (an empty file without
   /// `config`), a [state] path in its directory unless the config sets one,
   /// and HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and EARSHOT_CONFIG inside its
-  /// directory, so it never reads the host's or the user's config or state.
+  /// directory, so it never reads the host's or the user's config or state;
+  /// its session bus address names no bus (no notification on the user's desktop).
   init(
     config: String? = nil, arguments: [String] = [], audio: Bool = false,
     directory reuse: String? = nil, environment: [String: String] = [:], wrapper: [String] = []
@@ -76,6 +77,8 @@ final class AgentProcess {
       [
         "HOME": home, "XDG_CONFIG_HOME": home + "/.config",
         "XDG_STATE_HOME": home + "/.local/state", "EARSHOT_CONFIG": directory + "/no-such.conf",
+        // Never the user's session bus: no desktop notification from a test's ring.
+        "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(directory)/no-session-bus",
       ].merging(environment) { $1 })
     if let tool = wrapper.first {
       process.arguments =

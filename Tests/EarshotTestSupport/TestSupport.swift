@@ -136,14 +136,36 @@ public enum Earshot {
 public final class PrivateBus {
   public let address: String
   private let process: Process
+  private var configFile: String?
 
-  public init(file: StaticString = #filePath, line: UInt = #line) throws {
+  /// `activation` false: the bus starts no service on demand (the host's
+  /// session services, such as an installed notification server, stay out).
+  public init(activation: Bool = true, file: StaticString = #filePath, line: UInt = #line) throws {
     guard let daemon = Earshot.tool("dbus-daemon") else {
       try requireResource("dbus-daemon (package dbus-daemon)", file: file, line: line)
     }
     let p = Process()
     p.executableURL = URL(fileURLWithPath: daemon)
     p.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1"]
+    if !activation {
+      let path = NSTemporaryDirectory() + "earshot-bus-\(UUID().uuidString).conf"
+      try """
+      <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+       "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+      <busconfig>
+        <type>session</type>
+        <listen>unix:tmpdir=\(NSTemporaryDirectory())</listen>
+        <auth>EXTERNAL</auth>
+        <policy context="default">
+          <allow send_destination="*" eavesdrop="true"/>
+          <allow eavesdrop="true"/>
+          <allow own="*"/>
+        </policy>
+      </busconfig>
+      """.write(toFile: path, atomically: true, encoding: .utf8)
+      configFile = path
+      p.arguments = ["--config-file=\(path)", "--nofork", "--nopidfile", "--print-address=1"]
+    }
     let out = Pipe()
     p.standardOutput = out
     try p.run()
@@ -159,6 +181,8 @@ public final class PrivateBus {
   }
 
   public func stop() {
+    if let configFile { try? FileManager.default.removeItem(atPath: configFile) }
+    configFile = nil
     guard process.isRunning else { return }
     process.terminate()
     process.waitUntilExit()

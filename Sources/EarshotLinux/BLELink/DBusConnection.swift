@@ -18,15 +18,22 @@ public final class DBusConnection {
   private var handlers: [Unmanaged<ServeBox>] = []
   private var closed = false
 
-  /// The system bus (`DBUS_SYSTEM_BUS_ADDRESS` overrides where it is), or
-  /// the bus at `address` ("unix:path=...").
-  public init(loop: EventLoop, address: String? = nil) throws {
+  /// The system bus (`DBUS_SYSTEM_BUS_ADDRESS` overrides where it is), the
+  /// user's session bus when `session` (`DBUS_SESSION_BUS_ADDRESS`, else
+  /// `$XDG_RUNTIME_DIR/bus`), or the bus at `address` ("unix:path=...").
+  public init(loop: EventLoop, address: String? = nil, session: Bool = false) throws {
     var b: OpaquePointer? = nil
     if let address {
       try check(sd_bus_new(&b), "sd_bus_new")
       try check(address.withCString { sd_bus_set_address(b, $0) }, "set address \(address)")
       try check(sd_bus_set_bus_client(b, 1), "set bus client")
       try check(sd_bus_start(b), "connect to \(address)")
+    } else if session {
+      let r = sd_bus_open_user(&b)
+      if r < 0 {
+        throw DBusError.errno(
+          -r, "connect to the session bus (is DBUS_SESSION_BUS_ADDRESS or XDG_RUNTIME_DIR set?)")
+      }
     } else {
       let r = sd_bus_open_system(&b)
       if r < 0 {

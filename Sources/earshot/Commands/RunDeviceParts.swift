@@ -10,6 +10,7 @@ import EarshotLinux
 func attachDeviceParts(to daemon: Daemon, config: Config, audio: Bool, hasMixer: Bool) throws {
   let log = daemon.log
   daemon.attach(shutter: ShutterDriver(settings: config.shutter, loop: daemon.loop))
+  daemon.add(FindPhoneNotification(agent: daemon))
   var features: LinkFeatures = [.find, .shutter]
   if hasMixer { features.insert(.volume) }
   if audio {
