@@ -44,6 +44,10 @@ let package = Package(
     .systemLibrary(
       name: "CJPEG", path: "Sources/CJPEG", pkgConfig: "libjpeg",
       providers: [.apt(["libjpeg62-turbo-dev"])]),
+    // OpenSSL's libcrypto: AES-128 for resolving private addresses (Identity/).
+    .systemLibrary(
+      name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
+      providers: [.apt(["libssl-dev"])]),
 
     // Pure Swift: bytes in, values and decisions out. No files, sockets or clocks.
     .target(name: "EarshotCore"),
@@ -53,7 +57,7 @@ let package = Package(
       name: "EarshotLinux",
       dependencies: [
         "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto", "CSQLite3",
-        "CV4L2", "CJPEG", "CSystemd",
+        "CV4L2", "CJPEG", "CSystemd", "CCrypto",
       ]),
 
     // The command-line front door.

@@ -7,7 +7,7 @@
 set -euo pipefail
 mode=${1:-build}
 build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev libmosquitto-dev libsqlite3-dev
-       libjpeg62-turbo-dev libsystemd-dev)
+       libjpeg62-turbo-dev libsystemd-dev libssl-dev)
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
       qemu-system-x86 busybox-static kmod cpio dbus util-linux mosquitto mosquitto-clients
       librsvg2-bin dbus-daemon dbus-bin libjpeg-turbo-progs dunst xvfb)
