@@ -1,0 +1,57 @@
+import EarshotCore
+import EarshotLinux
+import XCTest
+
+/// Counts calls to the real AES (libcrypto).
+final class CountingAES: BlockCipher {
+  let aes = LibcryptoAES()
+  var calls = 0
+  func encrypt(_ plaintext: Block128, key: Block128) -> Block128 {
+    calls += 1
+    return aes.encrypt(plaintext, key: key)
+  }
+}
+
+/// AES-128 from libcrypto, and address resolution on it, against the
+/// published test vectors.
+final class LibcryptoAESTests: XCTestCase {
+  func testFIPS197AES128Vector() {
+    // FIPS-197 Appendix C.1.
+    let key = Block128(high: 0x0001_0203_0405_0607, low: 0x0809_0A0B_0C0D_0E0F)
+    let plaintext = Block128(high: 0x0011_2233_4455_6677, low: 0x8899_AABB_CCDD_EEFF)
+    XCTAssertEqual(
+      LibcryptoAES().encrypt(plaintext, key: key),
+      Block128(high: 0x69C4_E0D8_6A7B_0430, low: 0xD8CD_B780_70B4_C55A))
+  }
+
+  func testAhSampleData() throws {
+    // Core Specification Vol 3, Part H, Appendix D.7.
+    let key = try IdentityResolvingKey(hex: "ec0234a357c8ad05341010a60a397d9b")
+    XCTAssertEqual(key.hash(prand: 0x70_8194, cipher: LibcryptoAES()), 0x0D_FBAA)
+    XCTAssertEqual(
+      key.address(prand: 0x70_8194, cipher: LibcryptoAES()), BDAddress("70:81:94:0D:FB:AA"))
+  }
+
+  func testSampleAddressResolvesAndNoOneBitChangeDoes() throws {
+    let key = try IdentityResolvingKey(hex: "ec0234a357c8ad05341010a60a397d9b")
+    let phone = IdentityAddress(
+      address: try XCTUnwrap(BDAddress("00:1A:7D:DA:71:13")), isPublic: true)
+    let other = try IdentityResolvingKey(hex: "ec0234a357c8ad05341010a60a397d9a")
+    let cipher = CountingAES()
+    var resolver = IdentityResolver(cipher: cipher, keys: [(phone, key)])
+    let rpa = try XCTUnwrap(BDAddress("70:81:94:0D:FB:AA"))
+    XCTAssertEqual(resolver.resolve(rpa, type: .random), phone)
+    XCTAssertEqual(resolver.resolve(rpa, type: .random), phone)
+    XCTAssertEqual(cipher.calls, 1, "the second report is a cache hit")
+    // Every one-bit change below the two kind bits.
+    for bit in 0..<46 {
+      let changed = BDAddress(raw: rpa.raw ^ (1 << UInt64(bit)))
+      XCTAssertTrue(changed.isResolvablePrivate)
+      XCTAssertNil(resolver.resolve(changed, type: .random), "bit \(bit)")
+    }
+    XCTAssertEqual(cipher.calls, 47)
+    // A key one bit away does not resolve it either.
+    resolver.setKeys([(phone, other)])
+    XCTAssertNil(resolver.resolve(rpa, type: .random))
+  }
+}
