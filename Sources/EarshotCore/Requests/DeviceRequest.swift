@@ -57,12 +57,13 @@ public struct Requester: Equatable, Sendable, CustomStringConvertible {
 public enum RequestOutcome: Equatable, Sendable {
   /// `status`: the sections in their fixed order.
   case status(JSONValue)
-  /// find start, stop or status: the coordinator's reply (nil for status)
-  /// and its status afterwards.
+  /// find start or stop: the coordinator's reply (nil when it was queued
+  /// behind the step under way) and its status afterwards.
   case find(FindReply?, FindStatus)
+  case findStatus(FindStatus)
   /// `found`: what the coordinator does now (`.stopping(devices)` names who
-  /// gets the notice) and its status afterwards.
-  case found(FindReply, FindStatus)
+  /// gets the notice; nil when queued) and its status afterwards.
+  case found(FindReply?, FindStatus)
   case noticeRecorded(NoticeID)
   /// The volume now (after a change, as the mixer reads it back).
   case volume(VolumeSetting)

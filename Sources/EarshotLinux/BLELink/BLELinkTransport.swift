@@ -98,7 +98,9 @@ public final class BLELinkTransport: AgentTransport {
       {
         self.ringing = true
       }
-      if case .refused(let e) = outcome, [.volumeSet, .volumeMute].contains(frame.request.opcode) {
+      if case .refused(let e) = outcome,
+        [.volumeGet, .volumeSet, .volumeMute].contains(frame.request.opcode)
+      {
         self.agent.log("link: \(frame.request.opcode.name) refused: \(e.message)")
       }
       self.server.send(Self.response(to: frame, outcome))
@@ -138,7 +140,7 @@ public final class BLELinkTransport: AgentTransport {
       return .ok(.shutter(s), to: frame)
     case .mediaCompleted(_, let response, _):
       return LinkResponse(opcode: .playMedia, seq: frame.seq, status: linkStatus(response))
-    case .status, .found, .media:
+    case .status, .findStatus, .found, .media:
       // Not link requests: never asked for by a frame.
       return .error(.failure, to: frame)
     }

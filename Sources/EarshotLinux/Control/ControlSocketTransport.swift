@@ -106,13 +106,17 @@ public final class ControlSocketTransport: AgentTransport {
     case .status(let sections):
       return ControlProtocol.success(id: id, sections.objectFields ?? [])
     case .find(let reply, let status):
-      var fields: [(String, JSONValue)] = []
-      if let reply { fields.append(("result", ControlProtocol.json(reply))) }
-      fields.append(("find", ControlProtocol.json(status, now: now)))
-      return ControlProtocol.success(id: id, fields)
+      return ControlProtocol.success(
+        id: id,
+        [
+          ("result", reply.map(ControlProtocol.json) ?? .null),
+          ("find", ControlProtocol.json(status, now: now)),
+        ])
+    case .findStatus(let status):
+      return ControlProtocol.success(id: id, [("find", ControlProtocol.json(status, now: now))])
     case .found(let reply, let status):
-      var fields: [(String, JSONValue)] = [("result", ControlProtocol.json(reply))]
-      if case .stopping(let devices) = reply {
+      var fields: [(String, JSONValue)] = [("result", reply.map(ControlProtocol.json) ?? .null)]
+      if case .stopping(let devices)? = reply {
         fields.append(("notify", .array(devices.map { .string($0.description) })))
       }
       fields.append(("find", ControlProtocol.json(status, now: now)))

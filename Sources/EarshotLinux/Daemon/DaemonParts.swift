@@ -46,7 +46,11 @@ extension Daemon {
     media = driver
     driver.onLog = { [unowned self] in self.log("media: \($0)") }
     driver.onCompletion = { [unowned self] id, response, item in
-      self.pending.mediaCompleted(id, .mediaCompleted(id, response, item), log: self.log)
+      guard let reply = self.pending.takeMediaReply(id) else {
+        self.log("media: request \(id) completed (\(response.name)) with nobody waiting")
+        return
+      }
+      reply(.mediaCompleted(id, response, item))
     }
     statusSections[.media] = {
       var fields = ControlProtocol.json(driver.phase).objectFields ?? []

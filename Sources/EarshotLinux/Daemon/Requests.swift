@@ -12,17 +12,12 @@ struct PendingReplies {
   /// come before `MediaDriver.request` returns its id.
   var mediaSubmitting: ReplyHandler?
 
-  mutating func mediaCompleted(
-    _ id: MediaRequestID, _ outcome: RequestOutcome, log: (String) -> Void
-  ) {
-    if let reply = media.removeValue(forKey: id) {
-      reply(outcome)
-    } else if let reply = mediaSubmitting {
-      mediaSubmitting = nil
-      reply(outcome)
-    } else {
-      log("media: request \(id) completed with nobody waiting")
-    }
+  /// Who waits for play request `id`, taken out of the waiting list (the
+  /// caller answers after this returns, so the answer may submit again).
+  mutating func takeMediaReply(_ id: MediaRequestID) -> ReplyHandler? {
+    if let reply = media.removeValue(forKey: id) { return reply }
+    defer { mediaSubmitting = nil }
+    return mediaSubmitting
   }
 }
 
@@ -48,14 +43,14 @@ extension Daemon {
     case .status:
       reply(.status(statusJSON()))
     case .findStatus:
-      reply(.find(nil, find.status))
+      reply(.findStatus(find.status))
     case .findStart, .findStop:
       let device = try self.device(requester)
       let r = find.submit(request == .findStart ? .deviceStart(device) : .deviceStop(device))
       reply(.find(r, find.status))
     case .found:
       let r = find.submit(.found)
-      guard let r, r != .notRinging else {
+      if r == .notRinging {
         throw RequestError(.notRinging, "nothing is ringing and no device is asking")
       }
       reply(.found(r, find.status))
@@ -151,7 +146,7 @@ extension Daemon {
       log("shutter: an answer nobody waits for: \(reply)")
       return
     }
-    let (event, answer) = pending.shutter.removeFirst()
+    let (event, answer) = pending.shutter.removeFirst()  // out before answering
     switch reply {
     case .state(let state, let photo):
       answer(.shutter(event: event, state: state, photo: photo))

@@ -51,7 +51,8 @@ public final class MQTTTransport: AgentTransport {
       switch outcome {
       case .refused(let e) where e.code == .notRinging: agent.log("mqtt: \(what): \(e.message)")
       case .refused(let e): agent.log("mqtt: \(what) ignored: \(e.message)")
-      case .find(let reply?, _): agent.log("mqtt: \(what): \(ControlProtocol.json(reply).encoded)")
+      case .find(let reply, _):
+        agent.log("mqtt: \(what): \(reply.map { ControlProtocol.json($0).encoded } ?? "queued")")
       default: break
       }
     }

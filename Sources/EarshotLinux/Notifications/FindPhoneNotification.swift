@@ -32,6 +32,8 @@ public final class FindPhoneNotification: AgentTransport {
   private var inFlight = false
   /// A failure was logged; the next one is not (until a success).
   private var warned = false
+  /// Stop is withdrawing the requesters one by one: show none meanwhile.
+  private var withdrawing = false
 
   /// A call to the notification server is waiting for its answer.
   public var waitingForTheServer: Bool { inFlight }
@@ -78,7 +80,7 @@ public final class FindPhoneNotification: AgentTransport {
   private func update(_ status: FindStatus) {
     // While stopping, the requesters are queued for the next ring.
     let ringing = status.state == .starting || status.state == .ringing
-    wanted = ringing ? status.requesters : []
+    wanted = ringing && !withdrawing ? status.requesters : []
     sync()
   }
 
@@ -147,6 +149,12 @@ public final class FindPhoneNotification: AgentTransport {
         if case .refused(let e) = outcome { agent.log("notification: found: \(e.message)") }
       }
     case Self.stopAction:
+      // One withdrawal at a time would briefly show the others again.
+      withdrawing = true
+      defer {
+        withdrawing = false
+        update(agent.find.status)
+      }
       for device in agent.find.status.requesters {
         agent.perform(
           .findStop, from: Requester(device: device, name: "notification for \(device)")
