@@ -24,6 +24,18 @@ final class LibcryptoAESTests: XCTestCase {
       Block128(high: 0x69C4_E0D8_6A7B_0430, low: 0xD8CD_B780_70B4_C55A))
   }
 
+  /// A context kept on one key gives what a fresh one gives, also after
+  /// another key came between.
+  func testReusedKeyScheduleMatchesAFreshContext() {
+    let a = Block128(high: 0x0001_0203_0405_0607, low: 0x0809_0A0B_0C0D_0E0F)
+    let b = Block128(high: 0xEC02_34A3_57C8_AD05, low: 0x3410_10A6_0A39_7D9B)
+    let reused = LibcryptoAES()
+    for (i, key) in [a, a, b, a, b, b].enumerated() {
+      let block = Block128(high: UInt64(i), low: 0x1234_5678 &* UInt64(i + 1))
+      XCTAssertEqual(reused.encrypt(block, key: key), LibcryptoAES().encrypt(block, key: key), "\(i)")
+    }
+  }
+
   func testAhSampleData() throws {
     // Core Specification Vol 3, Part H, Appendix D.7.
     let key = try IdentityResolvingKey(hex: "ec0234a357c8ad05341010a60a397d9b")

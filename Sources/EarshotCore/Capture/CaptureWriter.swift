@@ -83,8 +83,8 @@ public struct CaptureWriter {
   public mutating func append(_ record: CaptureRecord) -> Bool {
     let hci: (indicator: UInt8, bytes: UnsafeRawBufferPointer)
     switch record.packet {
-    case .hciEvent(let e): hci = (0x04, e)
-    case .hciCommand(let c): hci = (0x01, c)
+    case .hciEvent(let e): hci = (H4PacketType.event.rawValue, e)
+    case .hciCommand(let c): hci = (H4PacketType.command.rawValue, c)
     case .linkLayer(let pdu, let rssi):
       switch container {
       case .btsnoop: return false
@@ -104,7 +104,7 @@ public struct CaptureWriter {
     if case .pcap = container, linkType != 187, linkType != 201 { return false }
     var h4: [UInt8] = []
     if linkType == 201, container != .btsnoop {
-      h4 = [0, 0, 0, hci.indicator == 0x04 ? 1 : 0]  // direction: received
+      h4 = [0, 0, 0, hci.indicator == H4PacketType.event.rawValue ? 1 : 0]  // direction: received
     }
     h4.append(hci.indicator)
     h4.append(contentsOf: hci.bytes)

@@ -192,7 +192,9 @@ public struct RegionMonitor: Sendable {
   ) -> [MonitorEvent] {
     var out = advance(to: t)
     // No array of the matching regions: nothing is allocated per report.
-    guard regions.contains(where: { $0.config.matches(beacon.id) }) else { return out }
+    guard let firstMatch = regions.firstIndex(where: { $0.config.matches(beacon.id) }) else {
+      return out
+    }
     if !started { out += start(at: t, scanning: true) }
     if scanningSince == nil {
       scanningSince = t
@@ -206,7 +208,7 @@ public struct RegionMonitor: Sendable {
       beacon.id, address: address, rssi: rssi, measuredPower: beacon.measuredPower, at: t,
       floor: monitor.autoFloor, ceiling: monitor.autoCeiling, cautious: cautiousTimeout)
 
-    for i in regions.indices where regions[i].config.matches(beacon.id) {
+    for i in regions.indices[firstMatch...] where regions[i].config.matches(beacon.id) {
       regions[i].lastSeen = t
       regions[i].lastBeacon = beacon.id
       updateHolder(i, reporter: beacon.id, at: position)

@@ -9,23 +9,27 @@ public struct FileBytes {
 
   public init(path: String) throws {
     self.path = path
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw SystemError(errno: errno, "cannot open \(path)") }
-    defer { close(fd) }
+    let fd = try FileDescriptor.open(path, O_RDONLY)
+    defer { fd.close() }
     var st = stat()
-    guard fstat(fd, &st) == 0 else { throw SystemError(errno: errno, "cannot stat \(path)") }
+    guard fstat(fd.rawValue, &st) == 0 else {
+      throw SystemError(errno: errno, "cannot stat \(path)")
+    }
     var out = [UInt8](repeating: 0, count: Int(st.st_size))
     var filled = 0
     while true {
       if filled == out.count {
         out.append(contentsOf: repeatElement(0, count: max(4096, out.count)))
       }
-      let n = out.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
-      if n < 0 {
-        if errno == EINTR { continue }
-        throw SystemError(errno: errno, "cannot read \(path)")
+      let n: Int?
+      do {
+        n = try out.withUnsafeMutableBytes {
+          try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))
+        }
+      } catch let e as SystemError {
+        throw SystemError(errno: e.errno, "cannot read \(path)")
       }
-      if n == 0 { break }
+      guard let n, n > 0 else { break }
       filled += n
     }
     out.removeSubrange(filled...)

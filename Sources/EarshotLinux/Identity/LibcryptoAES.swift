@@ -5,6 +5,9 @@ import EarshotCore
 /// padding): the `BlockCipher` the core's identity resolver needs.
 public final class LibcryptoAES: BlockCipher {
   private let context: OpaquePointer
+  /// The key the context is set up with: the same key again reuses its
+  /// expanded schedule instead of expanding it for every block.
+  private var currentKey: Block128?
 
   public init() {
     // Allocation failure is the only way this can fail.
@@ -23,12 +26,16 @@ public final class LibcryptoAES: BlockCipher {
           let kp = k.baseAddress!.assumingMemoryBound(to: UInt8.self)
           let pp = p.baseAddress!.assumingMemoryBound(to: UInt8.self)
           let op = o.baseAddress!.assumingMemoryBound(to: UInt8.self)
-          return EVP_EncryptInit_ex(context, EVP_aes_128_ecb(), nil, kp, nil) == 1
-            && EVP_CIPHER_CTX_set_padding(context, 0) == 1
-            && EVP_EncryptUpdate(context, op, &written, pp, 16) == 1
+          let ready =
+            key == currentKey
+            ? EVP_EncryptInit_ex(context, nil, nil, nil, nil) == 1
+            : EVP_EncryptInit_ex(context, EVP_aes_128_ecb(), nil, kp, nil) == 1
+              && EVP_CIPHER_CTX_set_padding(context, 0) == 1
+          return ready && EVP_EncryptUpdate(context, op, &written, pp, 16) == 1
         }
       }
     }
+    currentKey = ok ? key : nil
     // With a 16-byte key and one whole block, AES-128-ECB cannot fail.
     precondition(ok && written == 16, "libcrypto: AES-128 encryption of one block failed")
     return withUnsafeBytes(of: &out) { Block128(mostSignificantFirst: $0) }

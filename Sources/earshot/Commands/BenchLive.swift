@@ -42,14 +42,14 @@ enum BenchLive {
       _exit(0)
     }
     close(pair[1])
-    let fd = pair[0]
+    let fd = FileDescriptor(rawValue: pair[0])
     defer {
-      close(fd)
+      fd.close()
       var status: Int32 = 0
       waitpid(child, &status, 0)
       packets.free()
     }
-    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    fd.setNonblocking()
 
     let loop = try EventLoop()
     var monitorEvents = 0
@@ -73,9 +73,9 @@ enum BenchLive {
     let reader = PacketReader()
     // As LiveScanner reads its HCI socket: in batches, recvmmsg until a
     // short one.
-    try loop.watch(FileDescriptor(rawValue: fd), batchingFor: LiveScanner.readBatchNanos) { _ in
+    try loop.watch(fd, batchingFor: LiveScanner.readBatchNanos) { _ in
       do {
-        try reader.drain(FileDescriptor(rawValue: fd)) { packet, _ in
+        try reader.drain(fd) { packet, _ in
           guard packet.count > 0 else {
             // The writer closed right after its last packet.
             last = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups)
@@ -101,7 +101,7 @@ enum BenchLive {
       if first == nil { first = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups) }
     }
     try loop.run()
-    loop.unwatch(FileDescriptor(rawValue: fd))
+    loop.unwatch(fd)
     guard let first, let last, last.nanos > first.nanos else {
       throw CommandFailure("bench: the live replay received too few reports")
     }
