@@ -10,3 +10,14 @@ mkdir -p docs/man etc/completion
 "$bin" docs man >docs/man/earshot.1
 "$bin" docs conf >docs/man/earshot.conf.5
 "$bin" docs completion >etc/completion/earshot.bash
+# README.md's configuration table, between its two markers.
+table=$(mktemp)
+trap 'rm -f "$table"' EXIT
+"$bin" docs config-table >"$table"
+awk -v table="$table" '
+  /^<!-- end of the generated table -->$/ { skipping = 0 }
+  !skipping { print }
+  /^<!-- generated from the key tables by Config.markdownTable\(\)/ {
+    while ((getline line < table) > 0) print line
+    skipping = 1
+  }' README.md >README.md.new && mv README.md.new README.md

@@ -113,7 +113,7 @@ final class ConfigFileTests: XCTestCase {
   }
 
   /// README.md's configuration table is Config.markdownTable(), between its
-  /// two markers. EARSHOT_UPDATE_DOCS=1 rewrites it instead of failing.
+  /// two markers (scripts/docs.sh writes it).
   func testReadmeTableIsTheKeyTable() throws {
     let path = repo.appendingPathComponent("README.md").path
     let text = try String(contentsOfFile: path, encoding: .utf8)
@@ -127,15 +127,10 @@ final class ConfigFileTests: XCTestCase {
         "README.md lacks the markers around the configuration table: \(begin)...\(end)")
     }
     let table = Config.markdownTable()
-    if String(text[b.upperBound..<e.lowerBound]) == table { return }
-    if ProcessInfo.processInfo.environment["EARSHOT_UPDATE_DOCS"] == "1" {
-      try (text[..<b.upperBound] + table + text[e.lowerBound...]).write(
-        toFile: path, atomically: true, encoding: .utf8)
-      return
-    }
-    XCTFail(
+    XCTAssertEqual(
+      String(text[b.upperBound..<e.lowerBound]), table,
       "README.md's configuration table differs from the key tables; regenerate it with "
-        + "EARSHOT_UPDATE_DOCS=1 swift test --filter ConfigFileTests. Expected:\n\(table)")
+        + "scripts/docs.sh (after swift build)")
   }
 
   /// A config without regions is valid, but check-config says plainly that

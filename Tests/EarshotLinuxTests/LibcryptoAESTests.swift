@@ -32,7 +32,8 @@ final class LibcryptoAESTests: XCTestCase {
     let reused = LibcryptoAES()
     for (i, key) in [a, a, b, a, b, b].enumerated() {
       let block = Block128(high: UInt64(i), low: 0x1234_5678 &* UInt64(i + 1))
-      XCTAssertEqual(reused.encrypt(block, key: key), LibcryptoAES().encrypt(block, key: key), "\(i)")
+      XCTAssertEqual(
+        reused.encrypt(block, key: key), LibcryptoAES().encrypt(block, key: key), "\(i)")
     }
   }
 

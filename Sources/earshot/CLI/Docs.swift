@@ -154,18 +154,20 @@ enum Docs {
   }
 }
 
-/// `earshot docs man|conf|completion`: not listed by --help; the packaging
-/// and DocsTests use it.
+/// `earshot docs man|conf|completion|config-table`: not listed by --help;
+/// scripts/docs.sh, the packaging and DocsTests use it.
 let docsCommand = Command(
   name: "docs",
-  summary: "Print the man pages or the bash completion made from the command and config tables",
-  arguments: "man|conf|completion",
+  summary:
+    "Print the man pages, the bash completion or the README's config table made from the command and config tables",
+  arguments: "man|conf|completion|config-table",
   run: { args in
     switch args.positionals.first {
     case "man": Console.out(Docs.manPage(commands: commands, version: version))
     case "conf": Console.out(Docs.configPage(version: version))
     case "completion": Console.out(Docs.bashCompletion(commands: commands))
-    default: throw UsageError("expected man, conf or completion")
+    case "config-table": Console.out(Config.markdownTable())
+    default: throw UsageError("expected man, conf, completion or config-table")
     }
     return 0
   })
