@@ -10,7 +10,7 @@ mkdir -p docs/man etc/completion
 "$bin" docs man >docs/man/earshot.1
 "$bin" docs conf >docs/man/earshot.conf.5
 "$bin" docs completion >etc/completion/earshot.bash
-# README.md's configuration table, between its two markers.
+# docs/configuration.md's configuration table, between its two markers.
 table=$(mktemp)
 trap 'rm -f "$table"' EXIT
 "$bin" docs config-table >"$table"
@@ -20,4 +20,4 @@ awk -v table="$table" '
   /^<!-- generated from the key tables by Config.markdownTable\(\)/ {
     while ((getline line < table) > 0) print line
     skipping = 1
-  }' README.md >README.md.new && mv README.md.new README.md
+  }' docs/configuration.md >docs/configuration.md.new && mv docs/configuration.md.new docs/configuration.md

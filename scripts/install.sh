@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Earshot: binary, example config (kept if one exists), sounds,
-# README and the systemd units. Usage: scripts/install.sh [PREFIX] (default
+# README and docs/ pages and the systemd units. Usage: scripts/install.sh [PREFIX] (default
 # /usr/local); DESTDIR is honoured for packaging.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +12,9 @@ install -D -m 0755 "$bin" "$dest$prefix/bin/earshot"
 install -d "$dest$prefix/share/earshot/sounds"
 install -m 0644 sounds/* "$dest$prefix/share/earshot/sounds/" 2>/dev/null || true
 install -D -m 0644 README.md "$dest$prefix/share/doc/earshot/README.md"
+# The reference pages, where the README's links expect them.
+install -d "$dest$prefix/share/doc/earshot/docs"
+install -m 0644 docs/*.md "$dest$prefix/share/doc/earshot/docs/"
 if [ ! -e "$dest/etc/earshot/earshot.conf" ] && [ -e etc/earshot.conf ]; then
   install -D -m 0644 etc/earshot.conf "$dest/etc/earshot/earshot.conf"
 fi

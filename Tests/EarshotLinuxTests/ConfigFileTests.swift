@@ -112,10 +112,10 @@ final class ConfigFileTests: XCTestCase {
     XCTAssertEqual(again.link, example.link)
   }
 
-  /// README.md's configuration table is Config.markdownTable(), between its
+  /// docs/configuration.md's table is Config.markdownTable(), between its
   /// two markers (scripts/docs.sh writes it).
-  func testReadmeTableIsTheKeyTable() throws {
-    let path = repo.appendingPathComponent("README.md").path
+  func testConfigurationPageTableIsTheKeyTable() throws {
+    let path = repo.appendingPathComponent("docs/configuration.md").path
     let text = try String(contentsOfFile: path, encoding: .utf8)
     let begin =
       "<!-- generated from the key tables by Config.markdownTable(); ConfigFileTests checks it -->\n"
@@ -124,12 +124,12 @@ final class ConfigFileTests: XCTestCase {
       let e = text.range(of: end, range: b.upperBound..<text.endIndex)
     else {
       return XCTFail(
-        "README.md lacks the markers around the configuration table: \(begin)...\(end)")
+        "docs/configuration.md lacks the markers around the configuration table: \(begin)...\(end)")
     }
     let table = Config.markdownTable()
     XCTAssertEqual(
       String(text[b.upperBound..<e.lowerBound]), table,
-      "README.md's configuration table differs from the key tables; regenerate it with "
+      "docs/configuration.md's configuration table differs from the key tables; regenerate it with "
         + "scripts/docs.sh (after swift build)")
   }
 

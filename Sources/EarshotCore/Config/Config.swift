@@ -220,7 +220,7 @@ public struct StateConfig: Sendable, Equatable {
 
 extension Config {
   /// Every section with one instance, in the order `check-config` prints
-  /// them (and the README table and etc/earshot.conf follow).
+  /// them (and the table in docs/configuration.md and etc/earshot.conf follow).
   public static let sections: [SectionTable] = [
     .make({ $0.scanner }, { $0.scanner = $1 }),
     .make({ $0.ranging }, { $0.ranging = $1 }),

@@ -1,7 +1,7 @@
 extension Config {
-  /// The README's configuration table, made from the key tables so that the
-  /// documentation cannot drift from them (ConfigFileTests holds README.md
-  /// to exactly this text). Defaults are the system service's.
+  /// The configuration table of docs/configuration.md, made from the key
+  /// tables so that the documentation cannot drift from them (ConfigFileTests
+  /// holds the page to exactly this text). Defaults are the system service's.
   public static func markdownTable() -> String {
     var out = "| section | key | default | meaning |\n|---|---|---|---|\n"
     func row(_ section: String, _ key: String, _ value: String, _ help: String) {

@@ -61,7 +61,7 @@ public struct PresenceInterval: Sendable, Equatable {
 
 /// Presence computed from region events. Pure.
 ///
-/// Rules (documented in the README):
+/// Rules (documented in docs/proximity-log.md):
 /// - A region's state is what its last event said (`enter`/`exit`/`state`
 ///   all carry the state); before its first event nothing is known and no
 ///   segment is produced.

@@ -10,7 +10,7 @@ import EarshotCore
 /// ATT error. Decoded requests go to `onEvent`; answer each with `send(_:)`.
 ///
 /// BlueZ sends a characteristic's notifications to every device that
-/// subscribed: it has no per-device notify in its D-Bus API. See the README.
+/// subscribed: it has no per-device notify in its D-Bus API. See docs/ble-link.md.
 public final class BLELinkServer {
   public enum Event: Equatable, Sendable {
     /// A request from an allowed device: answer it with `send(_:)`.

@@ -159,7 +159,7 @@ enum Docs {
 let docsCommand = Command(
   name: "docs",
   summary:
-    "Print the man pages, the bash completion or the README's config table made from the command and config tables",
+    "Print the man pages, the bash completion or the configuration table of docs/configuration.md made from the command and config tables",
   arguments: "man|conf|completion|config-table",
   run: { args in
     switch args.positionals.first {

@@ -10,10 +10,10 @@ let runCommand = Command(
   summary:
     "Run the agent: region monitoring, the control socket, find-phone, the BLE link, shutter, media, MQTT, the log",
   details: """
-    Serves the control socket (JSON lines; see the README) until SIGINT or
+    Serves the control socket (JSON lines; see docs/control-protocol.md) until SIGINT or
     SIGTERM. SIGHUP reloads the config: a file with errors is refused (the
     running config stays; the log says why), a good one applies its regions,
-    [ranging], [monitor] and [find-phone] at once (see the README for the
+    [ranging], [monitor] and [find-phone] at once (docs/faults.md lists the
     keys that need a restart). The socket is mode 0660; root, this user and the configured group
     may connect. If a saved volume was left behind by an interrupted alert, it is
     restored first.
