@@ -87,7 +87,8 @@ final class DocPagesTests: XCTestCase {
   func testAnchorsAreGitHubs() {
     let page = MarkdownPage(
       "# Faults and what you see\n## `earshot scan`\n## Install\n```\n## not a heading\n```\n## Install\n"
-        + "## `earshot simulate scenario --spec FILE [--truth T]`\n## Bonded devices' private addresses\n")
+        + "## `earshot simulate scenario --spec FILE [--truth T]`\n## Bonded devices' private addresses\n"
+    )
     XCTAssertEqual(
       page.anchors,
       [

@@ -18,7 +18,7 @@ final class ServiceUnitTests: XCTestCase {
     let staged = root + "/build/.build/release"
     try FileManager.default.createDirectory(atPath: staged, withIntermediateDirectories: true)
     try FileManager.default.copyItem(atPath: Earshot.binary, toPath: staged + "/earshot")
-    for item in ["scripts", "etc", "sounds", "README.md"]
+    for item in ["scripts", "etc", "sounds", "README.md", "docs"]
     where FileManager.default.fileExists(atPath: repo.appendingPathComponent(item).path) {
       try FileManager.default.copyItem(
         atPath: repo.appendingPathComponent(item).path, toPath: root + "/build/" + item)
@@ -29,6 +29,12 @@ final class ServiceUnitTests: XCTestCase {
     XCTAssertEqual(install.status, 0, install.stderr)
     let binary = root + "/dest/usr/local/bin/earshot"
     XCTAssertTrue(FileManager.default.isExecutableFile(atPath: binary))
+    // The README's links to docs/ hold where it is installed.
+    for doc in ["README.md", "docs/configuration.md", "docs/link-protocol.md"] {
+      XCTAssertTrue(
+        FileManager.default.fileExists(atPath: root + "/dest/usr/local/share/doc/earshot/" + doc),
+        doc)
+    }
     for unit in ["etc/systemd/system/earshot.service", "etc/systemd/user/earshot.service"] {
       let path = root + "/dest/" + unit
       // Point ExecStart at the staged binary so verify can check it exists.
