@@ -100,6 +100,22 @@ final class DocPagesTests: XCTestCase {
       ["docs/x.md#y", "#z"])
   }
 
+  /// Every command `earshot --help` lists has a row in docs/commands.md's
+  /// index (rows name several commands as `earshot a`, `b`, `c`).
+  func testEveryCommandIsInTheCommandIndex() throws {
+    let help = try runEarshot(["--help"]).out
+    let names = help.components(separatedBy: "Commands:\n")[1].components(separatedBy: "\n\n")[0]
+      .split(separator: "\n").map { String($0.split(separator: " ")[0]) }
+    XCTAssertGreaterThan(names.count, 10, "the command list was not parsed")
+    let rows = try Self.read("docs/commands.md").split(separator: "\n")
+      .filter { $0.hasPrefix("| `earshot ") }.map { $0.split(separator: "|")[0] }
+    for name in names {
+      XCTAssertTrue(
+        rows.contains { $0.contains("`earshot \(name)`") || $0.contains(", `\(name)`") },
+        "docs/commands.md's index lacks earshot \(name)")
+    }
+  }
+
   // MARK: - The examples
 
   /// Every page has examples that a test checks, unless it says why it
