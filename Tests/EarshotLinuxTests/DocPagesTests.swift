@@ -406,10 +406,18 @@ final class ExampleRunner {
     background = []
   }
 
-  private func shell(_ command: String) -> Process {
+  /// `sh -c COMMAND`; with `limit`, under coreutils' timeout, which kills
+  /// the whole process group (a pipeline too) when the time is up.
+  private func shell(_ command: String, limit seconds: Int? = nil) -> Process {
     let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/bin/sh")
-    p.arguments = ["-c", "exec 2>&1; " + command]
+    let sh = ["/bin/sh", "-c", "exec 2>&1; " + command]
+    if let seconds {
+      p.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+      p.arguments = ["\(seconds)"] + sh
+    } else {
+      p.executableURL = URL(fileURLWithPath: sh[0])
+      p.arguments = Array(sh.dropFirst())
+    }
     p.currentDirectoryURL = URL(fileURLWithPath: directory)
     p.environment = environment
     return p
@@ -417,17 +425,17 @@ final class ExampleRunner {
 
   /// Runs to completion (at most 60 s), stdout and stderr as one stream.
   private func run(_ command: String) throws -> (status: Int32, output: String) {
-    let p = shell(command)
+    let p = shell(command, limit: 60)
     let out = Pipe()
     p.standardOutput = out
     p.standardInput = FileHandle.nullDevice
     try p.run()
-    let timer = DispatchWorkItem { if p.isRunning { p.terminate() } }
-    DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: timer)
     let data = out.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
-    timer.cancel()
-    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+    let output = String(decoding: data, as: UTF8.self)
+    // 124: timeout's status when the time ran out.
+    XCTAssertNotEqual(p.terminationStatus, 124, "`\(command)` ran for 60 s:\n\(output)")
+    return (p.terminationStatus, output)
   }
 
   /// Starts `command` and waits (up to 10 s) until it has printed a line
