@@ -271,7 +271,9 @@ final class ExampleRunner {
     }
     let bin = URL(fileURLWithPath: try earshotBinary()).deletingLastPathComponent().path
     environment = Earshot.environment([
-      "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+      // /usr/sbin: mosquitto, for a user whose PATH lacks it.
+      "PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        + ":/usr/sbin:/sbin",
       "HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_STATE_HOME": home + "/.local/state",
       "XDG_RUNTIME_DIR": directory + "/run", "TZ": "UTC", "LC_ALL": "C.UTF-8",
       "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(directory)/no-bus",
