@@ -345,8 +345,8 @@ public final class BLELinkServer {
       ),
     ]
     // Immediate Alert: Write Without Response is what the service requires
-    // (Find Me locators use it); Write is allowed too, so a writer can hear
-    // an error.
+    // (Find Me locators use it; iOS sends none to a characteristic without
+    // it); Write too, for locators that write with response.
     list += [
       (
         Self.alertServicePath,
@@ -491,8 +491,6 @@ public final class BLELinkServer {
     }
     let options = args[1]
     let offset = Int(options["offset"]?.uint16Value ?? 0)
-    // "command": a Write Without Response, whose error reply goes nowhere.
-    let command = options["type"]?.stringValue == "command"
     guard let device = options["device"]?.stringValue else {
       // No device: nobody to check, so nobody to trust.
       let e = BlueZGattError.dbusError(forATT: LinkATTError.insufficientAuthorization)
@@ -529,7 +527,7 @@ public final class BLELinkServer {
       switch call.path {
       case Self.legacyWritePath: self.legacyWrite(call, value, offset: offset, from: address)
       case Self.alertLevelPath:
-        self.alertWrite(call, value, offset: offset, from: address, command: command)
+        self.alertWrite(call, value, offset: offset, from: address)
       default: self.linkWrite(call, value, offset: offset, from: address)
       }
     }
@@ -555,17 +553,16 @@ public final class BLELinkServer {
   }
 
   /// The Immediate Alert service: 0 none, 1 mild, 2 high; anything else
-  /// is refused (with an ATT error when the writer waits for one).
+  /// is refused and changes nothing. The D-Bus error names the ATT error,
+  /// but bluetoothd (5.66) acknowledges every write to a characteristic
+  /// with the Write Without Response property before asking us
+  /// (src/gatt-database.c, chrc_write_cb), so the writer never sees it.
   private func alertWrite(
-    _ call: DBusCall, _ value: [UInt8], offset: Int, from address: BDAddress, command: Bool
+    _ call: DBusCall, _ value: [UInt8], offset: Int, from address: BDAddress
   ) {
     switch AlertLevel.decode(value, offset: offset) {
     case .failure(let e):
-      let answer =
-        command
-        ? "a write without response, so no error goes back"
-        : "ATT error 0x\(hexByte(e.attErrorCode))"
-      log("link: refused an Alert Level write from \(address): \(e) (\(answer))")
+      log("link: refused an Alert Level write from \(address): \(e); nothing changed")
       let d = BlueZGattError.dbusError(forATT: e.attErrorCode)
       call.replyError(d.name, d.message)
     case .success(let level):

@@ -65,7 +65,9 @@ func runDeviceBLE(_ args: Arguments) throws -> Int32 {
 
   // A Find Me locator's session (only alert requests) needs no link service.
   let alertLevelHandle =
-    try requests.contains { $0.isAlert } ? alertHandle(client, peer) : nil
+    try requests.contains {
+      if case .alert = $0 { true } else { false }
+    } ? alertHandle(client, peer) : nil
   let alertsOnly = requests.allSatisfy { $0.isAlert } && noticeResult == nil
   var writeHandle: UInt16 = 0
   var notifyHandle: UInt16 = 0
@@ -161,6 +163,9 @@ func runDeviceBLE(_ args: Arguments) throws -> Int32 {
     case .legacy(let b):
       bytes = b
       pending = nil
+    case .pause(let seconds):
+      try client.pump(until: Clock.monotonicNanos() + UInt64(seconds * 1e9))
+      return
     case .alert(let b, let withResponse):
       var sent = JSONLine()
       sent.add(
@@ -237,9 +242,14 @@ enum BLERequest {
   /// The Immediate Alert service's Alert Level, as a Find Me locator writes
   /// it (without response), or with response to hear an ATT error.
   case alert([UInt8], withResponse: Bool)
+  /// Stay connected this long (printing notifications) before the next request.
+  case pause(Double)
 
   var isAlert: Bool {
-    if case .alert = self { true } else { false }
+    switch self {
+    case .alert, .pause: true
+    default: false
+    }
   }
 }
 
@@ -275,6 +285,11 @@ func parseBLERequests(_ words: [String], legacy: Bool) throws -> [BLERequest] {
         throw UsageError("alert none|mild|high|BYTE")
       }
       out.append(.alert([byte], withResponse: false))
+    case (_, "sleep"):
+      guard let w = rest.popFirst(), let seconds = Double(w), seconds >= 0, seconds <= 3600 else {
+        throw UsageError("sleep SECONDS (0 to 3600)")
+      }
+      out.append(.pause(seconds))
     case (_, "alert-write"):
       guard let h = rest.popFirst(), let b = bytes(fromHex: h) else {
         throw UsageError("alert-write needs hex bytes, like alert-write 02")
