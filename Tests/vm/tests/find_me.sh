@@ -90,13 +90,15 @@ is_tone() { awk -v f="$1" 'BEGIN {exit !(f > 950 && f < 1050)}'; }
 # to the [find-phone] volume), then bad values with response (refused,
 # logged; the ring goes on), 0 (the locator's stop, not a found), and 1
 # (rings again, at the user's volume; still open after the disconnect).
-locate high.out --wait 1 alert high sleep 15 alert-write 03 alert-write 0200 sleep 1 \
+locate high.out --wait 1 alert high sleep 20 alert-write 03 alert-write 0200 sleep 1 \
   alert none sleep 2 alert mild &
 LOC=$!
 check "Alert Level 2 rings the laptop" wait_for 60 state_is ringing
 find_json >ringing.json; cat ringing.json
 check "find status names the locator ($me)" grep -q "\"requesters\":\[\"$me\"\]" ringing.json
-check "high: raised to the find-phone level (0.9)" near "$(level_now)" 0.9
+# The mixer as the same status snapshot saw it.
+mixer=$(sed -n 's/.*"volume":{"level":\([0-9.]*\).*/\1/p' ringing.json)
+check "high: the mixer raised to the find-phone level (0.9: $mixer)" near "$mixer" 0.9
 capture ring.wav 2
 f=$(freq ring.wav); echo "ringing: $f Hz"
 check "the alert is heard on the loopback (about 1000 Hz: $f)" is_tone "$f"
