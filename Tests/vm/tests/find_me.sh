@@ -23,7 +23,7 @@ for i in hci0 hci1; do
   done
 done
 "$EARSHOT" ble-agent --accept >agent.out 2>agent.err &
-wait_for 10 grep -q '"ready"' agent.out || { fail "agent did not register"; cat agent.out agent.err; }
+wait_for 30 grep -q '"ready"' agent.out || { fail "agent did not register"; cat agent.out agent.err; }
 
 SOCK=/tmp/earshot.sock
 cat >findme.conf <<CONF
