@@ -18,13 +18,16 @@ public struct LoudestWindow: Sendable {
   private var lastEvaluated: Int64?
   public private(set) var best: Estimate?
   public private(set) var reports = 0
-  /// Reports kept for one window at most (a 100 Hz advertiser for 20 s
+  /// Reports kept for one window at most (a 200 Hz advertiser for 20 s
   /// fits; beyond it the oldest go first).
-  public static let capacity = 1 << 14
+  public static let capacity = 4096
 
   public struct Estimate: Sendable, Equatable {
     /// Median RSSI over the window, dBm.
     public var median: Double
+    /// Mean RSSI, dBm: between windows with the same median, the louder
+    /// mean is the one wholly inside the hold.
+    public var mean: Double
     public var reports: Int
     /// First and last report in the window (µs).
     public var from: Int64
@@ -62,9 +65,12 @@ public struct LoudestWindow: Sendable {
   private mutating func consider() {
     let n = samples.count - head
     guard n >= minimumReports, n > 0 else { return }
-    let m = Self.median(samples[head...].map { Double($0.rssi) })
-    if best == nil || m > best!.median {
-      best = Estimate(median: m, reports: n, from: samples[head].t, to: samples.last!.t)
+    let values = samples[head...].map { Double($0.rssi) }
+    let m = Self.median(values)
+    let mean = values.reduce(0, +) / Double(n)
+    if best == nil || (m, mean) > (best!.median, best!.mean) {
+      best = Estimate(
+        median: m, mean: mean, reports: n, from: samples[head].t, to: samples.last!.t)
     }
   }
 

@@ -8,7 +8,7 @@ public enum ConfigEdit {
   {
     var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     let hadNewline = text.hasSuffix("\n")
-    if hadNewline { lines.removeLast() }
+    if hadNewline || text.isEmpty { lines.removeLast() }
     let line = "\(key) = \(value)"
     var inSection = false
     var header: Int?

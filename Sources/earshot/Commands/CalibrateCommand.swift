@@ -229,11 +229,15 @@ private func writeSetting(path: String, section: String, key: String, value: Str
     var st = stat()
     if stat(path, &st) == 0 { mode = st.st_mode & 0o7777 }
   }
+  // The file as it is must be a good config (its own line numbers in the
+  // errors), and so must the result.
   let edited = ConfigEdit.setting(text, section: section, key: key, value: value)
-  do {
-    _ = try Config.build(IniReader.parse(edited, file: path), paths: ConfigLocation.paths())
-  } catch let e as ConfigErrors {
-    throw CommandFailure("not written: \(path) has problems:\n\(e.description)")
+  for candidate in [text, edited] {
+    do {
+      _ = try Config.build(IniReader.parse(candidate, file: path), paths: ConfigLocation.paths())
+    } catch let e as ConfigErrors {
+      throw CommandFailure("not written: \(path) has problems:\n\(e.description)")
+    }
   }
   let temporary = path + ".earshot-new"
   do {
