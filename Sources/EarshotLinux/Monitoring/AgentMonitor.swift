@@ -142,6 +142,8 @@ public final class AgentMonitor {
   public func stop() {
     scanner?.stop()
     scanner = nil
+    pacedReplay?.cancel()
+    pacedReplay = nil
     deadlineTimer.cancel()
     hookTimer.cancel()
     live = false
