@@ -229,6 +229,20 @@ final class HouseTests: XCTestCase {
     XCTAssertEqual(truth[3].0, 10 + 10 * 1.5 / 4.0, accuracy: 0.0011)
   }
 
+  func testTruthOfAStillBeaconOverAMonthIsItsPresenceEdges() {
+    var h = house()
+    h.duration = 30 * 86_400
+    var keys = beacon("keys", minor: 2, at: FloorPoint(5.5, 2))
+    keys.present = [0..<86_400, 172_800..<2_000_000]
+    h.beacons = [keys]
+    XCTAssertEqual(
+      h.truth(),
+      [
+        .init(t: 0, beacon: 0, room: "kitchen"), .init(t: 86_400, beacon: 0, room: nil),
+        .init(t: 172_800, beacon: 0, room: "kitchen"), .init(t: 2_000_000, beacon: 0, room: nil),
+      ])
+  }
+
   // MARK: Captures
 
   func testCaptureStartsAtTheHouseStartAndHoldsEveryReport() throws {

@@ -182,8 +182,10 @@ public struct House: Sendable {
       let edges = stops.filter { $0 > 0 && $0 < duration }.sorted()
       var t = 0.0
       var e = 0
+      let still = b.path.last?.t ?? 0
       while t < duration {
-        var u = min(duration, t + 0.1)
+        // Past its last waypoint a beacon only changes room at presence edges.
+        var u = t >= still ? (e < edges.count ? edges[e] : duration) : min(duration, t + 0.1)
         if e < edges.count, edges[e] <= u {
           u = edges[e]
           e += 1
