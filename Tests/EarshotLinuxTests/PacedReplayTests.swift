@@ -76,6 +76,49 @@ final class PacedReplayTests: XCTestCase {
     XCTAssertEqual(paced.out.split(separator: "\n").count, 4)
   }
 
+  func testEachLineComesAtItsCaptureTimeOverThePace() throws {
+    let capture = try threeSecondCapture()
+    let pace = 5.0
+    let start = Date().timeIntervalSince1970 + 0.5
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: try earshotBinary())
+    p.arguments = [
+      "monitor", "--config", dir + "/regions.conf", "--input", capture, "--pace", "\(pace)",
+      "--start-at", String(format: "%.3f", start),
+    ]
+    p.environment = Earshot.environment()
+    let out = Pipe()
+    p.standardOutput = out
+    try p.run()
+    // (capture time, wall time it arrived) per line.
+    var lines: [(Double, Double)] = []
+    var pending = ""
+    while true {
+      let chunk = out.fileHandleForReading.availableData
+      if chunk.isEmpty { break }
+      let arrived = Date().timeIntervalSince1970
+      pending += String(decoding: chunk, as: UTF8.self)
+      while let nl = pending.firstIndex(of: "\n") {
+        let line = String(pending[..<nl])
+        pending = String(pending[pending.index(after: nl)...])
+        let t = try XCTUnwrap(try JSONParser.parse(line)["t"]?.number)
+        lines.append((t, arrived))
+      }
+    }
+    p.waitUntilExit()
+    XCTAssertEqual(p.terminationStatus, 0)
+    // Region lines and range lines (one a second while the tag is in).
+    XCTAssertGreaterThan(lines.count, 4)
+    let origin = try XCTUnwrap(lines.first).0
+    for (t, arrived) in lines {
+      let due = start + (t - origin) / pace
+      // Never early (10 ms for the timer and the line's two-decimal time); late by a loaded machine only.
+      XCTAssertGreaterThan(arrived, due - 0.03, "capture \(t)")
+      XCTAssertLessThan(arrived, due + 1.0, "capture \(t)")
+    }
+    XCTAssertEqual(lines.map(\.0), lines.map(\.0).sorted())
+  }
+
   func testBadPaceIsAUsageError() throws {
     let capture = try threeSecondCapture()
     for args in [["--pace", "0"], ["--pace", "fast"], ["--start-at", "5"]] {
