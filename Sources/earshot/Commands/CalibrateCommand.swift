@@ -47,17 +47,21 @@ private struct Hearing {
   var seconds: Double
   var windows: [BeaconID: LoudestWindow] = [:]
   var advertised: [BeaconID: Int8] = [:]
+  /// Reports of the beacon(s) that came without an RSSI (127: unavailable).
+  var withoutRSSI = 0
   /// Distinct beacons followed at most (memory stays bounded in a crowd).
   static let maxBeacons = 256
 
   mutating func add(_ t: Int64, _ report: AdvertisingReport) {
-    guard let rssi = report.rssi, let b = IBeacon.decode(advertisingData: report.data) else {
-      return
-    }
+    guard let b = IBeacon.decode(advertisingData: report.data) else { return }
     if let s = selector {
       guard b.uuid == s.uuid, s.major.map({ $0 == b.major }) ?? true,
         s.minor.map({ $0 == b.id.minor }) ?? true
       else { return }
+    }
+    guard let rssi = report.rssi else {
+      withoutRSSI += 1
+      return
     }
     if windows[b.id] == nil {
       guard windows.count < Self.maxBeacons else { return }
@@ -103,6 +107,11 @@ func runCalibrate(_ args: Arguments) throws -> Int32 {
       []
   func measure(_ name: String, _ hearing: inout Hearing, _ source: String) throws {
     guard let (id, e, advertised) = hearing.result() else {
+      if hearing.withoutRSSI > 0 {
+        throw CommandFailure(
+          "\(source): \(hearing.withoutRSSI) report(s) of the beacon came without an RSSI (the controller gave 127, unavailable): nothing to calibrate"
+        )
+      }
       throw CommandFailure(
         "\(source): heard \(selector == nil ? "no iBeacon" : "not the beacon") at least 10 times in \(Int(seconds)) s"
       )
