@@ -2,20 +2,21 @@
 _earshot() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts=""
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "scan monitor check-config simulate bench shutter play pause stop run status events found device alert sounds volume log plot ble-agent --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "scan monitor check-config simulate calibrate bench shutter play pause stop run status events found device alert sounds volume log plot ble-agent --help --version" -- "$cur"))
     return
   fi
   case ${COMP_WORDS[1]} in
     scan) opts="--adapter --input --write --all --format --passive --legacy --extended --bring-up --duration --help" ;;
-    monitor) opts="--config --input --no-range --state --no-hooks --log --help" ;;
+    monitor) opts="--config --input --pace --start-at --no-range --state --no-hooks --log --help" ;;
     check-config) opts="--config --help" ;;
     simulate) opts="--write --reports --spec --truth --help" ;;
+    calibrate) opts="--config --beacon --seconds --input --power --reference --agent --write --help" ;;
     bench) opts="--input --seconds --reports --config --rate --beacons --dense-minutes --alert-device --mixer-card --help" ;;
     shutter) opts="--config --device --directory --resolution --socket --help" ;;
     play) opts="--config --library --player --device --timeout --list --socket --help" ;;
     pause) opts="--config --socket --help" ;;
     stop) opts="--config --socket --help" ;;
-    run) opts="--config --socket --no-audio --state-dir --input --help" ;;
+    run) opts="--config --socket --no-audio --state-dir --input --pace --start-at --help" ;;
     status) opts="--socket --help" ;;
     events) opts="--socket --topics --help" ;;
     found) opts="--socket --help" ;;
@@ -28,7 +29,7 @@ _earshot() {
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in
-    --adapter|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--day|--db|--dense-minutes|--device|--directory|--duration|--fallback|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--name|--out|--player|--png|--ramp|--rate|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--state|--state-dir|--timeout|--title|--topics|--truth|--until|--wait|--write)
+    --adapter|--agent|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--day|--db|--dense-minutes|--device|--directory|--duration|--fallback|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--name|--out|--pace|--player|--png|--power|--ramp|--rate|--reference|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--start-at|--state|--state-dir|--timeout|--title|--topics|--truth|--until|--wait|--write)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))

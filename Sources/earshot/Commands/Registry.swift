@@ -5,6 +5,7 @@ let commands: [Command] = [
   monitorCommand,
   checkConfigCommand,
   simulateCommand,
+  calibrateCommand,
   benchCommand,
   shutterCommand,
   playCommand,
