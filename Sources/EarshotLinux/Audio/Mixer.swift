@@ -24,6 +24,11 @@ public final class Mixer {
   /// False when the control has no mute switch.
   public let canMute: Bool
 
+  /// True for a sound server's control plugin (pulse, pipewire), whose
+  /// copy of the volumes can lag the server: reads then ask the server
+  /// through a fresh connection (see `state()`).
+  public let readsFresh: Bool
+
   private let handle: OpaquePointer
   private let element: OpaquePointer
   private var reported: VolumeState?
@@ -35,6 +40,27 @@ public final class Mixer {
     let ctl = card.allSatisfy(\.isNumber) && !card.isEmpty ? "hw:\(card)" : card
     self.card = ctl
     self.control = control
+    let (h, elem) = try LibraryThreads.withSignalsBlocked { try Self.open(ctl, control) }
+    handle = h
+    element = elem
+    var lo = 0
+    var hi = 0
+    snd_mixer_selem_get_playback_volume_range(elem, &lo, &hi)
+    var dbLo = 0
+    var dbHi = 0
+    let hasDB = snd_mixer_selem_get_playback_dB_range(elem, &dbLo, &dbHi) == 0
+    scale = VolumeScale(raw: lo...max(lo, hi), decibels: hasDB && dbLo < dbHi ? dbLo...dbHi : nil)
+    canMute = snd_mixer_selem_has_playback_switch(elem) != 0
+    var hctl: OpaquePointer?
+    readsFresh =
+      snd_mixer_get_hctl(h, ctl, &hctl) == 0 && hctl != nil
+      && snd_ctl_type(snd_hctl_ctl(hctl)) == SND_CTL_TYPE_EXT
+  }
+
+  /// A mixer handle with the control found, or why not.
+  private static func open(_ ctl: String, _ control: String) throws -> (
+    OpaquePointer, OpaquePointer
+  ) {
     var h: OpaquePointer?
     var e = snd_mixer_open(&h, 0)
     guard e == 0, let h else { throw Failure(description: "cannot open a mixer: \(Self.text(e))") }
@@ -70,25 +96,44 @@ public final class Mixer {
           "card '\(ctl)' has no playback volume control '\(control)'; it has: "
           + (names.isEmpty ? "none" : names.joined(separator: ", ")))
     }
-    handle = h
-    element = elem
-    var lo = 0
-    var hi = 0
-    snd_mixer_selem_get_playback_volume_range(elem, &lo, &hi)
-    var dbLo = 0
-    var dbHi = 0
-    let hasDB = snd_mixer_selem_get_playback_dB_range(elem, &dbLo, &dbHi) == 0
-    scale = VolumeScale(raw: lo...max(lo, hi), decibels: hasDB && dbLo < dbHi ? dbLo...dbHi : nil)
-    canMute = snd_mixer_selem_has_playback_switch(elem) != 0
+    return (h, elem)
   }
 
   deinit { snd_mixer_close(handle) }
 
   /// The volume (the loudest channel) and whether every channel is muted.
+  ///
+  /// On a sound server's plugin this is read through a fresh connection:
+  /// PipeWire 0.3.65's ALSA control plugin leaves the right channel of a
+  /// long-lived handle at its old value when the volume is changed
+  /// through another ALSA client, and sends no further event, so the
+  /// loudest channel of our own copy would hide every decrease. A fresh
+  /// connection costs a few milliseconds and reads what the server has.
   public func state() -> VolumeState {
+    if readsFresh, let s = freshState() { return s }
+    return cachedState()
+  }
+
+  /// This handle's own copy of the state: right after our own change (the
+  /// server may not have applied it yet when a fresh connection asks).
+  private func cachedState() -> VolumeState {
+    Self.read(element, scale: scale, canMute: canMute)
+  }
+
+  private func freshState() -> VolumeState? {
+    guard
+      let (h, e) = try? LibraryThreads.withSignalsBlocked({ try Self.open(card, control) })
+    else { return nil }
+    defer { snd_mixer_close(h) }
+    return Self.read(e, scale: scale, canMute: canMute)
+  }
+
+  private static func read(_ element: OpaquePointer, scale: VolumeScale, canMute: Bool)
+    -> VolumeState
+  {
     var loudest = 0.0
     var anyOn = false
-    for ch in channels() {
+    for ch in channels(element) {
       if scale.kind == .raw {
         var v = 0
         if snd_mixer_selem_get_playback_volume(element, ch, &v) == 0 {
@@ -125,7 +170,7 @@ public final class Mixer {
     }
     if e == 0, canMute, unmute { e = snd_mixer_selem_set_playback_switch_all(element, 1) }
     guard e == 0 else { throw failure("set the volume of", e) }
-    return remember(state())
+    return remember(cachedState())
   }
 
   public func setMuted(_ muted: Bool) throws -> VolumeState {
@@ -134,7 +179,7 @@ public final class Mixer {
     }
     let e = snd_mixer_selem_set_playback_switch_all(element, muted ? 0 : 1)
     guard e == 0 else { throw failure(muted ? "mute" : "unmute", e) }
-    return remember(state())
+    return remember(cachedState())
   }
 
   /// Whether the card's headphone jack control reports something plugged
@@ -225,7 +270,7 @@ public final class Mixer {
     }
   }
 
-  private func channels() -> [snd_mixer_selem_channel_id_t] {
+  private static func channels(_ element: OpaquePointer) -> [snd_mixer_selem_channel_id_t] {
     if snd_mixer_selem_is_playback_mono(element) != 0 { return [SND_MIXER_SCHN_MONO] }
     var out: [snd_mixer_selem_channel_id_t] = []
     for raw in 0...SND_MIXER_SCHN_LAST.rawValue {
