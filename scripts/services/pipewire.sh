@@ -38,6 +38,8 @@ export PULSE_SERVER=unix:$runtime/pulse/native
 # WirePlumber would otherwise look for real sound cards, cameras and
 # Bluetooth (on the system bus, where a test's bluetoothd may be).
 export XDG_CONFIG_HOME=$runtime/config
+# Nor read or keep the user's saved volumes and default sink.
+export XDG_STATE_HOME=$runtime/state
 for part in main bluetooth; do
   mkdir -p "$XDG_CONFIG_HOME/wireplumber/$part.lua.d"
 done
