@@ -18,12 +18,16 @@ struct SoundServer: CustomStringConvertible {
   /// for pactl and parec.
   let pulseSocket: String
   let serviceScript: String
+  /// Underruns an alert may take while it starts (see `AlertPlayerTests`):
+  /// PipeWire's graph runs at 1024-frame quanta (21 ms) until it adapts
+  /// to a new stream's 10 ms periods, more than a 40 ms buffer can bridge.
+  let startRecoveries: Int
 
   let sink = "alert"
 
   static let pulse = SoundServer(
     description: "PulseAudio", card: "default", pulseSocket: PulseServer.socket,
-    serviceScript: "scripts/services/pulseaudio.sh")
+    serviceScript: "scripts/services/pulseaudio.sh", startRecoveries: 0)
 
   /// scripts/services/pipewire.sh's runtime directory.
   static let pipewireRuntime =
@@ -31,7 +35,7 @@ struct SoundServer: CustomStringConvertible {
 
   static let pipewire = SoundServer(
     description: "PipeWire", card: "pipewire", pulseSocket: pipewireRuntime + "/pulse/native",
-    serviceScript: "scripts/services/pipewire.sh")
+    serviceScript: "scripts/services/pipewire.sh", startRecoveries: 3)
 
   /// What a tool run against this server needs over the process's own
   /// environment.
@@ -93,5 +97,14 @@ struct SoundServer: CustomStringConvertible {
     _ = try? Earshot.run(
       ["set-sink-volume", sink, "100%"], executable: pactl, environment: environment)
     _ = try? Earshot.run(["set-sink-mute", sink, "0"], executable: pactl, environment: environment)
+  }
+
+  /// Fails unless pactl's server is PipeWire's: a PipeWire test class
+  /// must not pass by reaching PulseAudio.
+  func assertIsPipeWire(file: StaticString = #filePath, line: UInt = #line) throws {
+    let info = try pactl("info")
+    XCTAssertTrue(info.contains("(on PipeWire "), "\(self): \(info)", file: file, line: line)
+    let controls = try amixer("scontrols")
+    XCTAssertTrue(controls.contains("'Master'"), controls, file: file, line: line)
   }
 }
