@@ -10,7 +10,7 @@ _earshot() {
     monitor) opts="--config --input --no-range --state --no-hooks --log --help" ;;
     check-config) opts="--config --help" ;;
     simulate) opts="--write --reports --spec --truth --help" ;;
-    bench) opts="--input --seconds --reports --config --rate --beacons --dense-minutes --alert-device --mixer-card --help" ;;
+    bench) opts="--input --seconds --reports --config --rate --beacons --dense-minutes --alert-device --mixer-card --monitor --help" ;;
     shutter) opts="--config --device --directory --resolution --socket --help" ;;
     play) opts="--config --library --player --device --timeout --list --socket --help" ;;
     pause) opts="--config --socket --help" ;;
@@ -28,7 +28,7 @@ _earshot() {
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in
-    --adapter|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--day|--db|--dense-minutes|--device|--directory|--duration|--fallback|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--name|--out|--player|--png|--ramp|--rate|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--state|--state-dir|--timeout|--title|--topics|--truth|--until|--wait|--write)
+    --adapter|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--day|--db|--dense-minutes|--device|--directory|--duration|--fallback|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--monitor|--name|--out|--player|--png|--ramp|--rate|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--state|--state-dir|--timeout|--title|--topics|--truth|--until|--wait|--write)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))
