@@ -143,8 +143,10 @@ class AlertPlayerTests: XCTestCase {
   }
 
   func testRampRisesFromQuietToFullAndHolds() throws {
-    // beep: 0.3 s on, 0.2 s off; ramp -30 dB to full over 2 s.
-    let p = try play(.pattern(.beep(frequency: 1000)), seconds: 3.2, ramp: GainRamp(seconds: 2))
+    // beep: 0.3 s on, 0.2 s off; ramp -30 dB to full over 2 s. Played
+    // 3.4 s so the last window (3.18 s after the onset) ends before the
+    // stop however late the server starts (PipeWire: up to 165 ms).
+    let p = try play(.pattern(.beep(frequency: 1000)), seconds: 3.4, ramp: GainRamp(seconds: 2))
     let r = p.recording
     let first = r.peakLevel(from: p.onset, 20, 280)
     let held1 = r.peakLevel(from: p.onset, 2520, 2780)

@@ -69,6 +69,17 @@ class MixerTests: XCTestCase {
     XCTAssertEqual(try nextChange(mixer)?.muted, false)
   }
 
+  /// A long-lived mixer that has not yet handled the events of another
+  /// client's decrease (a daemon between two loop turns) still reports the
+  /// server's volume when it mutes.
+  func testMuteAfterAnotherClientsDecreaseReportsTheServersVolume() throws {
+    let mixer = try Mixer(card: server.card)
+    try mixer.setVolume(0.8)
+    try server.amixer("-q", "sset", "Master", "30%")
+    XCTAssertEqual(try mixer.setMuted(true).volume, 0.30, accuracy: 0.005)
+    XCTAssertEqual(mixer.state().volume, 0.30, accuracy: 0.005)
+  }
+
   func testOwnChangesAreNotEchoedBack() throws {
     let mixer = try Mixer(card: server.card)
     try mixer.setVolume(0.5)

@@ -93,7 +93,9 @@ public final class CaptureListener {
       // The first loud sample captured after `arm()` (one before it is the
       // tail of an earlier sound still on its way through the server).
       for i in 0..<n where abs(Int(chunk[i])) >= 328 {
-        let ago = UInt64(max(0, delay - i)) * 1_000_000_000 / UInt64(rate)
+        // At least the samples after it in this read came later (a
+        // plugin may report less delay than it hands over).
+        let ago = UInt64(max(delay - i, n - i)) * 1_000_000_000 / UInt64(rate)
         let at = now > ago ? now - ago : 0
         if at >= armed {
           heardAt = at

@@ -114,8 +114,8 @@ public final class Mixer {
     return cachedState()
   }
 
-  /// This handle's own copy of the state: right after our own change (the
-  /// server may not have applied it yet when a fresh connection asks).
+  /// This handle's own copy of the state (hardware cards, or when a fresh
+  /// connection cannot be made).
   private func cachedState() -> VolumeState {
     Self.read(element, scale: scale, canMute: canMute)
   }
@@ -161,25 +161,43 @@ public final class Mixer {
     _ volume: Double, rounding: VolumeScale.Rounding = .nearest, unmute: Bool = true
   ) throws -> VolumeState {
     let v = min(max(volume, 0), 1)
-    var e: Int32
-    switch scale.kind {
-    case .raw:
-      e = snd_mixer_selem_set_playback_volume_all(element, scale.raw(for: v, rounding: rounding))
-    case .linearDecibels, .cubic:
-      e = snd_mixer_selem_set_playback_volume_all(element, rawStep(for: v, rounding: rounding))
+    try writing { element in
+      var e: Int32
+      switch scale.kind {
+      case .raw:
+        e = snd_mixer_selem_set_playback_volume_all(element, scale.raw(for: v, rounding: rounding))
+      case .linearDecibels, .cubic:
+        e = snd_mixer_selem_set_playback_volume_all(
+          element, rawStep(element, for: v, rounding: rounding))
+      }
+      if e == 0, canMute, unmute { e = snd_mixer_selem_set_playback_switch_all(element, 1) }
+      guard e == 0 else { throw failure("set the volume of", e) }
     }
-    if e == 0, canMute, unmute { e = snd_mixer_selem_set_playback_switch_all(element, 1) }
-    guard e == 0 else { throw failure("set the volume of", e) }
-    return remember(cachedState())
+    return remember(state())
   }
 
   public func setMuted(_ muted: Bool) throws -> VolumeState {
     guard canMute else {
       throw Failure(description: "control '\(control)' on card '\(card)' has no mute switch")
     }
-    let e = snd_mixer_selem_set_playback_switch_all(element, muted ? 0 : 1)
-    guard e == 0 else { throw failure(muted ? "mute" : "unmute", e) }
-    return remember(cachedState())
+    try writing { element in
+      let e = snd_mixer_selem_set_playback_switch_all(element, muted ? 0 : 1)
+      guard e == 0 else { throw failure(muted ? "mute" : "unmute", e) }
+    }
+    return remember(state())
+  }
+
+  /// Runs a change on a handle whose copy of the state is the server's.
+  /// ALSA's simple mixer writes every control of the element, the volume
+  /// too when only the switch changed: through a handle whose volume is
+  /// stale (PipeWire, or events not yet handled), a mute would put the old
+  /// volume back. On a sound server's plugin the change therefore goes
+  /// through a fresh connection; this handle then only listens.
+  private func writing(_ change: (OpaquePointer) throws -> Void) throws {
+    guard readsFresh else { return try change(element) }
+    let (h, e) = try LibraryThreads.withSignalsBlocked { try Self.open(card, control) }
+    defer { snd_mixer_close(h) }
+    try change(e)
   }
 
   /// Whether the card's headphone jack control reports something plugged
@@ -250,7 +268,9 @@ public final class Mixer {
 
   /// The raw step whose dB value maps nearest to `volume` (or the next
   /// step up or down), so reading back gives what alsamixer would show.
-  private func rawStep(for volume: Double, rounding: VolumeScale.Rounding) -> Int {
+  private func rawStep(_ element: OpaquePointer, for volume: Double, rounding: VolumeScale.Rounding)
+    -> Int
+  {
     let target = scale.decibels(for: volume, rounding: rounding)
     var down = 0
     var up = 0
