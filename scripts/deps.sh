@@ -10,7 +10,8 @@ build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev li
        libjpeg62-turbo-dev libsystemd-dev libssl-dev)
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
       qemu-system-x86 busybox-static kmod cpio dbus util-linux mosquitto mosquitto-clients
-      librsvg2-bin dbus-daemon dbus-bin libjpeg-turbo-progs dunst xvfb socat)
+      librsvg2-bin dbus-daemon dbus-bin libjpeg-turbo-progs dunst xvfb socat
+      pipewire pipewire-bin wireplumber pipewire-pulse)
 deb=(debhelper dpkg-dev fakeroot lintian libcap2-bin systemd)
 want=("${build[@]}")
 [ "$mode" = deb ] && want+=("${deb[@]}")
@@ -19,8 +20,23 @@ missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "Installing: ${missing[*]}"
 SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "Installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# pipewire-alsa conflicts with pulseaudio (both claim ALSA's default), so
+# the tests get its plugins unpacked privately; scripts/services/pipewire.sh
+# points ALSA at them. Skipped where the package itself is installed.
+private_alsa=/usr/local/lib/earshot-test/pipewire-alsa
+if [ "$mode" = test ] && ! dpkg-query -W -f='${Status}' pipewire-alsa 2>/dev/null | grep -q 'install ok installed' \
+  && [ ! -d "$private_alsa/usr" ]; then
+  echo "Unpacking pipewire-alsa into $private_alsa"
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"
+  (cd "$tmp" && apt-get download -qq pipewire-alsa 2>/dev/null || { $SUDO apt-get update -qq && apt-get download -qq pipewire-alsa; })
+  $SUDO mkdir -p "$private_alsa"
+  $SUDO dpkg -x "$tmp"/pipewire-alsa_*.deb "$private_alsa"
+  rm -rf "$tmp"
+fi

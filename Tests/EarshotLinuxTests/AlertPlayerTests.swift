@@ -9,15 +9,17 @@ import XCTest
   import Glibc
 #endif
 
-/// Real ALSA through PulseAudio's null sink: play, record the monitor,
-/// measure the recording.
-final class AlertPlayerTests: XCTestCase {
+/// Real ALSA through a sound server's null sink: play, record the monitor,
+/// measure the recording. PulseAudio here (ALSA's `default`),
+/// `PipeWireAlertPlayerTests` the same on PipeWire (the `pipewire` PCM).
+class AlertPlayerTests: XCTestCase {
   var recorder: MonitorRecorder!
+  var server: SoundServer { .pulse }
 
   override func setUpWithError() throws {
-    try PulseServer.require()
-    try PulseServer.resetSink()
-    recorder = try MonitorRecorder.shared()
+    try server.require()
+    try server.resetSink()
+    recorder = try MonitorRecorder.shared(server)
   }
 
   override class func tearDown() {
@@ -38,10 +40,10 @@ final class AlertPlayerTests: XCTestCase {
   /// and records half a second after the stop.
   func play(
     _ sound: AlertSound, seconds: Double, ramp: GainRamp? = nil,
-    settings: AlertPlayer.Settings = .init(), stall: Double = 0
+    settings: AlertPlayer.Settings? = nil, stall: Double = 0
   ) throws -> Played {
     usleep(200_000)  // a quiet gap before, so the onset is this sound's
-    let player = AlertPlayer(settings: settings)
+    let player = AlertPlayer(settings: settings ?? .init(device: server.card))
     let requestedAt = Clock.monotonicNanos()
     try player.start(sound: sound, ramp: ramp)
     let fds = player.pollDescriptors()
@@ -95,7 +97,7 @@ final class AlertPlayerTests: XCTestCase {
       "audio: ring onset \(JSONLine.format(p.onsetMs, decimals: 1)) ms after start(); first write "
         + "\(JSONLine.format(Double(p.player.startLatencyNanos) / 1e6, decimals: 1)) ms; "
         + "period \(p.player.periodFrames) frames, buffer \(p.player.bufferFrames)")
-    XCTAssertEqual(p.player.device, "default")
+    XCTAssertEqual(p.player.device, server.card)
     XCTAssertEqual(p.player.periodFrames, 480)  // 10 ms at 48 kHz
     XCTAssertGreaterThanOrEqual(p.onsetMs, -20)
     XCTAssertLessThan(p.onsetMs, 250, "sound must start promptly after the request")
@@ -135,14 +137,16 @@ final class AlertPlayerTests: XCTestCase {
     assertSilentAfterStop(pips)
     let bell = try play(library.resolve("bell.flac"), seconds: 0.5)
     XCTAssertEqual(bell.player.periodFrames, 480, "a 44.1 kHz file is converted to 48 kHz")
-    XCTAssertEqual(bell.player.recoveries, 0)
+    XCTAssertLessThanOrEqual(bell.player.recoveries, server.startRecoveries)
     XCTAssertEqual(bell.recording.dominant(from: bell.onset, 10, 200), 1320, accuracy: 10)
     assertSilentAfterStop(bell)
   }
 
   func testRampRisesFromQuietToFullAndHolds() throws {
-    // beep: 0.3 s on, 0.2 s off; ramp -30 dB to full over 2 s.
-    let p = try play(.pattern(.beep(frequency: 1000)), seconds: 3.2, ramp: GainRamp(seconds: 2))
+    // beep: 0.3 s on, 0.2 s off; ramp -30 dB to full over 2 s. Played
+    // 3.4 s so the last window (3.18 s after the onset) ends before the
+    // stop however late the server starts (PipeWire: up to 165 ms).
+    let p = try play(.pattern(.beep(frequency: 1000)), seconds: 3.4, ramp: GainRamp(seconds: 2))
     let r = p.recording
     let first = r.peakLevel(from: p.onset, 20, 280)
     let held1 = r.peakLevel(from: p.onset, 2520, 2780)
@@ -164,10 +168,10 @@ final class AlertPlayerTests: XCTestCase {
 
   func testFallsBackInOrderAndNamesEachFailure() throws {
     let player = AlertPlayer(
-      settings: .init(device: "hw:7,0", fallbacks: ["earshot_no_such_pcm", "default"]))
+      settings: .init(device: "hw:7,0", fallbacks: ["earshot_no_such_pcm", server.card]))
     try player.start(sound: .pattern(.beep(frequency: 1000)))
     defer { player.stop() }
-    XCTAssertEqual(player.device, "default")
+    XCTAssertEqual(player.device, server.card)
     XCTAssertEqual(player.skipped.map(\.device), ["hw:7,0", "earshot_no_such_pcm"])
     XCTAssertTrue(player.skipped[0].description.contains("cannot open audio device 'hw:7,0'"))
     XCTAssertTrue(player.skipped[0].description.contains("aplay -L"))
@@ -193,7 +197,7 @@ final class AlertPlayerTests: XCTestCase {
   }
 
   func testRestartReplacesThePlayingSound() throws {
-    let player = AlertPlayer()
+    let player = AlertPlayer(settings: .init(device: server.card))
     try player.start(sound: .pattern(.beep(frequency: 1000)))
     let first = player.pollDescriptors()
     try player.start(sound: .pattern(.chirp(frequency: 1000)))
@@ -209,4 +213,13 @@ final class AlertPlayerTests: XCTestCase {
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
       .deletingLastPathComponent().appendingPathComponent("sounds").path
   }
+}
+
+/// The alert tests that play, on PipeWire.
+final class PipeWireAlertPlayerTests: AlertPlayerTests {
+  override var server: SoundServer { .pipewire }
+
+  /// Linux test discovery lists a class by the tests it declares (then
+  /// runs the inherited ones too), so each PipeWire class declares this.
+  func testTheServerIsPipeWire() throws { try server.assertIsPipeWire() }
 }

@@ -48,6 +48,32 @@ final class BenchCommandTests: XCTestCase {
     XCTAssertTrue(r.stdout.contains("of 3, default)"), r.stdout)
   }
 
+  /// Request -> audible: the ring is heard on the null sink's monitor (the
+  /// server's default source) on each server, 3 cycles, a figure per row.
+  func testRequestToAudibleOnBothServers() throws {
+    for server in [SoundServer.pulse, .pipewire] {
+      try server.require()
+      try server.resetSink()
+      let r = try Earshot.run(
+        [
+          "bench", "--seconds", "0.2", "--reports", "2000", "--beacons", "100",
+          "--dense-minutes", "0", "--alert-device", server.card, "--mixer-card", server.card,
+          "--monitor", server.card,
+        ], environment: server.environment)
+      XCTAssertEqual(r.status, 0, r.stderr)
+      let lines = r.stdout.split(separator: "\n").map(String.init)
+      let audible = try XCTUnwrap(
+        lines.first { $0.hasPrefix("find-phone: request -> audible ") }, "\(server):\n\(r.stdout)")
+      XCTAssertTrue(audible.contains("of 3; heard on \(server.card), zeros playing)"), audible)
+      let median = audible.dropFirst("find-phone: request -> audible".count)
+        .split(separator: " ").first.flatMap { Double($0) }
+      XCTAssertGreaterThan(try XCTUnwrap(median, audible), 0, "heard after the request")
+      XCTAssertTrue(
+        lines.contains { $0.hasPrefix("find-phone: request -> sound read back ") }, r.stdout)
+      server.resetSinkQuietly()
+    }
+  }
+
   func testWithoutAnAlertDeviceFindPhoneIsSkippedAndSaysHow() throws {
     let r = try Earshot.run([
       "bench", "--seconds", "0.05", "--reports", "2000", "--beacons", "100", "--dense-minutes", "0",

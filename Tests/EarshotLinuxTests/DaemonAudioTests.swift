@@ -6,18 +6,20 @@ import XCTest
 @testable import EarshotLinux
 
 /// The daemon's audio (AlertOutput, VolumeControl) over ALSA, driven by a
-/// real EventLoop, against the PulseAudio test server.
-final class DaemonAudioTests: XCTestCase {
+/// real EventLoop, against the PulseAudio test server
+/// (`PipeWireDaemonAudioTests`: the same on PipeWire).
+class DaemonAudioTests: XCTestCase {
   var recorder: MonitorRecorder!
+  var server: SoundServer { .pulse }
 
   override func setUpWithError() throws {
-    try PulseServer.require()
-    try PulseServer.resetSink()
-    recorder = try MonitorRecorder.shared()
+    try server.require()
+    try server.resetSink()
+    recorder = try MonitorRecorder.shared(server)
   }
 
   override func tearDown() {
-    PulseServer.resetSinkQuietly()
+    server.resetSinkQuietly()
   }
 
   override class func tearDown() {
@@ -29,6 +31,8 @@ final class DaemonAudioTests: XCTestCase {
     c.sound = sound
     c.frequency = frequency
     c.ramp = 0
+    c.device = server.card
+    c.mixerCard = server.card
     return c
   }
 
@@ -93,23 +97,33 @@ final class DaemonAudioTests: XCTestCase {
     let loop = try EventLoop()
     let (_, v) = try DaemonAudio.make(config(), findPhoneSound: nil, loop: loop, log: { _ in })
     let volume = try XCTUnwrap(v)
-    XCTAssertFalse(volume.outputIsHeadphones(), "PulseAudio's plugin has no jack control")
+    XCTAssertFalse(volume.outputIsHeadphones(), "a sound server's plugin has no jack control")
     try volume.setVolume(VolumeSetting(level: 0.4, muted: true))
     XCTAssertEqual(try volume.currentVolume().level, 0.4, accuracy: 0.0001)
     XCTAssertTrue(try volume.currentVolume().muted)
-    XCTAssertTrue(try PulseServer.pactl("get-sink-mute", PulseServer.sink).contains("yes"))
+    XCTAssertTrue(try server.pactl("get-sink-mute", server.sink).contains("yes"))
     try volume.setVolume(VolumeSetting(level: 0.7, muted: false))
     XCTAssertEqual(try volume.currentVolume().level, 0.7, accuracy: 0.0001)
     XCTAssertFalse(try volume.currentVolume().muted)
 
     var changes: [VolumeSetting] = []
     volume.onChange = { changes.append($0) }
+    let server = self.server
     loop.after(seconds: 0.1) {
-      _ = try? PulseServer.pactl("set-sink-volume", PulseServer.sink, "55%")
+      _ = try? server.pactl("set-sink-volume", server.sink, "55%")
     }
     loop.after(seconds: 1.5) { loop.stop() }
     try loop.run()
     XCTAssertEqual(changes.last?.level ?? -1, 0.55, accuracy: 0.005)
     XCTAssertEqual(changes.last?.muted, false)
   }
+}
+
+/// The daemon's audio on PipeWire.
+final class PipeWireDaemonAudioTests: DaemonAudioTests {
+  override var server: SoundServer { .pipewire }
+
+  /// Linux test discovery lists a class by the tests it declares (then
+  /// runs the inherited ones too), so each PipeWire class declares this.
+  func testTheServerIsPipeWire() throws { try server.assertIsPipeWire() }
 }

@@ -6,33 +6,39 @@ import XCTest
 @testable import EarshotLinux
 
 /// Find-phone end to end with real audio: `earshot run` plays through ALSA's
-/// `default` (the PulseAudio test server), the null sink's monitor is
-/// recorded, and the mixer is read back with pactl.
-final class FindPhoneAudioTests: XCTestCase {
+/// `default` (the PulseAudio test server; `PipeWireFindPhoneAudioTests`:
+/// the `pipewire` PCM and ctl), the null sink's monitor is recorded, and the
+/// mixer is read back with pactl.
+class FindPhoneAudioTests: XCTestCase {
   var recorder: MonitorRecorder!
+  var server: SoundServer { .pulse }
 
   override func setUpWithError() throws {
-    try PulseServer.require()
-    try PulseServer.resetSink()
-    recorder = try MonitorRecorder.shared()
+    try server.require()
+    try server.resetSink()
+    recorder = try MonitorRecorder.shared(server)
   }
 
-  override func tearDown() { PulseServer.resetSinkQuietly() }
+  override func tearDown() { server.resetSinkQuietly() }
   override class func tearDown() { MonitorRecorder.stopShared() }
 
-  let config = """
+  var config: String {
+    """
     [audio]
     sound = beep
     frequency = 1300
     ramp = 0
+    device = \(server.card)
+    mixer_card = \(server.card)
     [find-phone]
     volume = 0.9
     timeout = 60
     """
+  }
 
   /// The sink's volume as pactl prints it (percent of the first channel).
   func sinkVolume() throws -> Int {
-    let out = try PulseServer.pactl("get-sink-volume", PulseServer.sink)
+    let out = try server.pactl("get-sink-volume", server.sink)
     let percent = out.split(separator: "/").dropFirst().first.map {
       $0.trimmingCharacters(in: .whitespaces)
     }
@@ -40,13 +46,13 @@ final class FindPhoneAudioTests: XCTestCase {
   }
 
   func sinkMuted() throws -> Bool {
-    try PulseServer.pactl("get-sink-mute", PulseServer.sink).contains("yes")
+    try server.pactl("get-sink-mute", server.sink).contains("yes")
   }
 
   func testRingIsAudibleAndFoundSilencesAndRestoresBeforeTheNotice() throws {
     // The user's own setting: quiet and muted.
-    try PulseServer.pactl("set-sink-volume", PulseServer.sink, "30%")
-    try PulseServer.pactl("set-sink-mute", PulseServer.sink, "1")
+    try server.pactl("set-sink-volume", server.sink, "30%")
+    try server.pactl("set-sink-mute", server.sink, "1")
     let agent = try AgentProcess(config: config, audio: true)
     let buds = try ControlClient.device("buds", at: agent.socket)
 
@@ -81,7 +87,7 @@ final class FindPhoneAudioTests: XCTestCase {
   }
 
   func testFailedNoticeLeavesItSilentAndTimeoutStops() throws {
-    try PulseServer.pactl("set-sink-volume", PulseServer.sink, "40%")
+    try server.pactl("set-sink-volume", server.sink, "40%")
     let agent = try AgentProcess(
       config: config.replacingOccurrences(of: "timeout = 60", with: "timeout = 1"), audio: true)
     let buds = try ControlClient.device("buds", at: agent.socket)
@@ -114,7 +120,7 @@ final class FindPhoneAudioTests: XCTestCase {
   }
 
   func testKilledMidAlertTheNextStartRestoresTheVolume() throws {
-    try PulseServer.pactl("set-sink-volume", PulseServer.sink, "25%")
+    try server.pactl("set-sink-volume", server.sink, "25%")
     let first = try AgentProcess(config: config, audio: true)
     let buds = try ControlClient.device("buds", at: first.socket)
     XCTAssertEqual(try buds.ok(.findStart)["result"], .string("ringing"))
@@ -129,4 +135,13 @@ final class FindPhoneAudioTests: XCTestCase {
     XCTAssertEqual(try sinkVolume(), 25, "restored at start")
     XCTAssertEqual(second.stop(), 0)
   }
+}
+
+/// Find-phone with real audio on PipeWire.
+final class PipeWireFindPhoneAudioTests: FindPhoneAudioTests {
+  override var server: SoundServer { .pipewire }
+
+  /// Linux test discovery lists a class by the tests it declares (then
+  /// runs the inherited ones too), so each PipeWire class declares this.
+  func testTheServerIsPipeWire() throws { try server.assertIsPipeWire() }
 }

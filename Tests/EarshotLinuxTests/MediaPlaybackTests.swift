@@ -71,8 +71,8 @@ enum MediaFixtures {
   }
 }
 
-/// `earshot play` end to end through real ALSA (PulseAudio's null sink),
-/// recorded and measured.
+/// `earshot play` end to end through real ALSA (the null sink of PulseAudio
+/// and of PipeWire), recorded and measured.
 final class MediaPlaybackTests: XCTestCase {
   func testUnknownTitleIsNotFound() throws {
     let lib = try MediaFixtures.library()
@@ -113,11 +113,19 @@ final class MediaPlaybackTests: XCTestCase {
   /// The recording holds the requested file's tone (its spectrum's peak is
   /// the file's), not the other files', and falls silent when stopped.
   func testRecordedOutputIsTheRequestedFile() throws {
-    try PulseServer.require()
+    try recordedOutputIsTheRequestedFile(on: .pulse)
+  }
+
+  /// The same on PipeWire (the `pipewire` PCM).
+  func testRecordedOutputOnPipeWireIsTheRequestedFile() throws {
+    try recordedOutputIsTheRequestedFile(on: .pipewire)
+  }
+
+  func recordedOutputIsTheRequestedFile(on server: SoundServer) throws {
+    try server.require()
     let lib = try MediaFixtures.library()
-    let runtime = PulseServer.runtime
-    var env = ProcessInfo.processInfo.environment
-    env["XDG_RUNTIME_DIR"] = runtime
+    var env = Earshot.environment(server.environment)
+    env["XDG_RUNTIME_DIR"] = PulseServer.runtime
 
     // An idle null sink sends its monitor nothing, and the recorder then
     // holds back what it has: a stream of silence keeps the sink running.
@@ -151,7 +159,7 @@ final class MediaPlaybackTests: XCTestCase {
 
     let play = Process()
     play.executableURL = URL(fileURLWithPath: Earshot.binary)
-    play.arguments = ["play", "--library", lib, "--device", "default", "ELAN"]
+    play.arguments = ["play", "--library", lib, "--device", server.card, "ELAN"]
     play.environment = env
     let out = Pipe()
     play.standardOutput = out

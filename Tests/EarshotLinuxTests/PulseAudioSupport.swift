@@ -73,9 +73,10 @@ final class MonitorRecorder: @unchecked Sendable {
   /// deliver its first audio, too long to pay per test).
   nonisolated(unsafe) private static var current: MonitorRecorder?
 
-  static func shared() throws -> MonitorRecorder {
-    if let current { return current }
-    let r = try MonitorRecorder()
+  static func shared(_ server: SoundServer = .pulse) throws -> MonitorRecorder {
+    if let current, current.server.card == server.card { return current }
+    stopShared()
+    let r = try MonitorRecorder(server)
     try r.waitUntilFlowing()
     current = r
     return r
@@ -85,6 +86,7 @@ final class MonitorRecorder: @unchecked Sendable {
     current?.stop()
     current = nil
   }
+  let server: SoundServer
   private let process = Process()
   private let lock = NSLock()
   private var bytes = [UInt8]()
@@ -93,11 +95,16 @@ final class MonitorRecorder: @unchecked Sendable {
   private var reader: Thread?
   private let pipe = Pipe()
 
-  init() throws {
+  init(_ server: SoundServer = .pulse) throws {
+    self.server = server
     process.executableURL = URL(fileURLWithPath: Earshot.tool("parec")!)
+    process.environment = Earshot.environment(server.environment)
     process.arguments = [
-      "-d", "\(PulseServer.sink).monitor", "--format=s16le", "--rate=\(Self.rate)",
-      "--channels=1", "--latency-msec=10", "--raw",
+      "-d", "\(server.sink).monitor", "--format=s16le", "--rate=\(Self.rate)",
+      // The left channel alone: PulseAudio averages a stereo sink down to
+      // mono, PipeWire adds the channels at -3 dB each (+3 dB on a sound
+      // played to both), so a downmix would read levels differently.
+      "--channels=1", "--channel-map=front-left", "--latency-msec=10", "--raw",
     ]
     let out = pipe
     process.standardOutput = out
@@ -147,7 +154,7 @@ final class MonitorRecorder: @unchecked Sendable {
       if let s = start, n - s >= want { return }
       usleep(10_000)
     }
-    XCTFail("parec delivered no audio from \(PulseServer.sink).monitor within 10 s")
+    XCTFail("parec delivered no audio from \(server.sink).monitor on \(server) within 10 s")
     throw XCTSkip("no recording")
   }
 

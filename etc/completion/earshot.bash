@@ -11,7 +11,7 @@ _earshot() {
     check-config) opts="--config --help" ;;
     simulate) opts="--write --reports --spec --truth --help" ;;
     calibrate) opts="--config --beacon --seconds --input --power --reference --agent --write --help" ;;
-    bench) opts="--input --seconds --reports --config --rate --beacons --dense-minutes --alert-device --mixer-card --help" ;;
+    bench) opts="--input --seconds --reports --config --rate --beacons --dense-minutes --alert-device --mixer-card --monitor --help" ;;
     shutter) opts="--config --device --directory --resolution --socket --help" ;;
     play) opts="--config --library --player --device --timeout --list --socket --help" ;;
     pause) opts="--config --socket --help" ;;
@@ -29,7 +29,7 @@ _earshot() {
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in
-    --adapter|--agent|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--day|--db|--dense-minutes|--device|--directory|--duration|--fallback|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--name|--out|--pace|--player|--png|--power|--ramp|--rate|--reference|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--start-at|--state|--state-dir|--timeout|--title|--topics|--truth|--until|--wait|--write)
+    --adapter|--agent|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--day|--db|--dense-minutes|--device|--directory|--duration|--fallback|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--monitor|--name|--out|--pace|--player|--png|--power|--ramp|--rate|--reference|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--start-at|--state|--state-dir|--timeout|--title|--topics|--truth|--until|--wait|--write)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))

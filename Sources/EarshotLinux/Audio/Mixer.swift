@@ -24,6 +24,11 @@ public final class Mixer {
   /// False when the control has no mute switch.
   public let canMute: Bool
 
+  /// True for a sound server's control plugin (pulse, pipewire), whose
+  /// copy of the volumes can lag the server: reads then ask the server
+  /// through a fresh connection (see `state()`).
+  public let readsFresh: Bool
+
   private let handle: OpaquePointer
   private let element: OpaquePointer
   private var reported: VolumeState?
@@ -35,6 +40,27 @@ public final class Mixer {
     let ctl = card.allSatisfy(\.isNumber) && !card.isEmpty ? "hw:\(card)" : card
     self.card = ctl
     self.control = control
+    let (h, elem) = try LibraryThreads.withSignalsBlocked { try Self.open(ctl, control) }
+    handle = h
+    element = elem
+    var lo = 0
+    var hi = 0
+    snd_mixer_selem_get_playback_volume_range(elem, &lo, &hi)
+    var dbLo = 0
+    var dbHi = 0
+    let hasDB = snd_mixer_selem_get_playback_dB_range(elem, &dbLo, &dbHi) == 0
+    scale = VolumeScale(raw: lo...max(lo, hi), decibels: hasDB && dbLo < dbHi ? dbLo...dbHi : nil)
+    canMute = snd_mixer_selem_has_playback_switch(elem) != 0
+    var hctl: OpaquePointer?
+    readsFresh =
+      snd_mixer_get_hctl(h, ctl, &hctl) == 0 && hctl != nil
+      && snd_ctl_type(snd_hctl_ctl(hctl)) == SND_CTL_TYPE_EXT
+  }
+
+  /// A mixer handle with the control found, or why not.
+  private static func open(_ ctl: String, _ control: String) throws -> (
+    OpaquePointer, OpaquePointer
+  ) {
     var h: OpaquePointer?
     var e = snd_mixer_open(&h, 0)
     guard e == 0, let h else { throw Failure(description: "cannot open a mixer: \(Self.text(e))") }
@@ -70,25 +96,44 @@ public final class Mixer {
           "card '\(ctl)' has no playback volume control '\(control)'; it has: "
           + (names.isEmpty ? "none" : names.joined(separator: ", ")))
     }
-    handle = h
-    element = elem
-    var lo = 0
-    var hi = 0
-    snd_mixer_selem_get_playback_volume_range(elem, &lo, &hi)
-    var dbLo = 0
-    var dbHi = 0
-    let hasDB = snd_mixer_selem_get_playback_dB_range(elem, &dbLo, &dbHi) == 0
-    scale = VolumeScale(raw: lo...max(lo, hi), decibels: hasDB && dbLo < dbHi ? dbLo...dbHi : nil)
-    canMute = snd_mixer_selem_has_playback_switch(elem) != 0
+    return (h, elem)
   }
 
   deinit { snd_mixer_close(handle) }
 
   /// The volume (the loudest channel) and whether every channel is muted.
+  ///
+  /// On a sound server's plugin this is read through a fresh connection:
+  /// PipeWire 0.3.65's ALSA control plugin leaves the right channel of a
+  /// long-lived handle at its old value when the volume is changed
+  /// through another ALSA client, and sends no further event, so the
+  /// loudest channel of our own copy would hide every decrease. A fresh
+  /// connection costs a few milliseconds and reads what the server has.
   public func state() -> VolumeState {
+    if readsFresh, let s = freshState() { return s }
+    return cachedState()
+  }
+
+  /// This handle's own copy of the state (hardware cards, or when a fresh
+  /// connection cannot be made).
+  private func cachedState() -> VolumeState {
+    Self.read(element, scale: scale, canMute: canMute)
+  }
+
+  private func freshState() -> VolumeState? {
+    guard
+      let (h, e) = try? LibraryThreads.withSignalsBlocked({ try Self.open(card, control) })
+    else { return nil }
+    defer { snd_mixer_close(h) }
+    return Self.read(e, scale: scale, canMute: canMute)
+  }
+
+  private static func read(_ element: OpaquePointer, scale: VolumeScale, canMute: Bool)
+    -> VolumeState
+  {
     var loudest = 0.0
     var anyOn = false
-    for ch in channels() {
+    for ch in channels(element) {
       if scale.kind == .raw {
         var v = 0
         if snd_mixer_selem_get_playback_volume(element, ch, &v) == 0 {
@@ -116,15 +161,18 @@ public final class Mixer {
     _ volume: Double, rounding: VolumeScale.Rounding = .nearest, unmute: Bool = true
   ) throws -> VolumeState {
     let v = min(max(volume, 0), 1)
-    var e: Int32
-    switch scale.kind {
-    case .raw:
-      e = snd_mixer_selem_set_playback_volume_all(element, scale.raw(for: v, rounding: rounding))
-    case .linearDecibels, .cubic:
-      e = snd_mixer_selem_set_playback_volume_all(element, rawStep(for: v, rounding: rounding))
+    try writing { element in
+      var e: Int32
+      switch scale.kind {
+      case .raw:
+        e = snd_mixer_selem_set_playback_volume_all(element, scale.raw(for: v, rounding: rounding))
+      case .linearDecibels, .cubic:
+        e = snd_mixer_selem_set_playback_volume_all(
+          element, rawStep(element, for: v, rounding: rounding))
+      }
+      if e == 0, canMute, unmute { e = snd_mixer_selem_set_playback_switch_all(element, 1) }
+      guard e == 0 else { throw failure("set the volume of", e) }
     }
-    if e == 0, canMute, unmute { e = snd_mixer_selem_set_playback_switch_all(element, 1) }
-    guard e == 0 else { throw failure("set the volume of", e) }
     return remember(state())
   }
 
@@ -132,9 +180,24 @@ public final class Mixer {
     guard canMute else {
       throw Failure(description: "control '\(control)' on card '\(card)' has no mute switch")
     }
-    let e = snd_mixer_selem_set_playback_switch_all(element, muted ? 0 : 1)
-    guard e == 0 else { throw failure(muted ? "mute" : "unmute", e) }
+    try writing { element in
+      let e = snd_mixer_selem_set_playback_switch_all(element, muted ? 0 : 1)
+      guard e == 0 else { throw failure(muted ? "mute" : "unmute", e) }
+    }
     return remember(state())
+  }
+
+  /// Runs a change on a handle whose copy of the state is the server's.
+  /// ALSA's simple mixer writes every control of the element, the volume
+  /// too when only the switch changed: through a handle whose volume is
+  /// stale (PipeWire, or events not yet handled), a mute would put the old
+  /// volume back. On a sound server's plugin the change therefore goes
+  /// through a fresh connection; this handle then only listens.
+  private func writing(_ change: (OpaquePointer) throws -> Void) throws {
+    guard readsFresh else { return try change(element) }
+    let (h, e) = try LibraryThreads.withSignalsBlocked { try Self.open(card, control) }
+    defer { snd_mixer_close(h) }
+    try change(e)
   }
 
   /// Whether the card's headphone jack control reports something plugged
@@ -205,7 +268,9 @@ public final class Mixer {
 
   /// The raw step whose dB value maps nearest to `volume` (or the next
   /// step up or down), so reading back gives what alsamixer would show.
-  private func rawStep(for volume: Double, rounding: VolumeScale.Rounding) -> Int {
+  private func rawStep(_ element: OpaquePointer, for volume: Double, rounding: VolumeScale.Rounding)
+    -> Int
+  {
     let target = scale.decibels(for: volume, rounding: rounding)
     var down = 0
     var up = 0
@@ -225,7 +290,7 @@ public final class Mixer {
     }
   }
 
-  private func channels() -> [snd_mixer_selem_channel_id_t] {
+  private static func channels(_ element: OpaquePointer) -> [snd_mixer_selem_channel_id_t] {
     if snd_mixer_selem_is_playback_mono(element) != 0 { return [SND_MIXER_SCHN_MONO] }
     var out: [snd_mixer_selem_channel_id_t] = []
     for raw in 0...SND_MIXER_SCHN_LAST.rawValue {

@@ -30,7 +30,9 @@ final class PCMOutput {
     var failures: [AudioDeviceError] = []
     for name in devices {
       var handle: OpaquePointer?
-      let err = snd_pcm_open(&handle, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
+      let err = LibraryThreads.withSignalsBlocked {
+        snd_pcm_open(&handle, name, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
+      }
       guard err == 0, let handle else {
         failures.append(AudioDeviceError(device: name, action: "open", code: err))
         continue

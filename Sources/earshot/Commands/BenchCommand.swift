@@ -25,6 +25,11 @@ let benchCommand = Command(
     Find-phone (only with --alert-device, since it plays the ring there):
     the daemon's find-phone driver with the ALSA alert; request to first
     sample written and found to PCM silent, median and worst of the cycles.
+    With --monitor, also request to audible: to the first sample above
+    -40 dBFS captured on that ALSA PCM (a sound server's default source
+    when it is the sink's monitor, e.g. default or pipewire on a null sink;
+    snd-aloop's capture side), while a stream of zeros keeps the sink
+    awake at low latency.
     Figures vary between runs on shared machines; compare ratios within
     one run.
     """,
@@ -40,6 +45,8 @@ let benchCommand = Command(
       "dense-minutes", "N", "Minutes of capture time for the dense room (default 10, 0 skips)"),
     .value("alert-device", "PCM", "Measure find-phone on this ALSA device (e.g. default)"),
     .value("mixer-card", "CARD", "With --alert-device: the mixer find-phone saves and raises"),
+    .value(
+      "monitor", "PCM", "With --alert-device: capture PCM that hears it, for request -> audible"),
   ],
   run: runBench)
 
@@ -148,7 +155,8 @@ func runBench(_ args: Arguments) throws -> Int32 {
   if let device = args.value("alert-device") {
     do {
       find = try BenchFindPhone.run(
-        device: device, mixerCard: args.value("mixer-card"), cycles: seconds >= 1 ? 10 : 3)
+        device: device, mixerCard: args.value("mixer-card"), monitor: args.value("monitor"),
+        cycles: seconds >= 1 ? 10 : 3)
     } catch {
       find = BenchFindPhone.Result(failure: "\(error)")
     }
@@ -213,6 +221,17 @@ func runBench(_ args: Arguments) throws -> Int32 {
       row(
         "find-phone: found -> PCM silent", f(b[b.count / 2], 2) + " ms",
         "< 20 ms (worst \(f(b.last!, 2)) ms of \(b.count))")
+      let c = find.requestToAudible.sorted()
+      if !c.isEmpty {
+        row(
+          "find-phone: request -> audible", f(c[c.count / 2], 1) + " ms",
+          "< 100 ms, worst < 200 (worst \(f(c.last!, 1)) ms of \(c.count); "
+            + "heard on \(args.value("monitor") ?? ""), zeros playing)")
+        let d = find.requestToHeardRead.sorted()
+        row(
+          "find-phone: request -> sound read back", f(d[d.count / 2], 1) + " ms",
+          "upper bound (worst \(f(d.last!, 1)) ms): when the capture delivered it")
+      }
     }
   } else {
     row("find-phone", "skipped", "--alert-device PCM to measure (it plays the ring)")

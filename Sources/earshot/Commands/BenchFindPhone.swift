@@ -13,11 +13,18 @@ import EarshotLinux
 /// - request → first sample: from `submit(.deviceStart)` to the return of
 ///   the PCM's first write (the player times that write itself);
 /// - found → silent: from `submit(.found)` to the return of the output's
-///   stop (`snd_pcm_drop`: nothing more is played after it).
+///   stop (`snd_pcm_drop`: nothing more is played after it);
+/// - request → audible (with a `monitor` capture PCM that hears the
+///   output): from `submit(.deviceStart)` to the capture time of the first
+///   sample above -40 dBFS. Zeros keep playing on the device meanwhile, so
+///   an idle sink's own latency (~2 s on a PulseAudio null sink) is not
+///   what is measured.
 enum BenchFindPhone {
   struct Result {
     var requestToSound: [Double] = []
     var foundToSilent: [Double] = []
+    var requestToAudible: [Double] = []
+    var requestToHeardRead: [Double] = []
     var device = ""
     var failure: String? = nil
   }
@@ -46,9 +53,26 @@ enum BenchFindPhone {
     }
   }
 
-  static func run(device: String, mixerCard: String?, cycles: Int) throws -> Result {
+  static func run(device: String, mixerCard: String?, monitor: String? = nil, cycles: Int) throws
+    -> Result
+  {
     var result = Result()
     let loop = try EventLoop()
+    var listener: CaptureListener? = nil
+    var keeper: SilenceStream? = nil
+    if let monitor {
+      let l = try CaptureListener(device: monitor)
+      let k = try SilenceStream(device: device)
+      try loop.watch(pollDescriptors: l.pollDescriptors()) { _ in
+        do { try l.read() } catch { result.failure = "\(error)" }
+      }
+      try loop.watch(pollDescriptors: k.pollDescriptors()) { _ in
+        do { try k.fill() } catch { result.failure = "\(error)" }
+      }
+      listener = l
+      keeper = k
+    }
+    defer { keeper?.stop() }
     let output = ALSAAlertOutput(
       player: AlertPlayer(settings: .init(device: device)),
       sound: .pattern(SoundPattern.named("ring")!), ramp: nil, loop: loop)
@@ -77,6 +101,7 @@ enum BenchFindPhone {
         return
       }
       alert.firstWriteNanos = 0
+      do { try listener?.arm() } catch { result.failure = "\(error)" }
       let requested = Clock.monotonicNanos()
       driver.submit(.deviceStart(phone))
       guard alert.firstWriteNanos > 0 else {
@@ -86,15 +111,45 @@ enum BenchFindPhone {
       }
       result.requestToSound.append(Double(alert.firstWriteNanos - requested) / 1e6)
       result.device = output.player.device ?? device
-      // Let it ring (the loop services the PCM), then the user finds it.
-      loop.after(seconds: 0.3) {
+      // Let it ring (the loop services the PCM) until it is heard, or
+      // 0.3 s without a listener; then the user finds it.
+      func findOrWait() {
+        if let listener {
+          try? listener.read()
+          let waited = Clock.monotonicNanos() - requested
+          if listener.heardAt == nil && waited < 3_000_000_000 {
+            loop.after(seconds: 0.05) { findOrWait() }
+            return
+          }
+          if let heard = listener.heardAt {
+            result.requestToAudible.append((Double(heard) - Double(requested)) / 1e6)
+            result.requestToHeardRead.append(
+              (Double(listener.readAt ?? heard) - Double(requested)) / 1e6)
+          } else if result.failure == nil {
+            result.failure = "nothing heard on \(listener.device) within 3 s of the request"
+          }
+        }
         let found = Clock.monotonicNanos()
         driver.submit(.found)
         result.foundToSilent.append(Double(alert.stoppedNanos - found) / 1e6)
-        loop.after(seconds: 0.1) { cycle(i + 1) }
+        // With a listener, the ring's tail passes through the server first.
+        loop.after(seconds: listener == nil ? 0.1 : 0.5) { cycle(i + 1) }
+      }
+      loop.after(seconds: 0.3) { findOrWait() }
+    }
+    // A capture that delivers nothing yet would time its own start-up:
+    // begin once it has delivered 0.3 s (or after 5 s, and say so then).
+    let startBy = Clock.monotonicNanos() + 5_000_000_000
+    func startWhenFlowing() {
+      if let listener, listener.framesRead < listener.rate * 3 / 10,
+        Clock.monotonicNanos() < startBy
+      {
+        loop.after(seconds: 0.05) { startWhenFlowing() }
+      } else {
+        cycle(0)
       }
     }
-    loop.after(nanos: 0) { cycle(0) }
+    loop.after(nanos: 0) { startWhenFlowing() }
     try loop.run()
     output.stopAlert()
     return result
