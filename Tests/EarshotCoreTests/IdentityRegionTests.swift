@@ -246,5 +246,21 @@ final class IdentityRegionTests: XCTestCase {
     XCTAssertFalse(both.identity.contains(keyA.hex))
   }
 
+  /// The proximity log keeps an identity region's events, without a cause,
+  /// and no sightings of devices, whether the agent logs or lines are imported.
+  func testLogKeepsRegionEventsButNoDeviceSightings() throws {
+    let device = RangedBeacon(
+      id: .device(DeviceIdentity(address: phoneIdentity, irk: nil)),
+      address: phoneIdentity, rssi: -60, accuracy: 1.2, proximity: .near, powerSource: .region)
+    XCTAssertEqual(
+      ProximityEvent.from(
+        MonitorEvent(t: 5, kind: .enter, region: "alice", state: .inside, beacons: [device])),
+      [.region(RegionLogEvent(t: 5, region: "alice", kind: .enter, state: .inside, beacon: nil))])
+    let range = MonitorEvent(t: 6, kind: .range, region: "alice", state: .inside, beacons: [device])
+    XCTAssertEqual(ProximityEvent.from(range), [])
+    XCTAssertEqual(
+      try MonitorLineImport.events(fromLine: MonitorEventFormatter.json(range)), [])
+  }
+
   func config(config regions: [RegionConfig]) -> Config { config(regions) }
 }
