@@ -19,9 +19,11 @@ public struct MonitorCipher: BlockCipher, @unchecked Sendable {
 /// instead of hashing identities at every report. Rebuilt when either set
 /// changes; the resolver's caches are kept when the devices come out the same.
 public struct DeviceDirectory: Sendable {
-  private var resolver: IdentityResolver<MonitorCipher, Int>?
-  /// Identity addresses when there is no resolver.
-  private var direct: [IdentityAddress: Int] = [:]
+  /// Not optional: a mutating call through an optional copied the
+  /// resolver, caches and all, at every report.
+  private var resolver: IdentityResolver<MonitorCipher, Int>
+  /// Whether private addresses can be resolved (there is a real cipher).
+  public let canResolve: Bool
   public private(set) var bonded: [BondedKey] = []
   private var configured: (devices: [BDAddress], irks: [IdentityResolvingKey]) = ([], [])
   /// Every device known, in a stable order: bonded ones first.
@@ -30,17 +32,14 @@ public struct DeviceDirectory: Sendable {
   /// Without a cipher, only identity addresses match (private ones cannot
   /// be resolved).
   public init(cipher: (any BlockCipher)?, capacity: Int = 4096) {
-    resolver = cipher.map {
-      IdentityResolver(cipher: MonitorCipher($0), keys: [], addresses: [:], capacity: capacity)
-    }
+    canResolve = cipher != nil
+    resolver = IdentityResolver(
+      cipher: MonitorCipher(cipher ?? NoCipher()), keys: [], addresses: [:], capacity: capacity)
   }
 
-  /// Whether private addresses can be resolved.
-  public var canResolve: Bool { resolver != nil }
-
   /// How many private addresses are remembered as resolved / as not.
-  public var resolvedCount: Int { resolver?.resolvedCount ?? 0 }
-  public var unresolvedCount: Int { resolver?.unresolvedCount ?? 0 }
+  public var resolvedCount: Int { resolver.resolvedCount }
+  public var unresolvedCount: Int { resolver.unresolvedCount }
 
   /// The devices the regions name, from the config. Returns whether
   /// `entries` changed.
@@ -66,17 +65,7 @@ public struct DeviceDirectory: Sendable {
 
   /// The position in `entries` of the device that sent from `address`, if known.
   public mutating func resolve(_ address: BDAddress, type: AddressType) -> Int? {
-    if resolver != nil { return resolver!.resolve(address, type: type) }
-    switch type {
-    case .public, .publicIdentity:
-      return direct[IdentityAddress(address: address, isPublic: true)]
-    case .randomIdentity:
-      return direct[IdentityAddress(address: address, isPublic: false)]
-    case .random where address.isStaticRandom:
-      return direct[IdentityAddress(address: address, isPublic: false)]
-    default:
-      return nil
-    }
+    resolver.resolve(address, type: type)
   }
 
   private mutating func rebuild() -> Bool {
@@ -107,11 +96,16 @@ public struct DeviceDirectory: Sendable {
     }
     guard ids != entries else { return false }
     entries = ids
-    if resolver != nil {
-      resolver!.setKeys(keys, addresses: addresses)
-    } else {
-      direct = addresses
-    }
+    // Without a cipher no key is tried: identity addresses only.
+    resolver.setKeys(canResolve ? keys : [], addresses: addresses)
     return true
+  }
+}
+
+/// Stands in when there is no cipher; never called, since no key is given
+/// to the resolver then.
+private struct NoCipher: BlockCipher {
+  func encrypt(_ plaintext: Block128, key: Block128) -> Block128 {
+    preconditionFailure("no cipher: private addresses are not resolved")
   }
 }
