@@ -81,6 +81,17 @@ final class BenchCommandTests: XCTestCase {
     XCTAssertEqual(r.status, 0, r.stderr)
     XCTAssertTrue(r.stdout.contains("find-phone                              skipped"), r.stdout)
     XCTAssertTrue(r.stdout.contains("--alert-device PCM to measure"), r.stdout)
+    // The identity stage: its rate, its live CPU, and both as ratios to the iBeacon figures.
+    let lines = r.stdout.split(separator: "\n").map(String.init)
+    let identity = try XCTUnwrap(
+      lines.first { $0.hasPrefix("identity: decode + resolve + monitor ") }, r.stdout)
+    let rate = try XCTUnwrap(identity.split(separator: " ").dropFirst(6).first.flatMap { Double($0) })
+    XCTAssertGreaterThan(rate, 0, identity)
+    XCTAssertTrue(r.stdout.contains("(identity: 13 regions, 50 keys, 200 advertisers"), r.stdout)
+    let cpu = try XCTUnwrap(lines.first { $0.hasPrefix("identity: CPU at ") }, r.stdout)
+    XCTAssertTrue(cpu.contains("ratio to iBeacon "), cpu)
+    XCTAssertTrue(
+      lines.contains { $0.hasPrefix("identity: reports/s ratio to iBeacon ") }, r.stdout)
   }
 
   func testBadOptionsSayWhatIsWrong() throws {

@@ -240,6 +240,12 @@ public final class AgentMonitor {
     if started, let captureTime { driver.advance(to: captureTime) }
   }
 
+  /// The devices bonded with this machine, whole (the bond store's
+  /// helper calls this at start and whenever a bond is added or removed).
+  public func updateBondedKeys(_ keys: [BondedKey]) {
+    driver.updateBondedKeys(keys)
+  }
+
   /// Applies a reloaded config's regions, `[ranging]` and `[monitor]`.
   public func reconfigure(_ config: Config) {
     driver.reconfigure(config, at: now)
@@ -253,11 +259,16 @@ public final class AgentMonitor {
     self.driver.config.regions.map { ($0.name, driver.monitor.state(of: $0.name) ?? .unknown) }
   }
 
+  /// Whether a region names devices (an identity region).
+  public func tracksDevices(region: String) -> Bool {
+    driver.config.regions.first { $0.name == region }?.watchesDevices ?? false
+  }
+
   /// The beacons ranged in regions that are inside, nearest first (a
   /// beacon in several regions is listed once, with the first region).
   public func rangedBeacons() -> [(region: String, beacon: RangedBeacon)] {
     let t = now
-    var seen: Set<BeaconID> = []
+    var seen: Set<TrackKey> = []
     var out: [(String, RangedBeacon)] = []
     for (name, state) in regionStates where state == .inside {
       for b in driver.monitor.rangedBeacons(region: name, at: t) where seen.insert(b.id).inserted {
