@@ -5,12 +5,13 @@ public enum StatusSection: String, CaseIterable, Sendable {
   case agent, find, volume
   case monitoring, regions, beacons, adapter
   case shutter, media
+  case tags
 
   /// What a section says when no part provides it.
   public var absent: JSONValue? {
     switch self {
     case .monitoring: .bool(false)
-    case .regions, .beacons: .array([])
+    case .regions, .beacons, .tags: .array([])
     case .volume: .null
     default: nil
     }

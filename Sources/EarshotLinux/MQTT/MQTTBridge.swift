@@ -33,6 +33,7 @@ public final class MQTTBridge {
   private var limiter: BeaconRateLimiter
   private var announcedBeacons: Set<BeaconID> = []
   private var announcedRegions: Set<String> = []
+  private var announcedTags: Set<String> = []
 
   public init(loop: EventLoop, settings: Options) throws {
     var options = settings.client
@@ -52,6 +53,7 @@ public final class MQTTBridge {
 
   public func start() {
     client.subscribe(settings.topics.commandPrefix + "+")
+    client.subscribe(settings.topics.ringTagPrefix + "+")
     client.start()
   }
 
@@ -99,6 +101,15 @@ public final class MQTTBridge {
   public func volume(_ level: Double, muted: Bool) {
     keep(settings.topics.volumeState, String(Int((level * 100).rounded())))
     keep(settings.topics.muteState, muted ? "ON" : "OFF")
+  }
+
+  /// A tag's link state and battery; its Home Assistant entities the first time.
+  public func tag(_ name: String, state: String, battery: Int?) {
+    if let d = settings.discovery, announcedTags.insert(name).inserted {
+      for m in d.tag(name) { keep(m.topic, m.payload) }
+    }
+    keep(settings.topics.tagState(name), state)
+    if let battery { keep(settings.topics.tagBattery(name), String(battery)) }
   }
 
   public func findState(_ state: String) {
