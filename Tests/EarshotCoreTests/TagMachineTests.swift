@@ -198,7 +198,8 @@ final class TagMachineTests: XCTestCase {
   func testRefusedWritesAndMissingServicesAreOneLineAndAnEvent() {
     var d = TagDrive { $0.linkLossAlert = .mild }
     d.on(.start)
-    let a = d.on(.connected(TagFeatures(button: false, immediateAlert: true, linkLoss: false, battery: false)))
+    let a = d.on(
+      .connected(TagFeatures(button: false, immediateAlert: true, linkLoss: false, battery: false)))
     XCTAssertEqual(events(a), [.connected, .missing, .missing])
     XCTAssertFalse(a.contains(.startNotify))
     let refused = d.on(.written(.immediateAlert, .high, error: "org.bluez.Error.NotPermitted"))
@@ -229,7 +230,8 @@ final class TagMachineTests: XCTestCase {
 }
 
 final class TagConfigTests: XCTestCase {
-  private func build(_ lines: [(String, String)], header: String = "tag \"keys\"") throws -> Config {
+  private func build(_ lines: [(String, String)], header: String = "tag \"keys\"") throws -> Config
+  {
     var doc = ConfigDocument(file: "earshot.conf")
     doc.headers = [SectionHeader(name: header, line: 1)]
     doc.entries = lines.enumerated().map {

@@ -35,8 +35,16 @@ public struct ConfigReload: Sendable, Equatable {
       removed.append(o.name)
     }
     // Tags are connected at start: a change waits for a restart.
-    let tagsBefore = old.tags.map { t in var t = t; t.line = 0; return t }
-    let tagsAfter = new.tags.map { t in var t = t; t.line = 0; return t }
+    let tagsBefore = old.tags.map { t in
+      var t = t
+      t.line = 0
+      return t
+    }
+    let tagsAfter = new.tags.map { t in
+      var t = t
+      t.line = 0
+      return t
+    }
     if tagsBefore != tagsAfter { needRestart.append("[tag] sections") }
     for table in Config.sections {
       let before = table.render(old)

@@ -75,7 +75,8 @@ extension Config {
       set: { t, v in t.secondPress = try ConfigValue.choice(v, TagSecondPress.self) },
       show: { $0.secondPress.rawValue }),
     .init(
-      "on_lost", "alert: ring the laptop when the tag goes out of reach (stops when it is back); none.",
+      "on_lost",
+      "alert: ring the laptop when the tag goes out of reach (stops when it is back); none.",
       set: { t, v in t.onLost = try ConfigValue.choice(v, TagLostAction.self) },
       show: { $0.onLost.rawValue }),
     .init(
@@ -92,7 +93,8 @@ extension Config {
         t.linkLossAlert = level
       }, show: { $0.linkLossAlert?.description ?? "" }),
     .init(
-      "hook_lost", "Command run when the tag is lost (tag_lost), split like a shell would; empty = none.",
+      "hook_lost",
+      "Command run when the tag is lost (tag_lost), split like a shell would; empty = none.",
       set: { t, v in t.hookLost = v.isEmpty ? nil : try ConfigValue.command(v) },
       show: { $0.hookLost.map(ShellWords.join) ?? "" }),
     .init(

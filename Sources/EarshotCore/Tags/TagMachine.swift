@@ -167,12 +167,15 @@ public struct TagMachine: Sendable {
       press(bytes, &out)
     case .notifyFailed(let why):
       guard phase == .connected else { break }
-      out.append(.log("tag \(name): cannot subscribe to the button: \(why); its presses go unheard"))
+      out.append(
+        .log("tag \(name): cannot subscribe to the button: \(why); its presses go unheard"))
       out.append(.event(event(.refused, "button notifications: \(why)")))
     case .written(let target, let level, let error):
       if let error {
         out.append(
-          .log("tag \(name): the \(target.title) write of alert level \(level.rawValue) failed: \(error)"))
+          .log(
+            "tag \(name): the \(target.title) write of alert level \(level.rawValue) failed: \(error)"
+          ))
         out.append(
           .event(event(.refused, "\(target.rawValue) alert level \(level.rawValue): \(error)")))
       } else if target == .immediateAlert, phase == .connected {
@@ -211,7 +214,8 @@ public struct TagMachine: Sendable {
       let state = phase == .waiting ? "out of reach" : phase.rawValue
       return .failure(
         RequestError(
-          .unavailable, "tag \(name) is not connected (\(state)\(lastError.map { ": \($0)" } ?? ""))"))
+          .unavailable,
+          "tag \(name) is not connected (\(state)\(lastError.map { ": \($0)" } ?? ""))"))
     }
     guard features.immediateAlert else {
       return .failure(
@@ -252,7 +256,8 @@ public struct TagMachine: Sendable {
       if f.linkLoss {
         out.append(.writeAlertLevel(.linkLoss, level))
       } else {
-        out.append(.log("tag \(name): link_loss_alert is set, but it has no Link Loss service (0x1803)"))
+        out.append(
+          .log("tag \(name): link_loss_alert is set, but it has no Link Loss service (0x1803)"))
         out.append(.event(event(.missing, "link loss 0x1803")))
       }
     }
@@ -307,7 +312,8 @@ public struct TagMachine: Sendable {
     switch config.secondPress {
     case .found: out.append(.request(.found))
     case .stop: out.append(.request(.findStop))
-    case .ignore: out.append(.log("tag \(name): a press while ringing is ignored (second_press = ignore)"))
+    case .ignore:
+      out.append(.log("tag \(name): a press while ringing is ignored (second_press = ignore)"))
     }
   }
 

@@ -16,7 +16,8 @@ public final class BlueZCentral {
   let bus: DBusConnection
   private let loop: EventLoop
   /// Paths waiting for ServicesResolved: callback and its timeout.
-  private var resolveWaiters: [String: (done: (Result<Void, TagFailure>) -> Void, timer: EventLoop.TimerID)] = [:]
+  private var resolveWaiters:
+    [String: (done: (Result<Void, TagFailure>) -> Void, timer: EventLoop.TimerID)] = [:]
   /// Adapters this started a discovery on.
   private var discovering: Set<String> = []
 
@@ -61,7 +62,9 @@ public final class BlueZCentral {
         failWaiter(path, "the link dropped while services were resolved")
         onDisconnect?(path)
       }
-      if args[1]["ServicesResolved"]?.boolValue == true, let w = resolveWaiters.removeValue(forKey: path) {
+      if args[1]["ServicesResolved"]?.boolValue == true,
+        let w = resolveWaiters.removeValue(forKey: path)
+      {
         loop.cancel(w.timer)
         w.done(.success(()))
       }
@@ -89,7 +92,8 @@ public final class BlueZCentral {
       member: "GetManagedObjects"
     ) { result in
       switch result {
-      case .failure(let e): done(.failure(TagFailure("cannot reach bluetoothd (is it running?): \(e)")))
+      case .failure(let e):
+        done(.failure(TagFailure("cannot reach bluetoothd (is it running?): \(e)")))
       case .success(let values):
         var out: Objects = [:]
         for (path, ifaces) in values.first?.entries ?? [] {
@@ -107,7 +111,10 @@ public final class BlueZCentral {
     let adapters = objects.filter { $0.value["org.bluez.Adapter1"] != nil }.map(\.key).sorted()
     if let named {
       if adapters.contains("/org/bluez/" + named) { return .success("/org/bluez/" + named) }
-      return .failure(TagFailure("BlueZ has no adapter \(named) (found: \(adapters.isEmpty ? "none" : adapters.joined(separator: ", ")))"))
+      return .failure(
+        TagFailure(
+          "BlueZ has no adapter \(named) (found: \(adapters.isEmpty ? "none" : adapters.joined(separator: ", ")))"
+        ))
     }
     guard let first = adapters.first else { return .failure(TagFailure("BlueZ has no adapter")) }
     return .success(first)
@@ -120,8 +127,10 @@ public final class BlueZCentral {
 
   /// Every device object with this address, on any adapter.
   public static func devices(_ objects: Objects, address: BDAddress) -> [String] {
-    objects.filter { $0.value[device1]?["Address"]?.stringValue.flatMap { BDAddress($0) } == address }
-      .map(\.key).sorted()
+    objects.filter {
+      $0.value[device1]?["Address"]?.stringValue.flatMap { BDAddress($0) } == address
+    }
+    .map(\.key).sorted()
   }
 
   /// Characteristics under a device, by (service UUID, characteristic UUID).
@@ -133,7 +142,8 @@ public final class BlueZCentral {
       }
     }
     var out: [String: String] = [:]
-    for (path, ifaces) in objects.sorted(by: { $0.key < $1.key }) where path.hasPrefix(device + "/") {
+    for (path, ifaces) in objects.sorted(by: { $0.key < $1.key }) where path.hasPrefix(device + "/")
+    {
       guard let c = ifaces[chrc], let uuid = c["UUID"]?.stringValue,
         let service = c["Service"]?.stringValue, let serviceUUID = services[service]
       else { continue }

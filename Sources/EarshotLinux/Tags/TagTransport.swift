@@ -123,7 +123,9 @@ public final class TagTransport: AgentTransport {
       guard let path = slot.path(TagGATT.buttonService, TagGATT.button) else { return }
       let g = slot.generation
       central?.startNotify(path) { [weak self, weak slot] result in
-        guard let self, let slot, g == slot.generation, case .failure(let why) = result else { return }
+        guard let self, let slot, g == slot.generation, case .failure(let why) = result else {
+          return
+        }
         self.feed(slot, .notifyFailed(why.description))
       }
     case .writeAlertLevel(let target, let level):
@@ -231,7 +233,9 @@ public final class TagTransport: AgentTransport {
     _ slot: TagSlot, _ target: TagAlertTarget, _ level: AlertLevel, reply: ReplyHandler?
   ) {
     guard let path = slot.path(target.serviceUUID, TagGATT.alertLevel), let central else {
-      reply?(.refused(RequestError(.unavailable, "tag \(slot.machine.name) has no \(target.title) service")))
+      reply?(
+        .refused(
+          RequestError(.unavailable, "tag \(slot.machine.name) has no \(target.title) service")))
       return
     }
     let address = slot.machine.config.address
@@ -241,7 +245,10 @@ public final class TagTransport: AgentTransport {
       self.feed(slot, .written(target, level, error: error))
       guard let reply else { return }
       if let error {
-        reply(.refused(RequestError(.failed, "tag \(slot.machine.name) refused alert level \(level.rawValue): \(error)")))
+        reply(
+          .refused(
+            RequestError(
+              .failed, "tag \(slot.machine.name) refused alert level \(level.rawValue): \(error)")))
       } else if let address {
         reply(.rang(target: slot.machine.name, device: address, level: level))
       }
@@ -304,7 +311,8 @@ public final class TagTransport: AgentTransport {
           .unavailable,
           paths.isEmpty
             ? "bluetoothd does not know \(address): pair it first (bluetoothctl pair \(address))"
-            : "\(address) is not bonded with this laptop: pair it first (bluetoothctl pair \(address))")
+            : "\(address) is not bonded with this laptop: pair it first (bluetoothctl pair \(address))"
+        )
       }
       central.connect(device) { result in
         if case .failure(let e) = result { return refuse(.failed, "cannot connect: \(e)") }

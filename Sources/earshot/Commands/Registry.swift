@@ -14,6 +14,7 @@ let commands: [Command] = [
   statusCommand,
   eventsCommand,
   foundCommand,
+  ringCommand,
   deviceCommand,
   alertCommand,
   soundsCommand,
