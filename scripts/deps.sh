@@ -10,7 +10,7 @@ build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev li
        libjpeg62-turbo-dev libsystemd-dev libssl-dev)
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
       qemu-system-x86 busybox-static kmod cpio dbus util-linux mosquitto mosquitto-clients
-      librsvg2-bin dbus-daemon dbus-bin libjpeg-turbo-progs dunst xvfb)
+      librsvg2-bin dbus-daemon dbus-bin libjpeg-turbo-progs dunst xvfb python3-dbus python3-gi)
 deb=(debhelper dpkg-dev fakeroot lintian libcap2-bin systemd)
 want=("${build[@]}")
 [ "$mode" = deb ] && want+=("${deb[@]}")
