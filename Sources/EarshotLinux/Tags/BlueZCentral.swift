@@ -211,7 +211,7 @@ public final class BlueZCentral {
     failWaiter(device, "superseded")
     let timer = loop.after(seconds: timeout) { [weak self] in
       guard let self, let w = self.resolveWaiters.removeValue(forKey: device) else { return }
-      w.done(.failure(TagFailure("services not resolved within \(Int(timeout)) s")))
+      w.done(.failure(TagFailure("services not resolved within \(ConfigValue.show(timeout)) s")))
     }
     resolveWaiters[device] = (done, timer)
     // Already resolved: no signal will come.

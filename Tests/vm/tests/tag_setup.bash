@@ -19,7 +19,7 @@ done
 tag_up() {
   /usr/bin/python3 "$REPO/Tests/vm/tests/tag_peripheral.py" hci0 >>tag.out 2>>tag.err &
   TAG=$!
-  wait_for 20 bash -c "[ \$(grep -c '\"ready\"' tag.out) -ge $1 ]" || { fail "the tag did not register ($1)"; cat tag.out tag.err; }
+  wait_for 60 bash -c "[ \$(grep -c '\"ready\"' tag.out) -ge $1 ]" || { fail "the tag did not register ($1)"; cat tag.out tag.err; }
 }
 tag_up 1
 
