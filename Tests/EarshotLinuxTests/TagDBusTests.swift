@@ -65,6 +65,7 @@ final class TagDBusTests: XCTestCase {
                 props([
                   ("UUID", .string(TagGATT.uuid16(characteristic).uppercased())),
                   ("Service", .objectPath(sp)),
+                  ("Flags", .strings(i == 1 ? ["write-without-response", "write"] : ["read"])),
                 ])
               )
             ])
@@ -92,7 +93,8 @@ final class TagDBusTests: XCTestCase {
         if call.path == Self.chrc(2, 0) {
           call.replyError("org.bluez.Error.NotPermitted", "Write not permitted")
         } else {
-          calls("wrote \(call.arguments.first?.bytesValue ?? [])")
+          let type = call.arguments.count == 2 ? call.arguments[1]["type"]?.stringValue : nil
+          calls("wrote \(call.arguments.first?.bytesValue ?? []) as \(type ?? "-")")
           call.reply()
         }
       case "ReadValue":
@@ -140,7 +142,9 @@ final class TagDBusTests: XCTestCase {
           let battery = chars[BlueZCentral.key(TagGATT.batteryService, TagGATT.batteryLevel)]!
           let button = chars[BlueZCentral.key(TagGATT.buttonService, TagGATT.button)]!
           central.startNotify(button) { results.append("notify \($0)") }
-          central.write(ias, AlertLevel.high.encoded) { results.append("ias \($0)") }
+          let types = BlueZCentral.writeTypes((try? result.get()) ?? [:], device: path)
+          XCTAssertEqual(types, [ias: "request"], "a write request where the flags allow one")
+          central.write(ias, AlertLevel.high.encoded, type: types[ias]) { results.append("ias \($0)") }
           central.write(linkLoss, AlertLevel.high.encoded) { results.append("linkloss \($0)") }
           central.read(battery) { results.append("battery \($0)") }
           loop.after(seconds: 0.2) {
@@ -161,7 +165,7 @@ final class TagDBusTests: XCTestCase {
         "connect success()", "notify success()", "ias success()",
         "linkloss failure(NotPermitted: Write not permitted)", "battery success([87])",
       ])
-    XCTAssertTrue(calls.contains("wrote [2]"), "\(calls)")
+    XCTAssertTrue(calls.contains("wrote [2] as request"), "\(calls)")
     XCTAssertEqual(values.map(\.1), [[1]])
     XCTAssertEqual(values.first?.0, Self.chrc(0, 0))
     XCTAssertEqual(gone, [Self.device], "only Connected false is a disconnect")

@@ -153,6 +153,21 @@ public final class BlueZCentral {
     return out
   }
 
+  /// How to write each characteristic under a device: "request" (with
+  /// response: a refusal is heard) when its flags allow, else "command".
+  public static func writeTypes(_ objects: Objects, device: String) -> [String: String] {
+    var out: [String: String] = [:]
+    for (path, ifaces) in objects where path.hasPrefix(device + "/") {
+      guard let flags = ifaces[chrc]?["Flags"]?.arrayItems.compactMap(\.stringValue) else { continue }
+      if flags.contains("write") {
+        out[path] = "request"
+      } else if flags.contains("write-without-response") {
+        out[path] = "command"
+      }
+    }
+    return out
+  }
+
   public static func key(_ service: String, _ characteristic: String) -> String {
     service + "/" + characteristic
   }
@@ -238,12 +253,15 @@ public final class BlueZCentral {
     }
   }
 
+  /// `type`: "request" or "command"; nil lets bluetoothd choose (it
+  /// prefers a command, whose refusal nobody hears).
   public func write(
-    _ chrc: String, _ value: [UInt8], _ done: @escaping (Result<Void, TagFailure>) -> Void
+    _ chrc: String, _ value: [UInt8], type: String? = nil,
+    _ done: @escaping (Result<Void, TagFailure>) -> Void
   ) {
     bus.call(
       destination: "org.bluez", path: chrc, interface: Self.chrc, member: "WriteValue",
-      [.bytes(value), .properties([])]
+      [.bytes(value), .properties(type.map { [("type", .string($0))] } ?? [])]
     ) { result in
       switch result {
       case .success: done(.success(()))

@@ -197,6 +197,7 @@ public final class TagTransport: AgentTransport {
           guard let self, g == slot.generation else { return }
           guard case .success(let objects) = result else { return fail("cannot list its services") }
           slot.characteristics = BlueZCentral.characteristics(objects, device: device)
+          slot.writeTypes = BlueZCentral.writeTypes(objects, device: device)
           let has = { (s: String, c: String) in slot.path(s, c) != nil }
           self.feed(
             slot,
@@ -239,7 +240,7 @@ public final class TagTransport: AgentTransport {
       return
     }
     let address = slot.machine.config.address
-    central.write(path, level.encoded) { [weak self, weak slot] result in
+    central.write(path, level.encoded, type: slot.writeTypes[path]) { [weak self, weak slot] result in
       guard let self, let slot else { return }
       let error: String? = if case .failure(let e) = result { e.description } else { nil }
       self.feed(slot, .written(target, level, error: error))
@@ -326,7 +327,8 @@ public final class TagTransport: AgentTransport {
           else {
             return refuse(.unavailable, "\(address) has no Immediate Alert service (0x1802)")
           }
-          central.write(path, level.encoded) { [weak self] result in
+          let type = BlueZCentral.writeTypes(objects, device: device)[path]
+          central.write(path, level.encoded, type: type) { [weak self] result in
             if case .failure(let e) = result {
               return refuse(.failed, "\(address) refused alert level \(level.rawValue): \(e)")
             }
@@ -386,6 +388,8 @@ final class TagSlot {
   var devicePath: String?
   /// (service UUID/characteristic UUID) → object path.
   var characteristics: [String: String] = [:]
+  /// Object path → "request" or "command" (from its flags).
+  var writeTypes: [String: String] = [:]
   var timer: EventLoop.TimerID?
   /// Bumped at each connect (and stop): answers to older calls are dropped.
   var generation = 0
