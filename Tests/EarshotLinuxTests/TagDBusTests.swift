@@ -50,7 +50,9 @@ final class TagDBusTests: XCTestCase {
             [
               (
                 .string("org.bluez.GattService1"),
-                props([("UUID", .string(TagGATT.uuid16(service))), ("Device", .objectPath(Self.device))])
+                props([
+                  ("UUID", .string(TagGATT.uuid16(service))), ("Device", .objectPath(Self.device)),
+                ])
               )
             ])
         ))
@@ -83,7 +85,10 @@ final class TagDBusTests: XCTestCase {
           try? bluez.emit(
             path: Self.device, interface: "org.freedesktop.DBus.Properties",
             member: "PropertiesChanged",
-            [.string("org.bluez.Device1"), .properties([("ServicesResolved", .bool(true))]), .strings([])])
+            [
+              .string("org.bluez.Device1"), .properties([("ServicesResolved", .bool(true))]),
+              .strings([]),
+            ])
         }
       case "Get":
         call.reply([.variant(.bool(false))])
@@ -130,9 +135,11 @@ final class TagDBusTests: XCTestCase {
       guard case .success(let objects) = result else { return XCTFail("\(result)") }
       XCTAssertEqual(try? BlueZCentral.adapter(objects, named: nil).get(), "/org/bluez/hci0")
       XCTAssertNil(try? BlueZCentral.adapter(objects, named: "hci3").get())
-      let path = BlueZCentral.devicePath(adapter: "/org/bluez/hci0", BDAddress("00:AA:01:00:00:07")!)
+      let path = BlueZCentral.devicePath(
+        adapter: "/org/bluez/hci0", BDAddress("00:AA:01:00:00:07")!)
       XCTAssertEqual(path, Self.device)
-      XCTAssertEqual(BlueZCentral.devices(objects, address: BDAddress("00:AA:01:00:00:07")!), [path])
+      XCTAssertEqual(
+        BlueZCentral.devices(objects, address: BDAddress("00:AA:01:00:00:07")!), [path])
       central.connect(path, timeout: 5) { result in
         results.append("connect \(result)")
         central.objects { result in
@@ -144,7 +151,9 @@ final class TagDBusTests: XCTestCase {
           central.startNotify(button) { results.append("notify \($0)") }
           let types = BlueZCentral.writeTypes((try? result.get()) ?? [:], device: path)
           XCTAssertEqual(types, [ias: "request"], "a write request where the flags allow one")
-          central.write(ias, AlertLevel.high.encoded, type: types[ias]) { results.append("ias \($0)") }
+          central.write(ias, AlertLevel.high.encoded, type: types[ias]) {
+            results.append("ias \($0)")
+          }
           central.write(linkLoss, AlertLevel.high.encoded) { results.append("linkloss \($0)") }
           central.read(battery) { results.append("battery \($0)") }
           loop.after(seconds: 0.2) {
@@ -169,6 +178,109 @@ final class TagDBusTests: XCTestCase {
     XCTAssertEqual(values.map(\.1), [[1]])
     XCTAssertEqual(values.first?.0, Self.chrc(0, 0))
     XCTAssertEqual(gone, [Self.device], "only Connected false is a disconnect")
+  }
+
+  /// Runs the loop until `done()` holds (checked every 20 ms), at most 10 s.
+  private func run(_ loop: EventLoop, _ what: String, until done: @escaping () -> Bool) throws {
+    var gaveUp = false
+    let start = Clock.monotonicNanos()
+    func check() {
+      if done() {
+        loop.stop()
+      } else if Clock.monotonicNanos() - start > 10_000_000_000 {
+        gaveUp = true
+        loop.stop()
+      } else {
+        loop.after(seconds: 0.02, check)
+      }
+    }
+    loop.after(seconds: 0, check)
+    try loop.run()
+    XCTAssertFalse(gaveUp, "never reached: \(what)")
+  }
+
+  /// The whole shell in one agent: TagTransport connects the tag through
+  /// the stand-in, a press rings the agent as tag:keys, the second press is
+  /// found, `ring` writes the tag, bad input is one line, a disconnect is
+  /// tag_lost and a retry.
+  func testTagTransportInAnAgent() throws {
+    let bus = try PrivateBus()
+    self.bus = bus
+    let loop = try EventLoop()
+    var calls: [String] = []
+    let bluez = try fakeBlueZ(loop, bus.address) { calls.append($0) }
+    let dir = try makeTempDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    var options = Daemon.Options(socketPath: dir + "/t.sock", stateDirectory: dir + "/state")
+    options.handleSignals = false
+    let audio = RecordingAudio(volume: VolumeSetting(level: 0.3, muted: false))
+    audio.stateFile = dir + "/state/find-phone-volume"
+    var logs: [String] = []
+    let agent = try Daemon(
+      loop: loop, options: options, version: "test", alert: audio, volume: audio,
+      log: { logs.append($0) })
+    var tag = TagConfig(name: "keys", line: 1)
+    tag.address = BDAddress("00:AA:01:00:00:07")
+    tag.linkLossAlert = .high
+    let tags = TagTransport(tags: [tag], agent: agent, busAddress: bus.address)
+    agent.attach(tags: tags, showStatus: true)
+    func press(_ bytes: [UInt8]) {
+      try? bluez.emit(
+        path: Self.chrc(0, 0), interface: "org.freedesktop.DBus.Properties",
+        member: "PropertiesChanged",
+        [
+          .string("org.bluez.GattCharacteristic1"), .properties([("Value", .bytes(bytes))]),
+          .strings([]),
+        ])
+    }
+    tags.start()
+    try run(loop, "connected") {
+      tags.snapshots.first?.state == "connected" && tags.snapshots.first?.battery == 87
+    }
+    XCTAssertTrue(calls.contains("StartNotify \(Self.chrc(0, 0))"), "\(calls)")
+    try run(loop, "link loss refusal logged") {
+      logs.contains { $0.contains("Link Loss write of alert level 2 failed") }
+    }
+
+    press([1])
+    let me = DeviceID(link: "tag", name: "keys")
+    try run(loop, "ringing as tag:keys") { agent.find.status.requesters == [me] }
+    XCTAssertTrue(audio.calls.contains("startAlert"), "\(audio.calls)")
+    press([1])
+    try run(loop, "found") {
+      agent.find.status.state == .idle && agent.find.status.lastEnd == .found
+    }
+    try run(loop, "notice taken") { logs.contains { $0.contains("tag:keys accepted notice") } }
+
+    press([1, 2])
+    try run(loop, "bad notification") { logs.contains { $0.contains("2 bytes (0102)") } }
+    XCTAssertEqual(agent.find.status.state, .idle, "a malformed press rings nothing")
+
+    var outcome: RequestOutcome?
+    agent.perform(.ring(target: "keys", level: .high), from: Requester(device: nil, name: "cli")) {
+      outcome = $0
+    }
+    try run(loop, "ring answered") { outcome != nil }
+    XCTAssertEqual(
+      outcome, .rang(target: "keys", device: BDAddress("00:AA:01:00:00:07")!, level: .high))
+    XCTAssertTrue(calls.contains("wrote [2] as request"), "\(calls)")
+    outcome = nil
+    agent.perform(.ring(target: "wallet", level: .high), from: Requester(device: nil, name: "cli"))
+    {
+      outcome = $0
+    }
+    guard case .refused(let e)? = outcome else { return XCTFail("\(String(describing: outcome))") }
+    XCTAssertEqual(e.code, .unavailable)
+    XCTAssertTrue(e.message.contains("no tag named 'wallet' (tags: keys)"), e.message)
+
+    try? bluez.emit(
+      path: Self.device, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+      [.string("org.bluez.Device1"), .properties([("Connected", .bool(false))]), .strings([])])
+    try run(loop, "lost") { tags.snapshots.first?.state != "connected" }
+    XCTAssertTrue(logs.contains { $0.contains("tag keys: lost (the link dropped)") }, "\(logs)")
+    // The retry (1 s later) connects again: tag_back.
+    try run(loop, "back") { logs.contains { $0.contains("tag keys: back after") } }
+    tags.stop()
   }
 
   /// A connect whose services never resolve gives up after its timeout.

@@ -158,7 +158,9 @@ public final class BlueZCentral {
   public static func writeTypes(_ objects: Objects, device: String) -> [String: String] {
     var out: [String: String] = [:]
     for (path, ifaces) in objects where path.hasPrefix(device + "/") {
-      guard let flags = ifaces[chrc]?["Flags"]?.arrayItems.compactMap(\.stringValue) else { continue }
+      guard let flags = ifaces[chrc]?["Flags"]?.arrayItems.compactMap(\.stringValue) else {
+        continue
+      }
       if flags.contains("write") {
         out[path] = "request"
       } else if flags.contains("write-without-response") {

@@ -240,7 +240,8 @@ public final class TagTransport: AgentTransport {
       return
     }
     let address = slot.machine.config.address
-    central.write(path, level.encoded, type: slot.writeTypes[path]) { [weak self, weak slot] result in
+    central.write(path, level.encoded, type: slot.writeTypes[path]) {
+      [weak self, weak slot] result in
       guard let self, let slot else { return }
       let error: String? = if case .failure(let e) = result { e.description } else { nil }
       self.feed(slot, .written(target, level, error: error))
