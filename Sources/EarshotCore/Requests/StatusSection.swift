@@ -5,13 +5,14 @@ public enum StatusSection: String, CaseIterable, Sendable {
   case agent, find, volume
   case monitoring, regions, beacons, adapter
   case shutter, media
+  /// Shown only when [tag] sections are configured.
   case tags
 
   /// What a section says when no part provides it.
   public var absent: JSONValue? {
     switch self {
     case .monitoring: .bool(false)
-    case .regions, .beacons, .tags: .array([])
+    case .regions, .beacons: .array([])
     case .volume: .null
     default: nil
     }

@@ -52,7 +52,7 @@ CONF
 AGENT=$!
 wait_for 20 test -S $SOCK || fail "the agent made no socket"
 "$EARSHOT" events --socket $SOCK --topics find,tags >events.out 2>&1 &
-check "the agent connected the tag through bluetoothd" wait_for 60 grep -q 'tags: tag keys: connected' agent.log
+check "the agent connected the tag through bluetoothd" wait_for 120 grep -q 'tags: tag keys: connected' agent.log
 check "tag_connected published" wait_for 5 grep -q '"event":"tag_connected","tag":"keys"' events.out
 check "the agent subscribed to the button (0xFFE1)" wait_for 10 grep -q '"event": "notify", "char": "button", "on": true' tag.out
 check "Link Loss alert level 2 written on connect" wait_for 10 grep -q '"event": "write", "char": "link_loss", "value": \[2\]' tag.out
