@@ -233,7 +233,11 @@ public final class TagTransport: AgentTransport {
   private func write(
     _ slot: TagSlot, _ target: TagAlertTarget, _ level: AlertLevel, reply: ReplyHandler?
   ) {
-    guard let path = slot.path(target.serviceUUID, TagGATT.alertLevel), let central else {
+    guard let central else {
+      reply?(.refused(RequestError(.unavailable, "the system D-Bus is not reachable")))
+      return
+    }
+    guard let path = slot.path(target.serviceUUID, TagGATT.alertLevel) else {
       reply?(
         .refused(
           RequestError(.unavailable, "tag \(slot.machine.name) has no \(target.title) service")))
