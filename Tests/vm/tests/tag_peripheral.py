@@ -102,7 +102,10 @@ class Application(dbus.service.Object):
         self.objects = []
         specs = [
             (0xFFE0, [(0xFFE1, ["read", "notify"], "button", b"")]),
-            (0x1802, [(0x2A06, ["write-without-response", "write"], "immediate_alert", b"\x00")]),
+            # Write requests only: bluetoothd acknowledges a write to a
+            # characteristic that also allows commands before the application
+            # answers, so a refusal would never reach the writer.
+            (0x1802, [(0x2A06, ["write"], "immediate_alert", b"\x00")]),
             (0x1803, [(0x2A06, ["read", "write"], "link_loss", b"\x00")]),
             (0x180F, [(0x2A19, ["read"], "battery", b"\x57")]),
         ]
