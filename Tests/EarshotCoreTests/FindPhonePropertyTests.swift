@@ -32,6 +32,8 @@ struct World {
   var pendingNotices: [NoticeID] = []
   /// Requests a device made and has not withdrawn, tracked independently.
   var open: Set<DeviceID> = []
+  /// Open requests that asked for a mild alert.
+  var mild: Set<DeviceID> = []
   /// A found was answered and no start request came since.
   var foundBlocksAlert = false
   var expected: [DeviceID: Int] = [:]
@@ -53,10 +55,15 @@ struct World {
       case .saveUserVolume:
         XCTAssertFalse(savePending, "one save at a time\n\(trace)")
         savePending = true
-      case .raiseVolume:
+      case .raiseVolume(let level):
         XCTAssertNotNil(savedOnDisk, "raised before the user's volume was persisted\n\(trace)")
+        XCTAssertLessThanOrEqual(level, 0.9, "louder than the find-phone level\n\(trace)")
+        if !open.isEmpty, open.isSubset(of: mild), let savedOnDisk {
+          XCTAssertLessThanOrEqual(
+            level, savedOnDisk.level, "a mild ring above the user's level\n\(trace)")
+        }
         raised = true
-        mixer = VolumeSetting(level: 0.9, muted: false)
+        mixer = VolumeSetting(level: level, muted: false)
       case .startAlert:
         XCTAssertFalse(alertPlaying, "a second alert stacked\n\(trace)")
         XCTAssertFalse(foundBlocksAlert, "startAlert after found\n\(trace)")
@@ -115,7 +122,7 @@ final class FindPhonePropertyTests: XCTestCase {
       }
     }
     for situation in [
-      "joined", "queued", "withdrawn", "notice", "timeout", "restore failed", "two notices",
+      "joined", "queued", "withdrawn", "notice", "timeout", "restore failed", "two notices", "mild",
     ] {
       XCTAssertGreaterThan(
         seen[situation] ?? 0, 10, "the random sequences rarely reach '\(situation)'")
@@ -141,12 +148,16 @@ final class FindPhonePropertyTests: XCTestCase {
       switch Int.random(in: 0..<13, using: &rng) {
       case 0, 1:
         let d = devices.randomElement(using: &rng)!
+        let isMild = Int.random(in: 0..<3, using: &rng) == 0
+        if isMild, !w.open.contains(d) { w.mild.insert(d) }
+        if !isMild { w.mild.remove(d) }
         w.open.insert(d)
         w.foundBlocksAlert = false
-        feed(.deviceStart(d), &c, &w, now)
+        feed(isMild ? .deviceStartMild(d) : .deviceStart(d), &c, &w, now)
       case 2:
         let d = devices.randomElement(using: &rng)!
         let had = w.open.remove(d) != nil
+        w.mild.remove(d)
         let reply = feed(.deviceStop(d), &c, &w, now)
         if had {
           XCTAssertTrue(reply == .stopped || reply == .withdrawn, "\(reply!)\n\(w.trace)")
@@ -160,6 +171,7 @@ final class FindPhonePropertyTests: XCTestCase {
           XCTAssertEqual(list.count, Set(list).count)
           for d in list { w.expected[d, default: 0] += 1 }
           w.open = []
+          w.mild = []
           w.foundBlocksAlert = true
         } else {
           XCTAssertTrue(w.open.isEmpty, "found ignored open requests\n\(w.trace)")
@@ -230,6 +242,7 @@ final class FindPhonePropertyTests: XCTestCase {
     // Quiesce: withdraw every request, confirm everything, answer notices.
     for d in devices {
       w.open.remove(d)
+      w.mild.remove(d)
       feed(.deviceStop(d), &c, &w, now)
     }
     for _ in 0..<10 {
@@ -265,6 +278,7 @@ final class FindPhonePropertyTests: XCTestCase {
     let still = Set(c.status.requesters)
     XCTAssertTrue(still.isSubset(of: w.open), w.trace)
     w.open = still
+    w.mild.formIntersection(still)
   }
 
   @discardableResult
@@ -290,6 +304,9 @@ final class FindPhonePropertyTests: XCTestCase {
       seen["timeout", default: 0] += 1
     }
     if case .volumeRestoreFailed = e { seen["restore failed", default: 0] += 1 }
+    if case .deviceStartMild = e, step.reply == .joined || step.reply == .ringing {
+      seen["mild", default: 0] += 1
+    }
     if let last = step.actions.last, step.actions.contains(.statusChanged) {
       XCTAssertEqual(last, .statusChanged, "statusChanged comes last")
     }

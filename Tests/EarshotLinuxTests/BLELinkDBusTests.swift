@@ -334,7 +334,8 @@ final class BLELinkDBusTests: XCTestCase {
     loop.after(seconds: 10) { loop.stop() }
     try loop.run()
 
-    // The object tree BlueZ reads: two services, four characteristics.
+    // The object tree BlueZ reads: three services (the link, legacy,
+    // Immediate Alert), five characteristics.
     let objects = tree.first?.entries.map(\.0).sorted() ?? []
     XCTAssertEqual(
       objects,
@@ -342,6 +343,7 @@ final class BLELinkDBusTests: XCTestCase {
         "/org/earshot/link/service0", "/org/earshot/link/service0/notify",
         "/org/earshot/link/service0/write", "/org/earshot/link/service1",
         "/org/earshot/link/service1/notify", "/org/earshot/link/service1/write",
+        "/org/earshot/link/service2", "/org/earshot/link/service2/alert_level",
       ])
     let writeProps = tree.first?["/org/earshot/link/service0/write"]?[
       "org.bluez.GattCharacteristic1"]

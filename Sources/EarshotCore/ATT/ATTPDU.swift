@@ -14,6 +14,8 @@ public enum ATT {
   public static let readByGroupTypeRequest: UInt8 = 0x10
   public static let writeRequest: UInt8 = 0x12
   public static let writeResponse: UInt8 = 0x13
+  /// Write Without Response: no answer, not even an error.
+  public static let writeCommand: UInt8 = 0x52
   public static let notification: UInt8 = 0x1B
   public static let indication: UInt8 = 0x1D
   public static let confirmation: UInt8 = 0x1E
@@ -95,6 +97,14 @@ public enum ATT {
   public static func write(handle: UInt16, value: [UInt8]) -> [UInt8] {
     var w = ByteWriter()
     w.u8(writeRequest)
+    w.u16le(handle)
+    w.append(value)
+    return w.bytes
+  }
+
+  public static func writeCommand(handle: UInt16, value: [UInt8]) -> [UInt8] {
+    var w = ByteWriter()
+    w.u8(writeCommand)
     w.u16le(handle)
     w.append(value)
     return w.bytes

@@ -35,6 +35,10 @@ public enum FindEvent: Equatable, Sendable {
   /// At start-up: a saved volume was left behind (the agent died mid-alert).
   case recover(VolumeSetting)
   case deviceStart(DeviceID)
+  /// A start that does not raise the volume: the alert plays at the user's
+  /// own level, only unmuted (the Immediate Alert service's "mild alert").
+  /// A later `deviceStart` from any device raises it.
+  case deviceStartMild(DeviceID)
   case deviceStop(DeviceID)
   /// The user has the laptop (`earshot found`, the socket, MQTT...).
   case found
@@ -148,6 +152,10 @@ public struct FindStatus: Equatable, Sendable {
 /// - each found gives every device with an open request exactly one notice;
 ///   a device's stop gives none.
 ///
+/// Mild starts (`deviceStartMild`) ring at the user's own level, unmuted and
+/// never above the find-phone level; the ring is raised as soon as one open
+/// request is not mild, and stays raised until it ends.
+///
 /// Several devices: one alert for all of them. Each request is open until
 /// its device stops it, the user finds the laptop (every open requester gets
 /// its own notice), or the ring times out or fails (no notices). One device's
@@ -159,6 +167,8 @@ public struct FindPhoneCoordinator: Sendable {
   private enum Phase: Sendable { case idle, recovering, saving, ringing, stopping }
   private var phase = Phase.idle
   private var requesters: [DeviceID] = []
+  /// Open requests that asked for a mild alert (a subset of `requesters`).
+  private var mild: Set<DeviceID> = []
   private var notify: [DeviceID] = []
   /// The user's setting, persisted by the shell, to restore at the end.
   private var saved: VolumeSetting?
@@ -211,7 +221,9 @@ public struct FindPhoneCoordinator: Sendable {
     case .recover(let leftover):
       recover(leftover, now: now, &step)
     case .deviceStart(let device):
-      step.reply = start(device, now: now, &step)
+      step.reply = start(device, mild: false, now: now, &step)
+    case .deviceStartMild(let device):
+      step.reply = start(device, mild: true, now: now, &step)
     case .deviceStop(let device):
       step.reply = stopRequest(device, now: now, &step)
     case .found:
@@ -287,16 +299,24 @@ public struct FindPhoneCoordinator: Sendable {
 
   // MARK: Requests
 
-  private mutating func start(_ device: DeviceID, now: MonotonicTime, _ step: inout Step)
-    -> FindReply
-  {
-    if requesters.contains(device) { return .alreadyRequested }
+  private mutating func start(
+    _ device: DeviceID, mild isMild: Bool, now: MonotonicTime, _ step: inout Step
+  ) -> FindReply {
+    if requesters.contains(device) {
+      // A mild request that becomes a high one raises; never the reverse.
+      if !isMild, mild.remove(device) != nil, phase == .ringing { raiseIfWanted(&step) }
+      return .alreadyRequested
+    }
     requesters.append(device)
+    if isMild { mild.insert(device) }
     switch phase {
     case .idle:
       begin(now: now, &step)
       return .ringing
-    case .saving, .ringing:
+    case .saving:
+      return .joined
+    case .ringing:
+      raiseIfWanted(&step)
       return .joined
     case .recovering, .stopping:
       return .queued
@@ -308,6 +328,7 @@ public struct FindPhoneCoordinator: Sendable {
   {
     guard let index = requesters.firstIndex(of: device) else { return .notRequested }
     requesters.remove(at: index)
+    mild.remove(device)
     if (phase == .saving || phase == .ringing) && requesters.isEmpty {
       end(.deviceStop, now: now, &step)
       return .stopped
@@ -327,6 +348,7 @@ public struct FindPhoneCoordinator: Sendable {
         let devices = requesters
         notify += devices
         requesters = []
+        mild = []
         lastEnd = .found
         if phase == .idle { advanceStop(now: now, &step) }
         return .stopping(notify: devices)
@@ -365,14 +387,35 @@ public struct FindPhoneCoordinator: Sendable {
 
   private mutating func ring(_ step: inout Step) {
     phase = .ringing
-    if saved != nil {
-      let level = settings.ringLevel(headphones: headphones)
-      raised = true
-      raisedLevel = level
-      step.actions.append(.raiseVolume(level))
+    if let saved {
+      let full = settings.ringLevel(headphones: headphones)
+      if wantsRaise {
+        raised = true
+        raisedLevel = full
+        step.actions.append(.raiseVolume(full))
+      } else if saved.muted || saved.level > full {
+        // Mild: the user's own level, made audible, never louder than high.
+        let level = min(saved.level, full)
+        raised = true
+        raisedLevel = level
+        step.actions.append(.raiseVolume(level))
+      }
     }
     alertPlaying = true
     step.actions.append(.startAlert)
+  }
+
+  /// Some open request is not mild.
+  private var wantsRaise: Bool { requesters.contains { !mild.contains($0) } }
+
+  /// While ringing mildly: a request that wants the raise has arrived.
+  private mutating func raiseIfWanted(_ step: inout Step) {
+    guard saved != nil, wantsRaise else { return }
+    let full = settings.ringLevel(headphones: headphones)
+    guard raisedLevel != full else { return }
+    raised = true
+    raisedLevel = full
+    step.actions.append(.raiseVolume(full))
   }
 
   /// Ends the ring: silence, then restore, then notices (`advanceStop`).
@@ -385,6 +428,7 @@ public struct FindPhoneCoordinator: Sendable {
     }
     if reason == .found { notify += requesters }
     requesters = []
+    mild = []
     if alertPlaying {
       alertPlaying = false
       stopRequested = true

@@ -13,6 +13,18 @@ public enum AlertLevel: UInt8, CaseIterable, Equatable, Sendable, CustomStringCo
   /// The Alert Level characteristic UUID.
   public static let characteristic: UInt16 = 0x2A06
 
+  /// The UUIDs in the 128-bit form BlueZ's D-Bus API takes.
+  public static let immediateAlertServiceUUID = bluetoothBaseUUID(immediateAlertService)
+  public static let linkLossServiceUUID = bluetoothBaseUUID(linkLossService)
+  public static let characteristicUUID = bluetoothBaseUUID(characteristic)
+
+  /// A 16-bit SIG UUID on the Bluetooth Base UUID.
+  public static func bluetoothBaseUUID(_ short: UInt16) -> String {
+    let hex = String(short, radix: 16)
+    return "0000" + String(repeating: "0", count: 4 - hex.count) + hex
+      + "-0000-1000-8000-00805f9b34fb"
+  }
+
   /// Why bytes are not an Alert Level.
   public enum DecodeError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Alert Level is exactly one byte.
@@ -21,6 +33,18 @@ public enum AlertLevel: UInt8, CaseIterable, Equatable, Sendable, CustomStringCo
     case reserved(UInt8)
     /// A long write at an offset (the value has no parts).
     case nonZeroOffset(Int)
+
+    /// The ATT error a GATT server answers a Write Request with (a Write
+    /// Command gets no answer). A reserved value is the link's "value out of
+    /// range" (0x81): BlueZ 5.66 passes only 0x80-0x9F from an application,
+    /// not the common profile error 0xFF.
+    public var attErrorCode: UInt8 {
+      switch self {
+      case .length: LinkATTError.invalidAttributeValueLength
+      case .reserved: LinkATTError.valueOutOfRange
+      case .nonZeroOffset: LinkATTError.invalidOffset
+      }
+    }
 
     public var description: String {
       switch self {

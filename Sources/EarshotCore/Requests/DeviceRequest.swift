@@ -12,6 +12,9 @@ public enum DeviceRequest: Equatable, Sendable {
   case findStatus
   /// Ring this laptop; only a device can ask (it hears how the ring ends).
   case findStart
+  /// Ring at the user's own volume, unmuted, without the raise (a Find Me
+  /// locator's "mild alert"); a `findStart` from anyone raises it.
+  case findStartMild
   /// The device withdraws its request (not a "found").
   case findStop
   /// The user found the laptop: silence, restore, then the phone-found notice.

@@ -2,7 +2,9 @@ import EarshotCore
 
 /// The BLE device link's peripheral side, through BlueZ's D-Bus API: a GATT
 /// application (one service, a write and a notify characteristic; a second
-/// service for the legacy protocol when enabled) and an advertisement.
+/// service for the legacy protocol when enabled; the standard Immediate
+/// Alert service, so Find Me locators can ring the laptop) and an
+/// advertisement.
 ///
 /// Writes are checked against the policy (bonded, allowlist) with the
 /// writer's address from WriteValue's `device` option and Device1's
@@ -23,6 +25,9 @@ public final class BLELinkServer {
     case notifying(Bool)
     /// A device's connection ended (BlueZ's Device1 `Connected` went false).
     case disconnected(BDAddress)
+    /// An allowed device wrote the Immediate Alert service's Alert Level
+    /// (the write is already acknowledged; it has no answer).
+    case alert(AlertLevel, from: BDAddress)
   }
 
   public var onEvent: ((Event) -> Void)?
@@ -57,6 +62,8 @@ public final class BLELinkServer {
   static let legacyServicePath = root + "/service1"
   static let legacyWritePath = legacyServicePath + "/write"
   static let legacyNotifyPath = legacyServicePath + "/notify"
+  static let alertServicePath = root + "/service2"
+  static let alertLevelPath = alertServicePath + "/alert_level"
 
   static let chrcInterface = "org.bluez.GattCharacteristic1"
   static let propsInterface = "org.freedesktop.DBus.Properties"
@@ -192,7 +199,9 @@ public final class BLELinkServer {
         return
       }
       self.registered = true
-      self.log("link: GATT service \(LinkUUID.service) registered on \(adapter)")
+      self.log(
+        "link: GATT service \(LinkUUID.service) and Immediate Alert (0x1802) registered on \(adapter)"
+      )
       self.registerAdvertisement(adapter, withName: true, current)
     }
   }
@@ -335,6 +344,33 @@ public final class BLELinkServer {
         ]
       ),
     ]
+    // Immediate Alert: Write Without Response is what the service requires
+    // (Find Me locators use it; iOS sends none to a characteristic without
+    // it); Write too, for locators that write with response.
+    list += [
+      (
+        Self.alertServicePath,
+        [
+          (
+            "org.bluez.GattService1",
+            [("UUID", .string(AlertLevel.immediateAlertServiceUUID)), ("Primary", .bool(true))]
+          )
+        ]
+      ),
+      (
+        Self.alertLevelPath,
+        [
+          (
+            Self.chrcInterface,
+            [
+              ("UUID", .string(AlertLevel.characteristicUUID)),
+              ("Service", .objectPath(Self.alertServicePath)),
+              ("Flags", .strings(["write-without-response", securityFlag("write")])),
+            ]
+          )
+        ]
+      ),
+    ]
     if config.legacyRemoteVolume {
       list += [
         (
@@ -420,7 +456,9 @@ public final class BLELinkServer {
       call.reply([.variant(value)])
       return true
     case (Self.chrcInterface, "WriteValue"):
-      guard call.path == Self.writePath || call.path == Self.legacyWritePath else { return false }
+      guard [Self.writePath, Self.legacyWritePath, Self.alertLevelPath].contains(call.path) else {
+        return false
+      }
       write(call)
       return true
     case (Self.chrcInterface, "StartNotify"), (Self.chrcInterface, "StopNotify"):
@@ -447,7 +485,6 @@ public final class BLELinkServer {
 
   private func write(_ call: DBusCall) {
     let args = call.arguments
-    let legacy = call.path == Self.legacyWritePath
     guard args.count == 2, let value = args[0].bytesValue else {
       call.replyError("org.bluez.Error.InvalidArguments", "WriteValue(ay, a{sv}) expected")
       return
@@ -487,10 +524,11 @@ public final class BLELinkServer {
         call.replyError(e.name, e.message)
         return
       }
-      if legacy {
-        self.legacyWrite(call, value, offset: offset, from: address)
-      } else {
-        self.linkWrite(call, value, offset: offset, from: address)
+      switch call.path {
+      case Self.legacyWritePath: self.legacyWrite(call, value, offset: offset, from: address)
+      case Self.alertLevelPath:
+        self.alertWrite(call, value, offset: offset, from: address)
+      default: self.linkWrite(call, value, offset: offset, from: address)
       }
     }
   }
@@ -511,6 +549,25 @@ public final class BLELinkServer {
       } else {
         onEvent?(.request(frame, from: address))
       }
+    }
+  }
+
+  /// The Immediate Alert service: 0 none, 1 mild, 2 high; anything else
+  /// is refused and changes nothing. The D-Bus error names the ATT error,
+  /// but bluetoothd (5.66) acknowledges every write to a characteristic
+  /// with the Write Without Response property before asking us
+  /// (src/gatt-database.c, chrc_write_cb), so the writer never sees it.
+  private func alertWrite(
+    _ call: DBusCall, _ value: [UInt8], offset: Int, from address: BDAddress
+  ) {
+    switch AlertLevel.decode(value, offset: offset) {
+    case .failure(let e):
+      log("link: refused an Alert Level write from \(address): \(e); nothing changed")
+      let d = BlueZGattError.dbusError(forATT: e.attErrorCode)
+      call.replyError(d.name, d.message)
+    case .success(let level):
+      call.reply()
+      onEvent?(.alert(level, from: address))
     }
   }
 

@@ -9,6 +9,8 @@ public final class BLELinkTransport: AgentTransport {
   public let name = "ble"
   public let server: BLELinkServer
   public let link: BLEDeviceLink
+  /// Find Me locators (the Immediate Alert service) reach find-phone here.
+  public let findMe = FindMeDeviceLink()
   public var deviceLink: DeviceLink? { link }
   private unowned let agent: Daemon
   /// A BLE device asked for the ring now under way: it hears how it ends.
@@ -22,6 +24,12 @@ public final class BLELinkTransport: AgentTransport {
     // Down while bluetoothd is away; up again once it re-registers.
     server.onReady = { [unowned link] in link.ready = (try? $0.get()) != nil }
     server.onEvent = { [unowned self] in self.event($0) }
+    agent.find.add(findMe)
+    findMe.onNotice = { [unowned agent] id, device in
+      agent.log(
+        "link: \(device) was told nothing: the Immediate Alert service has no found notice")
+      agent.perform(.noticeResult(id, .accepted), from: Requester(device: device)) { _ in }
+    }
   }
 
   public func start() { server.start() }
@@ -37,6 +45,9 @@ public final class BLELinkTransport: AgentTransport {
       let device = BLEDeviceLink.device(address)
       link.forgetNotices(of: device)
       agent.deviceGone(device)
+      agent.deviceGone(FindMeDeviceLink.device(address))
+    case .alert(let level, let from):
+      alert(level, from: from)
     case .legacy(.name, _):
       break  // answered by the server
     case .legacy(.volume, let from):
@@ -56,6 +67,24 @@ public final class BLELinkTransport: AgentTransport {
     case .request(let frame, let from):
       agent.log("link: \(from): \(frame.request.opcode.name) (seq \(frame.seq))")
       request(frame, from: from)
+    }
+  }
+
+  /// An Alert Level write: no answer goes back (the service has none), so
+  /// the outcome is only logged.
+  private func alert(_ level: AlertLevel, from address: BDAddress) {
+    let device = FindMeDeviceLink.device(address)
+    agent.log("link: \(device) wrote Alert Level \(level.rawValue) (\(level))")
+    agent.perform(FindMeDeviceLink.request(level), from: Requester(device: device)) {
+      [unowned agent] outcome in
+      switch outcome {
+      case .find(let reply, let status):
+        let what = reply.map { ControlProtocol.json($0).encoded } ?? "queued"
+        agent.log("link: \(device): \(what); find-phone is \(status.state.rawValue)")
+      case .refused(let e):
+        agent.log("link: \(device): Alert Level \(level.rawValue) refused: \(e.message)")
+      default: break
+      }
     }
   }
 

@@ -257,6 +257,15 @@ public final class GATTClient {
     return nil
   }
 
+  /// The handle range of the primary service with this 16-bit SIG UUID.
+  public func findService(_ uuid: UInt16) throws -> (UInt16, UInt16)? {
+    let value = [UInt8(uuid & 0xFF), UInt8(uuid >> 8)]
+    let pdu = try request(
+      ATT.findByTypeValue(start: 1, end: 0xFFFF, type: ATT.primaryService, value: value))
+    if case .servicesFound(let found) = pdu { return found.first }
+    return nil
+  }
+
   public func characteristics(_ range: (UInt16, UInt16)) throws -> [ATT.Characteristic] {
     var out: [ATT.Characteristic] = []
     var start = range.0
@@ -276,6 +285,11 @@ public final class GATTClient {
     let pdu = try request(ATT.findInformation(start: value + 1, end: end))
     guard case .information(let items) = pdu else { return nil }
     return items.first { $0.1 == ATT.clientConfiguration }?.0
+  }
+
+  /// Writes without response (ATT Write Command): nothing comes back.
+  public func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) throws {
+    try send(ATT.writeCommand(handle: handle, value: value))
   }
 
   /// Writes with response: nil on success, else the ATT error code.

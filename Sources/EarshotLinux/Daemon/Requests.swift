@@ -44,9 +44,15 @@ extension Daemon {
       reply(.status(statusJSON()))
     case .findStatus:
       reply(.findStatus(find.status))
-    case .findStart, .findStop:
+    case .findStart, .findStartMild, .findStop:
       let device = try self.device(requester)
-      let r = find.submit(request == .findStart ? .deviceStart(device) : .deviceStop(device))
+      let event: FindEvent
+      switch request {
+      case .findStart: event = .deviceStart(device)
+      case .findStartMild: event = .deviceStartMild(device)
+      default: event = .deviceStop(device)
+      }
+      let r = find.submit(event)
       reply(.find(r, find.status))
     case .found:
       let r = find.submit(.found)

@@ -63,30 +63,42 @@ func runDeviceBLE(_ args: Arguments) throws -> Int32 {
   j.add("security", client.securityLevel)
   Console.line(j.line)
 
-  let serviceUUID = legacy ? LinkUUID.legacyService : LinkUUID.service
-  guard let range = try client.findService(serviceUUID) else {
-    throw CommandFailure(
-      "\(peer) has no service \(serviceUUID): is the link enabled there\(legacy ? " with legacy_remote_volume" : "")?"
-    )
-  }
-  let chars = try client.characteristics(range)
-  func handle(_ uuid: String) -> ATT.Characteristic? {
-    let want = ATT.uuidBytes(uuid)
-    return chars.first { $0.uuid == want }
-  }
-  guard let writeChar = handle(legacy ? LinkUUID.legacyWrite : LinkUUID.write),
-    let notifyChar = handle(legacy ? LinkUUID.legacyNotify : LinkUUID.notify)
-  else {
-    throw CommandFailure("the service on \(peer) lacks the write or notify characteristic")
-  }
-  let end =
-    chars.first { $0.declaration > notifyChar.valueHandle }.map { $0.declaration - 1 } ?? range.1
-  guard let ccc = try client.configurationHandle(after: notifyChar.valueHandle, end: end) else {
-    throw CommandFailure("the notify characteristic has no configuration descriptor")
-  }
-  if let code = try client.write(ccc, [0x01, 0x00]) {
-    printATTError(code, what: "enable notifications")
-    return 1
+  // A Find Me locator's session (only alert requests) needs no link service.
+  let alertLevelHandle =
+    try requests.contains {
+      if case .alert = $0 { true } else { false }
+    } ? alertHandle(client, peer) : nil
+  let alertsOnly = requests.allSatisfy { $0.isAlert } && noticeResult == nil
+  var writeHandle: UInt16 = 0
+  var notifyHandle: UInt16 = 0
+  if !alertsOnly {
+    let serviceUUID = legacy ? LinkUUID.legacyService : LinkUUID.service
+    guard let range = try client.findService(serviceUUID) else {
+      throw CommandFailure(
+        "\(peer) has no service \(serviceUUID): is the link enabled there\(legacy ? " with legacy_remote_volume" : "")?"
+      )
+    }
+    let chars = try client.characteristics(range)
+    func handle(_ uuid: String) -> ATT.Characteristic? {
+      let want = ATT.uuidBytes(uuid)
+      return chars.first { $0.uuid == want }
+    }
+    guard let w = handle(legacy ? LinkUUID.legacyWrite : LinkUUID.write),
+      let n = handle(legacy ? LinkUUID.legacyNotify : LinkUUID.notify)
+    else {
+      throw CommandFailure("the service on \(peer) lacks the write or notify characteristic")
+    }
+    writeHandle = w.valueHandle
+    notifyHandle = n.valueHandle
+    let end =
+      chars.first { $0.declaration > n.valueHandle }.map { $0.declaration - 1 } ?? range.1
+    guard let ccc = try client.configurationHandle(after: n.valueHandle, end: end) else {
+      throw CommandFailure("the notify characteristic has no configuration descriptor")
+    }
+    if let code = try client.write(ccc, [0x01, 0x00]) {
+      printATTError(code, what: "enable notifications")
+      return 1
+    }
   }
 
   var pending: Pending? = nil
@@ -94,7 +106,7 @@ func runDeviceBLE(_ args: Arguments) throws -> Int32 {
   var noticeToAck: UInt16? = nil
   var legacyAnswer = false
   client.onNotification = { h, value in
-    guard h == notifyChar.valueHandle else { return }
+    guard !alertsOnly, h == notifyHandle else { return }
     if legacy {
       var line = JSONLine()
       line.add("notification", "legacy")
@@ -151,13 +163,31 @@ func runDeviceBLE(_ args: Arguments) throws -> Int32 {
     case .legacy(let b):
       bytes = b
       pending = nil
+    case .pause(let seconds):
+      try client.pump(until: Clock.monotonicNanos() + UInt64(seconds * 1e9))
+      return
+    case .alert(let b, let withResponse):
+      var sent = JSONLine()
+      sent.add(
+        withResponse ? "sent_alert" : "sent_alert_command", b.withUnsafeBytes { $0.hexString })
+      Console.line(sent.line)
+      guard let h = alertLevelHandle else { return }
+      if !withResponse {
+        try client.writeWithoutResponse(h, b)
+      } else if let code = try client.write(h, b) {
+        printATTError(code, what: b.withUnsafeBytes { $0.hexString })
+        status = 1
+      } else {
+        Console.line(#"{"written":"alert_level"}"#)
+      }
+      return
     }
     var sent = JSONLine()
     sent.add("sent", bytes.withUnsafeBytes { $0.hexString })
     Console.line(sent.line)
     answered = false
     legacyAnswer = false
-    if let code = try client.write(writeChar.valueHandle, bytes) {
+    if let code = try client.write(writeHandle, bytes) {
       printATTError(code, what: bytes.withUnsafeBytes { $0.hexString })
       status = 1
       return
@@ -209,6 +239,33 @@ enum BLERequest {
   case link(LinkRequest)
   case legacy([UInt8])
   case raw([UInt8])
+  /// The Immediate Alert service's Alert Level, as a Find Me locator writes
+  /// it (without response), or with response to hear an ATT error.
+  case alert([UInt8], withResponse: Bool)
+  /// Stay connected this long (printing notifications) before the next request.
+  case pause(Double)
+
+  var isAlert: Bool {
+    switch self {
+    case .alert, .pause: true
+    default: false
+    }
+  }
+}
+
+/// The value handle of the Immediate Alert service's Alert Level.
+private func alertHandle(_ client: GATTClient, _ peer: BDAddress) throws -> UInt16 {
+  guard let range = try client.findService(AlertLevel.immediateAlertService) else {
+    throw CommandFailure(
+      "\(peer) has no Immediate Alert service (0x1802): is the link enabled there?")
+  }
+  let want = [
+    UInt8(AlertLevel.characteristic & 0xFF), UInt8(AlertLevel.characteristic >> 8),
+  ]
+  guard let c = try client.characteristics(range).first(where: { $0.uuid == want }) else {
+    throw CommandFailure("the Immediate Alert service on \(peer) has no Alert Level (0x2A06)")
+  }
+  return c.valueHandle
 }
 
 func parseBLERequests(_ words: [String], legacy: Bool) throws -> [BLERequest] {
@@ -222,6 +279,22 @@ func parseBLERequests(_ words: [String], legacy: Bool) throws -> [BLERequest] {
   }
   while let word = rest.popFirst() {
     switch (legacy, word) {
+    case (_, "alert"):
+      // A byte is sent as given, reserved values too (for tests).
+      guard let w = rest.popFirst(), let byte = AlertLevel(name: w)?.rawValue ?? UInt8(w) else {
+        throw UsageError("alert none|mild|high|BYTE")
+      }
+      out.append(.alert([byte], withResponse: false))
+    case (_, "sleep"):
+      guard let w = rest.popFirst(), let seconds = Double(w), seconds >= 0, seconds <= 3600 else {
+        throw UsageError("sleep SECONDS (0 to 3600)")
+      }
+      out.append(.pause(seconds))
+    case (_, "alert-write"):
+      guard let h = rest.popFirst(), let b = bytes(fromHex: h) else {
+        throw UsageError("alert-write needs hex bytes, like alert-write 02")
+      }
+      out.append(.alert(b, withResponse: true))
     case (_, "raw"):
       guard let h = rest.popFirst(), let b = bytes(fromHex: h) else {
         throw UsageError("raw needs hex bytes, like raw 0107")

@@ -19,6 +19,10 @@ let deviceCommand = Command(
       info | find start | find stop | volume get | volume set LEVEL |
       volume mute | volume unmute | notice-ack N [RESULT] |
       shutter enter|capture|exit|BYTE | play TITLE | raw HEX
+    As a Find Me locator (the Immediate Alert service, no link needed):
+      alert none|mild|high|BYTE (Write Without Response, as locators write)
+      | alert-write HEX (Write Request: prints the ATT error, if any)
+    Between any two requests: sleep SECONDS (stays connected).
     With --legacy, the compatibility service instead:
       name (REQ_NAME) | volume (REQ_VOLUME) | set LEVEL (8-byte double) | raw HEX
     --ack-notice answers a phone_found notice with result 0, --fail-notice
