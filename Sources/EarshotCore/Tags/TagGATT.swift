@@ -14,10 +14,7 @@ public enum TagGATT {
   public static let batteryLevel = uuid16(0x2A19)
 
   /// A 16-bit SIG UUID on the base UUID: 0000XXXX-0000-1000-8000-00805f9b34fb.
-  public static func uuid16(_ short: UInt16) -> String {
-    let hex = String(short, radix: 16)
-    return String(repeating: "0", count: 8 - hex.count) + hex + "-0000-1000-8000-00805f9b34fb"
-  }
+  public static func uuid16(_ short: UInt16) -> String { AlertLevel.bluetoothBaseUUID(short) }
 
   /// A button press is one byte (iTags send 0x01).
   public static let pressLength = 1
