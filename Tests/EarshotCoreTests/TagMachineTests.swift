@@ -209,6 +209,19 @@ final class TagMachineTests: XCTestCase {
     XCTAssertEqual(events(d.on(.notifyFailed("NotSupported"))), [.refused])
   }
 
+  func testServicesThatAppearLaterAreUsed() {
+    var d = TagDrive()
+    let none = TagFeatures(button: false, immediateAlert: true, linkLoss: false, battery: false)
+    XCTAssertFalse(d.up(none).contains(.startNotify))
+    let a = d.on(.servicesChanged(all))
+    XCTAssertTrue(a.contains(.startNotify), "the button appeared: subscribe")
+    XCTAssertTrue(a.contains(.readBattery))
+    XCTAssertEqual(d.on(.servicesChanged(all)), [], "nothing new")
+    XCTAssertEqual(requests(d.on(.notification([1]))), [.findStart])
+    d.on(.disconnected("gone"))
+    XCTAssertEqual(d.on(.servicesChanged(none)), [], "not while away")
+  }
+
   func testBatteryLevelIsKeptAndBadValuesAreReported() {
     var d = TagDrive()
     d.up()

@@ -5,6 +5,9 @@ public enum TagInput: Equatable, Sendable {
   case start
   /// `.connect` done: the tag is connected and its services resolved.
   case connected(TagFeatures)
+  /// While connected, bluetoothd exported services it had not resolved
+  /// before (a Service Changed from the tag): what the tag has now.
+  case servicesChanged(TagFeatures)
   /// `.connect` failed (not in reach, bluetoothd refused, timed out).
   case connectFailed(String)
   /// The link went down.
@@ -150,6 +153,15 @@ public struct TagMachine: Sendable {
     case .connected(let f):
       guard phase == .connecting else { break }
       connected(f, now: now, &out)
+    case .servicesChanged(let f):
+      guard phase == .connected, let old = features, f != old else { break }
+      features = f
+      out.append(.log("tag \(name): its services changed"))
+      if f.button && !old.button { out.append(.startNotify) }
+      if let level = config.linkLossAlert, f.linkLoss && !old.linkLoss {
+        out.append(.writeAlertLevel(.linkLoss, level))
+      }
+      if f.battery && !old.battery { out.append(.readBattery) }
     case .connectFailed(let why):
       guard phase == .connecting else { break }
       lastError = why

@@ -10,6 +10,8 @@ public final class BlueZCentral {
   public var onDisconnect: ((String) -> Void)?
   /// A characteristic's value changed (a notification): its path and value.
   public var onValue: ((String, [UInt8]) -> Void)?
+  /// bluetoothd exported an object (a device, service or characteristic): its path.
+  public var onAdded: ((String) -> Void)?
   /// bluetoothd appeared on the bus again (after a restart).
   public var onBlueZBack: (() -> Void)?
 
@@ -40,6 +42,12 @@ public final class BlueZCentral {
       else { return }
       self.failWaiter(path, "the device was removed from bluetoothd")
       self.onDisconnect?(path)
+    }
+    try bus.match(
+      "type='signal',sender='org.bluez',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded'"
+    ) { [weak self] _, _, args in
+      guard let path = args.first?.stringValue else { return }
+      self?.onAdded?(path)
     }
     try bus.watchOwner(of: "org.bluez") { [weak self] present in
       guard let self else { return }

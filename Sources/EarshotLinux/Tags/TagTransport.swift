@@ -64,6 +64,8 @@ public final class TagTransport: AgentTransport {
     started = false
     for s in slots {
       if let t = s.timer { loop.cancel(t) }
+      if let r = s.refresh { loop.cancel(r) }
+      s.refresh = nil
       s.timer = nil
       s.generation += 1
     }
@@ -81,6 +83,7 @@ public final class TagTransport: AgentTransport {
       let c = try BlueZCentral(loop: loop, busAddress: busAddress)
       c.onDisconnect = { [unowned self] path in self.disconnected(path) }
       c.onValue = { [unowned self] path, value in self.value(path, value) }
+      c.onAdded = { [unowned self] path in self.added(path) }
       c.onBlueZBack = { [unowned self] in
         // bluetoothd came back: tags waiting for their retry go at once.
         for s in self.slots where s.machine.phase == .waiting {
@@ -198,15 +201,7 @@ public final class TagTransport: AgentTransport {
           guard case .success(let objects) = result else { return fail("cannot list its services") }
           slot.characteristics = BlueZCentral.characteristics(objects, device: device)
           slot.writeTypes = BlueZCentral.writeTypes(objects, device: device)
-          let has = { (s: String, c: String) in slot.path(s, c) != nil }
-          self.feed(
-            slot,
-            .connected(
-              TagFeatures(
-                button: has(TagGATT.buttonService, TagGATT.button),
-                immediateAlert: has(TagGATT.immediateAlertService, TagGATT.alertLevel),
-                linkLoss: has(TagGATT.linkLossService, TagGATT.alertLevel),
-                battery: has(TagGATT.batteryService, TagGATT.batteryLevel))))
+          self.feed(slot, .connected(slot.features))
         }
       }
     }
@@ -220,6 +215,27 @@ public final class TagTransport: AgentTransport {
       let why = path == "/org/bluez" ? "bluetoothd left the bus" : "the link dropped"
       if s.machine.phase == .connecting { s.generation += 1 }
       feed(s, .disconnected(why))
+    }
+  }
+
+  /// Objects exported under a connected tag (services it resolved late):
+  /// its characteristics are listed again, once things settle.
+  private func added(_ path: String) {
+    for s in slots where s.machine.phase == .connected && s.refresh == nil {
+      guard let device = s.devicePath, path.hasPrefix(device + "/") else { continue }
+      let g = s.generation
+      s.refresh = loop.after(seconds: 0.5) { [weak self, weak s] in
+        guard let self, let s else { return }
+        s.refresh = nil
+        self.central?.objects { [weak self, weak s] result in
+          guard let self, let s, g == s.generation, case .success(let objects) = result else {
+            return
+          }
+          s.characteristics = BlueZCentral.characteristics(objects, device: device)
+          s.writeTypes = BlueZCentral.writeTypes(objects, device: device)
+          self.feed(s, .servicesChanged(s.features))
+        }
+      }
     }
   }
 
@@ -396,10 +412,22 @@ final class TagSlot {
   /// Object path → "request" or "command" (from its flags).
   var writeTypes: [String: String] = [:]
   var timer: EventLoop.TimerID?
+  /// A pending re-listing of the characteristics (`TagTransport.added`).
+  var refresh: EventLoop.TimerID?
   /// Bumped at each connect (and stop): answers to older calls are dropped.
   var generation = 0
 
   init(_ machine: TagMachine) { self.machine = machine }
+
+  /// What the characteristics found so far offer.
+  var features: TagFeatures {
+    let has = { (s: String, c: String) in self.path(s, c) != nil }
+    return TagFeatures(
+      button: has(TagGATT.buttonService, TagGATT.button),
+      immediateAlert: has(TagGATT.immediateAlertService, TagGATT.alertLevel),
+      linkLoss: has(TagGATT.linkLossService, TagGATT.alertLevel),
+      battery: has(TagGATT.batteryService, TagGATT.batteryLevel))
+  }
 
   func path(_ service: String, _ characteristic: String) -> String? {
     characteristics[BlueZCentral.key(service, characteristic)]
