@@ -11,7 +11,7 @@ build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev li
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
       qemu-system-x86 busybox-static kmod cpio dbus util-linux mosquitto mosquitto-clients
       librsvg2-bin dbus-daemon dbus-bin libjpeg-turbo-progs dunst xvfb socat
-      pipewire pipewire-bin wireplumber pipewire-pulse)
+      pipewire pipewire-bin wireplumber pipewire-pulse python3-dbus python3-gi)
 deb=(debhelper dpkg-dev fakeroot lintian libcap2-bin systemd)
 want=("${build[@]}")
 [ "$mode" = deb ] && want+=("${deb[@]}")

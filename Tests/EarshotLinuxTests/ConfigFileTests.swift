@@ -40,6 +40,7 @@ final class ConfigFileTests: XCTestCase {
     var sectionsSeen: [String] = []
     var keysSeen: [String: String] = [:]  // "section key" -> default written
     var regionKeysSeen: Set<String> = []
+    var tagKeysSeen: Set<String> = []
     for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
       let line = String(raw)
       let at = "etc/earshot.conf:\(n + 1): "
@@ -51,6 +52,8 @@ final class ConfigFileTests: XCTestCase {
         section = name
       } else if line.hasPrefix(";[region \"") {
         section = "region"
+      } else if line.hasPrefix(";[tag \"") {
+        section = "tag"
       } else if line.hasPrefix(";"), let eq = line.firstIndex(of: "=") {
         let key = String(line.dropFirst()[..<eq]).trimmingCharacters(in: .whitespaces)
         let value = String(line[line.index(after: eq)...]).trimmingCharacters(in: .whitespaces)
@@ -58,7 +61,10 @@ final class ConfigFileTests: XCTestCase {
           XCTFail(at + "key outside a section")
           continue
         }
-        if section == "region" {
+        if section == "tag" {
+          XCTAssertTrue(Config.tagKeys.contains { $0.name == key }, at + "no tag key \(key)")
+          tagKeysSeen.insert(key)
+        } else if section == "region" {
           XCTAssertTrue(Config.regionKeys.contains { $0.name == key }, at + "no region key \(key)")
           regionKeysSeen.insert(key)
         } else if let table = tables[section] {
@@ -83,6 +89,7 @@ final class ConfigFileTests: XCTestCase {
       }
     }
     XCTAssertEqual(regionKeysSeen, Set(Config.regionKeys.map(\.name)), "the region example's keys")
+    XCTAssertEqual(tagKeysSeen, Set(Config.tagKeys.map(\.name)), "the tag example's keys")
 
     // The examples, uncommented, are valid: the regions load and every
     // section keeps its defaults.
@@ -99,6 +106,8 @@ final class ConfigFileTests: XCTestCase {
     XCTAssertEqual(example.regions[1].exitAfter, .auto)
     var defaults = Config(paths: .system)
     defaults.regions = example.regions
+    XCTAssertEqual(example.tags.map(\.name), ["keys"])
+    defaults.tags = example.tags
     XCTAssertEqual(example.render(), defaults.render())
     // The effective settings read back to the same config.
     let again = try Config.build(IniReader.parse(example.render(), file: "render"))

@@ -274,6 +274,42 @@ final class MQTTBridgeTests: XCTestCase {
     bridge.close()
   }
 
+  /// Tags: `command/ring_tag/NAME` (a second topic level, its own
+  /// subscription), the tag's state and battery, its "Ring NAME" button.
+  func testRingTagCommandsAndTagEntities() throws {
+    let broker = try Broker()
+    let loop = try EventLoop()
+    let bridge = try makeBridge(loop, broker)
+    var commands: [MQTTCommand] = []
+    var logs: [String] = []
+    bridge.onCommand = { commands.append($0) }
+    bridge.onLog = { logs.append($0) }
+    bridge.start()
+    bridge.tag("keys", state: "connected", battery: 87)
+    try run(loop) { bridge.isConnected }
+    var ready = false
+    loop.after(seconds: 0.3) { ready = true }
+    try run(loop) { ready }
+    try broker.publish("earshot/testhost/command/ring_tag/keys", "PRESS")
+    try broker.publish("earshot/testhost/command/ring_tag/keys", "loud")
+    try broker.publish("earshot/testhost/command/ring_tag/keys", "STOP")
+    try run(loop) { commands.count == 2 }
+    XCTAssertEqual(
+      commands, [.ringTag(slug: "keys", level: .high), .ringTag(slug: "keys", level: .none)])
+    XCTAssertTrue(logs.contains { $0.contains("expected PRESS, MILD or STOP") }, "\(logs)")
+    let r = try broker.retained()
+    XCTAssertEqual(r["earshot/testhost/tag/keys/state"], "connected")
+    XCTAssertEqual(r["earshot/testhost/tag/keys/battery"], "87")
+    let button = try XCTUnwrap(r["homeassistant/button/earshot_testhost/tag_keys_ring/config"])
+    let json = try XCTUnwrap(
+      JSONSerialization.jsonObject(with: Data(button.utf8)) as? [String: Any])
+    XCTAssertEqual(json["name"] as? String, "Ring keys")
+    XCTAssertEqual(json["command_topic"] as? String, "earshot/testhost/command/ring_tag/keys")
+    let battery = try XCTUnwrap(r["homeassistant/sensor/earshot_testhost/tag_keys_battery/config"])
+    XCTAssertTrue(battery.contains("\"device_class\":\"battery\""), battery)
+    bridge.close()
+  }
+
   func testBrokerRestartGetsEverythingRetainedAgain() throws {
     let broker = try Broker()
     let loop = try EventLoop()

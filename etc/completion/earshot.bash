@@ -2,7 +2,7 @@
 _earshot() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts=""
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "scan monitor check-config simulate calibrate bench shutter play pause stop run status events found device alert sounds volume log plot ble-agent --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "scan monitor check-config simulate calibrate bench shutter play pause stop run status events found ring device alert sounds volume log plot ble-agent --help --version" -- "$cur"))
     return
   fi
   case ${COMP_WORDS[1]} in
@@ -20,6 +20,7 @@ _earshot() {
     status) opts="--socket --help" ;;
     events) opts="--socket --topics --help" ;;
     found) opts="--socket --help" ;;
+    ring) opts="--stop --mild --socket --help" ;;
     device) opts="--socket --name --fail-notice --ble --adapter --random --security --legacy --wait --ack-notice --timeout --help" ;;
     alert) opts="--sound --frequency --ramp --duration --device --buffer --fallback --help" ;;
     sounds) opts="--help" ;;

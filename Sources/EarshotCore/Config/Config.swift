@@ -15,6 +15,8 @@ public struct Config: Sendable {
   public var shutter = ShutterConfig()
   public var media = MediaConfig()
   public var link = LinkConfig()
+  /// `[tag "NAME"]` sections, in file order.
+  public var tags: [TagConfig] = []
 
   public init(paths: ConfigPaths = .system) {
     control.socket = paths.controlSocket

@@ -15,6 +15,8 @@ extension Config {
     // Headers: unknown sections, bad or duplicate region names.
     var regionIndex: [String: Int] = [:]  // raw section text -> index in config.regions
     var seenSingletons: [String: Int] = [:]
+    var tagIndex: [String: Int] = [:]  // raw section text -> index in config.tags
+    let tagTable = Dictionary(uniqueKeysWithValues: tagKeys.map { ($0.name, $0) })
     for h in doc.headers {
       if let name = regionName(h.name) {
         switch name {
@@ -31,6 +33,20 @@ extension Config {
             config.regions.append(RegionConfig(name: n, line: h.line))
           }
         }
+      } else if let name = tagName(h.name) {
+        switch name {
+        case .failure(let message): fail(h.line, h.name, nil, message)
+        case .success(let n):
+          if let first = tagIndex[h.name] {
+            fail(
+              h.line, h.name, nil,
+              "duplicate tag name '\(n)' (first defined on line \(config.tags[first].line)); give each tag its own name"
+            )
+          } else {
+            tagIndex[h.name] = config.tags.count
+            config.tags.append(TagConfig(name: n, line: h.line))
+          }
+        }
       } else if tables[h.name] != nil {
         if let first = seenSingletons[h.name] {
           fail(
@@ -42,7 +58,7 @@ extension Config {
       } else {
         fail(
           h.line, h.name, nil,
-          "unknown section; known sections: \(sections.map(\.name).joined(separator: ", ")), region \"NAME\""
+          "unknown section; known sections: \(sections.map(\.name).joined(separator: ", ")), region \"NAME\", tag \"NAME\""
         )
       }
     }
@@ -78,6 +94,14 @@ extension Config {
             continue
           }
           try key.set(&config.regions[index], e.value)
+        } else if let index = tagIndex[e.section] {
+          guard let key = tagTable[e.key] else {
+            fail(
+              e.line, e.section, e.key,
+              "unknown key; tag keys: \(tagKeys.map(\.name).joined(separator: ", "))")
+            continue
+          }
+          try key.set(&config.tags[index], e.value)
         } else if let table = tables[e.section] {
           guard try table.set(&config, e.key, e.value) else {
             fail(
@@ -111,6 +135,10 @@ extension Config {
       if r.exitAfter == nil { r.exitAfter = config.monitor.exitAfter }
       config.regions[index] = r
     }
+    for (raw, index) in tagIndex.sorted(by: { $0.value < $1.value })
+    where config.tags[index].address == nil && seenKeys[raw + "\u{0}address"] == nil {
+      fail(config.tags[index].line, raw, "address", "a tag needs an address")
+    }
     if config.monitor.autoFloor > config.monitor.autoCeiling {
       fail(
         seenKeys["monitor\u{0}auto_floor"] ?? 0, "monitor", "auto_floor",
@@ -126,6 +154,28 @@ extension Config {
   enum NameResult {
     case success(String)
     case failure(String)
+  }
+
+  /// `tag "keys"` -> "keys"; `nil` if the header is not a tag at all.
+  static func tagName(_ header: String) -> NameResult? {
+    guard header == "tag" || header.hasPrefix("tag ") || header.hasPrefix("tag\"") else {
+      return nil
+    }
+    let rest = ConfigValue.trim(header.dropFirst("tag".count))
+    guard rest.count >= 2, rest.first == "\"", rest.last == "\"" else {
+      return .failure("a tag header is [tag \"NAME\"] with the name in double quotes")
+    }
+    let name = String(rest.dropFirst().dropLast())
+    guard !name.isEmpty, name.utf8.count <= 64 else {
+      return .failure("a tag name is 1 to 64 bytes")
+    }
+    for s in name.unicodeScalars
+    where s.value <= 0x20 || s == "\"" || s == "\\" || s == "/" || s.value == 0x7F {
+      return .failure(
+        "a tag name cannot hold spaces, quotes, slashes, backslashes or control characters (it is a command argument and an MQTT topic level)"
+      )
+    }
+    return .success(name)
   }
 
   /// `region "desk"` -> "desk"; `nil` if the header is not a region at all.
@@ -159,6 +209,15 @@ extension Config {
       for k in Config.regionKeys {
         let v = k.show(r)
         if v.isEmpty { continue }  // unset: major/minor match any, no hook
+        out += "\(k.name) = \(v)\n"
+      }
+      out += "\n"
+    }
+    for t in tags {
+      out += "[tag \"\(t.name)\"]\n"
+      for k in Config.tagKeys {
+        let v = k.show(t)
+        if v.isEmpty { continue }
         out += "\(k.name) = \(v)\n"
       }
       out += "\n"

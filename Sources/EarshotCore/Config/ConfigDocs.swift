@@ -13,6 +13,8 @@ extension Config {
     }
     let region = RegionConfig(name: "NAME", line: 0)
     for key in regionKeys { row("region \"NAME\"", key.name, key.show(region), key.help) }
+    let tag = TagConfig(name: "NAME", line: 0)
+    for key in tagKeys { row("tag \"NAME\"", key.name, key.show(tag), key.help) }
     return out
   }
 

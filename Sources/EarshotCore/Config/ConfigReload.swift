@@ -34,6 +34,18 @@ public struct ConfigReload: Sendable, Equatable {
     where !new.regions.contains(where: { $0.name == o.name && $0.identity == o.identity }) {
       removed.append(o.name)
     }
+    // Tags are connected at start: a change waits for a restart.
+    let tagsBefore = old.tags.map { t in
+      var t = t
+      t.line = 0
+      return t
+    }
+    let tagsAfter = new.tags.map { t in
+      var t = t
+      t.line = 0
+      return t
+    }
+    if tagsBefore != tagsAfter { needRestart.append("[tag] sections") }
     for table in Config.sections {
       let before = table.render(old)
       let after = table.render(new)

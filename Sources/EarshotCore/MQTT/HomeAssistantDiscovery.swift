@@ -99,6 +99,36 @@ public struct HomeAssistantDiscovery: Sendable {
     return Message(topic: topic("sensor", object), payload: j.line)
   }
 
+  /// A key-finder tag: a "Ring NAME" button and its battery level.
+  public func tag(_ name: String) -> [Message] {
+    let object = "tag_" + MQTTTopics.slug(name)
+    var ring = JSONLine()
+    common(&ring, object: object + "_ring", name: "Ring \(name)")
+    ring.add("command_topic", topics.ringTagCommand(name))
+    ring.add("payload_press", "PRESS")
+    ring.addRaw("availability", availability())
+    var battery = JSONLine()
+    common(&battery, object: object + "_battery", name: "\(name) battery")
+    battery.add("device_class", "battery")
+    battery.add("unit_of_measurement", "%")
+    battery.add("state_class", "measurement")
+    battery.add("state_topic", topics.tagBattery(name))
+    battery.addRaw("availability", availability())
+    var link = JSONLine()
+    common(&link, object: object + "_connected", name: "\(name) in reach")
+    link.add("device_class", "connectivity")
+    link.add("state_topic", topics.tagState(name))
+    link.add("payload_on", "connected")
+    link.add("value_template", "{{ 'connected' if value == 'connected' else 'off' }}")
+    link.add("payload_off", "off")
+    link.addRaw("availability", availability())
+    return [
+      Message(topic: topic("button", object + "_ring"), payload: ring.line),
+      Message(topic: topic("sensor", object + "_battery"), payload: battery.line),
+      Message(topic: topic("binary_sensor", object + "_connected"), payload: link.line),
+    ]
+  }
+
   /// The fixed entities: ring and found buttons, volume number, mute switch.
   public func controls() -> [Message] {
     var ring = JSONLine()

@@ -27,6 +27,14 @@ public struct MQTTTopics: Sendable, Equatable {
   public var muteState: String { base + "/mute/state" }
   public var findState: String { base + "/find/state" }
 
+  /// A key-finder tag: `connected`, `connecting`, `waiting` (out of reach)...
+  public func tagState(_ tag: String) -> String { base + "/tag/" + Self.slug(tag) + "/state" }
+  /// Its battery level in percent.
+  public func tagBattery(_ tag: String) -> String { base + "/tag/" + Self.slug(tag) + "/battery" }
+  /// Ring a tag: PRESS (or empty, ON, high, 2) rings it, STOP (OFF, none, 0) silences it.
+  public func ringTagCommand(_ tag: String) -> String { ringTagPrefix + Self.slug(tag) }
+  public var ringTagPrefix: String { commandPrefix + "ring_tag/" }
+
   public var commandPrefix: String { base + "/command/" }
   public var ringCommand: String { commandPrefix + "ring" }
   public var foundCommand: String { commandPrefix + "found" }
@@ -57,12 +65,26 @@ public enum MQTTCommand: Equatable, Sendable {
   case found
   case setVolume(Double)  // 0...1
   case setMute(Bool)
+  /// Ring the tag whose topic slug this is (`command/ring_tag/SLUG`).
+  case ringTag(slug: String, level: AlertLevel)
 
   public static func parse(topic: String, payload: [UInt8], topics: MQTTTopics) -> Result<
     MQTTCommand, MQTTCommandError
   > {
     guard topic.hasPrefix(topics.commandPrefix) else { return .failure(.unknownTopic(topic)) }
     let text = String(decoding: payload, as: UTF8.self).trimmingWhitespace()
+    if topic.hasPrefix(topics.ringTagPrefix) {
+      let slug = String(topic.dropFirst(topics.ringTagPrefix.count))
+      guard !slug.isEmpty, !slug.contains("/") else { return .failure(.unknownTopic(topic)) }
+      switch text.uppercased() {
+      case "", "PRESS", "ON", "HIGH", "2": return .success(.ringTag(slug: slug, level: .high))
+      case "MILD", "1": return .success(.ringTag(slug: slug, level: .mild))
+      case "STOP", "OFF", "NONE", "0": return .success(.ringTag(slug: slug, level: .none))
+      default:
+        return .failure(
+          .badPayload(topic, "expected PRESS, MILD or STOP, got '\(text.prefix(40))'"))
+      }
+    }
     switch String(topic.dropFirst(topics.commandPrefix.count)) {
     case "ring": return .success(.ring)
     case "found": return .success(.found)

@@ -1,6 +1,6 @@
 /// Event streams a client can subscribe to.
 public enum ControlTopic: String, CaseIterable, Sendable {
-  case regions, ranging, volume, find
+  case regions, ranging, volume, find, tags
 }
 
 /// The control protocol's command names: the one table the parser, the
@@ -25,6 +25,7 @@ public enum ControlVerb: String, CaseIterable, Sendable {
   case mediaPause = "media.pause"
   case mediaResume = "media.resume"
   case mediaStop = "media.stop"
+  case ring
 }
 
 /// What a control-socket client asks for. The wire name is `cmd`.
@@ -54,6 +55,9 @@ public enum ControlCommand: Equatable, Sendable {
   case mediaPause
   case mediaResume
   case mediaStop
+  /// Write Alert Level to a tag's or a bonded device's Immediate Alert
+  /// service (`target`: a tag name or an address).
+  case ring(target: String, level: AlertLevel)
 
   /// The command's wire name (`cmd`).
   public var name: String { verb.rawValue }
@@ -79,6 +83,7 @@ public enum ControlCommand: Equatable, Sendable {
     case .mediaPause: .mediaPause
     case .mediaResume: .mediaResume
     case .mediaStop: .mediaStop
+    case .ring: .ring
     }
   }
 
@@ -113,6 +118,9 @@ public struct ControlRequest: Equatable, Sendable {
       fields.append(("reason", .string(reason)))
     case .shutter(let raw): fields.append(("event", .int(raw)))
     case .mediaPlay(let title): fields.append(("title", .string(title)))
+    case .ring(let target, let level):
+      fields.append(("target", .string(target)))
+      fields.append(("level", .int(Int(level.rawValue))))
     default: break
     }
     return JSONValue.object(fields).encoded
@@ -293,6 +301,27 @@ public enum ControlProtocol {
     case .mediaPause: return .mediaPause
     case .mediaResume: return .mediaResume
     case .mediaStop: return .mediaStop
+    case .ring:
+      guard let field = v["target"] else {
+        throw ControlError(
+          .missingField, "ring needs \"target\": a [tag \"NAME\"] name or a device address")
+      }
+      guard let target = field.string, validName(target) else {
+        throw ControlError(
+          .invalidRequest, "\"target\" must be 1 to \(maxNameBytes) bytes of printable text")
+      }
+      var level = AlertLevel.high
+      if let l = v["level"] {
+        guard
+          let parsed = l.integer.flatMap({ UInt8(exactly: $0) }).flatMap(AlertLevel.init(rawValue:))
+            ?? l.string.flatMap(AlertLevel.init(name:))
+        else {
+          throw ControlError(
+            .invalidRequest, "\"level\" must be 0 (none), 1 (mild) or 2 (high)")
+        }
+        level = parsed
+      }
+      return .ring(target: target, level: level)
     }
   }
 

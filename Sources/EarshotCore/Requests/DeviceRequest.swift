@@ -33,6 +33,9 @@ public enum DeviceRequest: Equatable, Sendable {
   case mediaPause
   case mediaResume
   case mediaStop
+  /// Write Alert Level to a tag's (or a bonded device's) Immediate Alert
+  /// service: `target` is a `[tag "NAME"]` name or an address.
+  case ring(target: String, level: AlertLevel)
 }
 
 /// Who asks: a device (one that can ring the laptop and answer notices) or
@@ -76,6 +79,8 @@ public enum RequestOutcome: Equatable, Sendable {
   case mediaCompleted(MediaRequestID, MediaResponse, MediaItem?)
   /// pause, resume, stop: what the player does now.
   case media(MediaCoordinator.Phase?)
+  /// `ring`: the level was written to `device` (the address rung).
+  case rang(target: String, device: BDAddress, level: AlertLevel)
   case refused(RequestError)
 }
 
@@ -111,4 +116,6 @@ public enum AgentEvent: Sendable {
   /// The volume changed (by find-phone, a request, or anyone else).
   case volume(VolumeSetting)
   case monitor(MonitorEvent)
+  /// A key-finder tag was lost, came back, pressed, refused...
+  case tag(TagEvent)
 }

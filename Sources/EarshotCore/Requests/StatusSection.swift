@@ -5,6 +5,8 @@ public enum StatusSection: String, CaseIterable, Sendable {
   case agent, find, volume
   case monitoring, regions, beacons, adapter
   case shutter, media
+  /// Shown only when [tag] sections are configured.
+  case tags
 
   /// What a section says when no part provides it.
   public var absent: JSONValue? {

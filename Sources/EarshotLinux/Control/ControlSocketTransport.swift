@@ -85,6 +85,7 @@ public final class ControlSocketTransport: AgentTransport {
     case .mediaPause: deviceRequest = .mediaPause
     case .mediaResume: deviceRequest = .mediaResume
     case .mediaStop: deviceRequest = .mediaStop
+    case .ring(let target, let level): deviceRequest = .ring(target: target, level: level)
     }
     let requester = Requester(device: link.device(of: client), name: "socket client \(client)")
     agent.perform(deviceRequest, from: requester) { [weak self] outcome in
@@ -145,6 +146,13 @@ public final class ControlSocketTransport: AgentTransport {
       return ControlProtocol.success(id: id, fields)
     case .media(let phase):
       return ControlProtocol.success(id: id, [("media", ControlProtocol.json(phase))])
+    case .rang(let target, let device, let level):
+      return ControlProtocol.success(
+        id: id,
+        [
+          ("target", .string(target)), ("device", .string(device.description)),
+          ("level", .int(Int(level.rawValue))),
+        ])
     }
   }
 
@@ -163,6 +171,8 @@ public final class ControlSocketTransport: AgentTransport {
       publish(.volume, ControlProtocol.event("volume", [("volume", ControlProtocol.json(v))]))
     case .monitor(let e):
       publish(e.kind == .range ? .ranging : .regions, MonitorEventFormatter.json(e))
+    case .tag(let e):
+      publish(.tags, ControlProtocol.tagEvent(e))
     }
   }
 

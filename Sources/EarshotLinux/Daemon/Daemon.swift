@@ -53,6 +53,7 @@ public final class Daemon {
   var shutter: ShutterDriver?
   var media: MediaDriver?
   var proximityLog: ProximityLogWriter?
+  var tags: TagTransport?
   /// Each part's `status` section.
   var statusSections: [StatusSection: () -> JSONValue] = [:]
   /// Requests waiting for their answer (Requests.swift).

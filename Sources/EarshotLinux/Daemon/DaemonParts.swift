@@ -68,6 +68,15 @@ extension Daemon {
     preemptMedia(find.status)
   }
 
+  /// Key-finder tags and `ring`: a transport (presses, events) that also
+  /// serves `ring` requests; its section in `status` when tags are set up.
+  public func attach(tags transport: TagTransport, showStatus: Bool) {
+    precondition(tags == nil, "one tag part per agent")
+    tags = transport
+    add(transport)
+    if showStatus { statusSections[.tags] = { transport.statusJSON } }
+  }
+
   /// The proximity log: find-phone, notices and volume changes (the
   /// monitor records its own); closed last when the daemon stops.
   public func attach(log writer: ProximityLogWriter) {

@@ -101,6 +101,11 @@ extension Daemon {
       default: media.stop()
       }
       reply(.media(media.phase))
+    case .ring(let target, let level):
+      guard let tags else {
+        throw RequestError(.unavailable, "ringing devices is not set up in this agent")
+      }
+      tags.ring(target, level, reply: reply)
     }
   }
 

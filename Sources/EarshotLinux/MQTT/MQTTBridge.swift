@@ -34,6 +34,7 @@ public final class MQTTBridge {
   private var announcedBeacons: Set<BeaconID> = []
   private var announcedRegions: Set<String> = []
   private var announcedTrackers: Set<String> = []
+  private var announcedTags: Set<String> = []
 
   public init(loop: EventLoop, settings: Options) throws {
     var options = settings.client
@@ -53,6 +54,7 @@ public final class MQTTBridge {
 
   public func start() {
     client.subscribe(settings.topics.commandPrefix + "+")
+    client.subscribe(settings.topics.ringTagPrefix + "+")
     client.start()
   }
 
@@ -105,6 +107,15 @@ public final class MQTTBridge {
   public func volume(_ level: Double, muted: Bool) {
     keep(settings.topics.volumeState, String(Int((level * 100).rounded())))
     keep(settings.topics.muteState, muted ? "ON" : "OFF")
+  }
+
+  /// A tag's link state and battery; its Home Assistant entities the first time.
+  public func tag(_ name: String, state: String, battery: Int?) {
+    if let d = settings.discovery, announcedTags.insert(name).inserted {
+      for m in d.tag(name) { keep(m.topic, m.payload) }
+    }
+    keep(settings.topics.tagState(name), state)
+    if let battery { keep(settings.topics.tagBattery(name), String(battery)) }
   }
 
   public func findState(_ state: String) {

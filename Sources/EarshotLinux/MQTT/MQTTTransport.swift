@@ -27,6 +27,7 @@ public final class MQTTTransport: AgentTransport {
   public func start() {
     bridge.findState(agent.find.status.state.rawValue)
     if let v = agent.currentVolume() { bridge.volume(v.level, muted: v.muted) }
+    for t in agent.tags?.snapshots ?? [] { bridge.tag(t.name, state: t.state, battery: t.battery) }
     for r in agent.monitor?.regionStates ?? [] {
       bridge.regionState(
         r.region, state: r.state.rawValue,
@@ -47,12 +48,19 @@ public final class MQTTTransport: AgentTransport {
     case .setVolume(let level):
       (request, what) = (.volumeSet(level), "volume \(Int((level * 100).rounded()))")
     case .setMute(let muted): (request, what) = (.volumeMute(muted), muted ? "mute" : "unmute")
+    case .ringTag(let slug, let level):
+      guard let tag = agent.tags?.tagName(slug: slug) else {
+        agent.log("mqtt: ring_tag/\(slug) ignored: no [tag] has that name")
+        return
+      }
+      (request, what) = (.ring(target: tag, level: level), "ring_tag \(tag) \(level)")
     }
     agent.perform(request, from: Requester(device: link.device, name: "mqtt")) {
       [unowned agent] outcome in
       switch outcome {
       case .refused(let e) where e.code == .notRinging: agent.log("mqtt: \(what): \(e.message)")
       case .refused(let e): agent.log("mqtt: \(what) ignored: \(e.message)")
+      case .rang(_, let device, _): agent.log("mqtt: \(what): written to \(device)")
       case .find(let reply, _):
         agent.log("mqtt: \(what): \(reply.map { ControlProtocol.json($0).encoded } ?? "queued")")
       default: break
@@ -71,6 +79,11 @@ public final class MQTTTransport: AgentTransport {
       bridge.event(ControlProtocol.noticeResultEvent(id, device, result))
     case .volume(let v):
       bridge.volume(v.level, muted: v.muted)
+    case .tag(let e):
+      bridge.event(ControlProtocol.tagEvent(e))
+      if let t = agent.tags?.snapshots.first(where: { $0.name == e.tag }) {
+        bridge.tag(t.name, state: t.state, battery: t.battery)
+      }
     case .monitor(let e):
       switch e.kind {
       case .range:

@@ -68,6 +68,10 @@ enum Docs {
     s += "A region to monitor; one section per region, any number of them.\n"
     let region = RegionConfig(name: "NAME", line: 0)
     for k in Config.regionKeys { key(k.name, k.show(region), k.help) }
+    s += ".SS \"[tag \\(dqNAME\\(dq]\"\n"
+    s += "A key-finder tag to keep connected; one section per tag (docs/tags.md).\n"
+    let tag = TagConfig(name: "NAME", line: 0)
+    for k in Config.tagKeys { key(k.name, k.show(tag), k.help) }
     s += ".SH SEE ALSO\n.BR earshot (1)\n"
     return s
   }

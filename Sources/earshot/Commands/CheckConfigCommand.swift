@@ -38,7 +38,8 @@ func runCheckConfig(_ args: Arguments) throws -> Int32 {
     throw UsageError("unexpected argument '\(args.positionals[0])'")
   }
   let (config, path) = try loadConfig(args)
-  Console.line("# \(path): OK, \(config.regions.count) region(s). Effective settings:")
+  let tags = config.tags.isEmpty ? "" : ", \(config.tags.count) tag(s)"
+  Console.line("# \(path): OK, \(config.regions.count) region(s)\(tags). Effective settings:")
   if config.regions.isEmpty {
     Console.line(
       "# no [region \"NAME\"] sections: nothing is monitored; add one "

@@ -10,14 +10,19 @@ let eventsCommand = Command(
     """,
   options: [
     socketOption,
-    .value("topics", "LIST", "Comma-separated topics (default: regions,ranging,volume,find)"),
+    .value(
+      "topics", "LIST",
+      "Comma-separated topics: regions, ranging, volume, find, tags (default: regions,ranging,volume,find)"
+    ),
   ],
   run: { args in
     try noPositionals(args)
     var topics: [ControlTopic] = []
     for name in (args.value("topics") ?? "regions,ranging,volume,find").split(separator: ",") {
       guard let t = ControlTopic(rawValue: String(name)) else {
-        throw UsageError("unknown topic '\(name)'; topics are regions, ranging, volume, find")
+        throw UsageError(
+          "unknown topic '\(name)'; topics are \(ControlTopic.allCases.map(\.rawValue).joined(separator: ", "))"
+        )
       }
       topics.append(t)
     }

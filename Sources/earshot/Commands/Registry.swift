@@ -15,6 +15,7 @@ let commands: [Command] = [
   statusCommand,
   eventsCommand,
   foundCommand,
+  ringCommand,
   deviceCommand,
   alertCommand,
   soundsCommand,

@@ -26,6 +26,9 @@ func attachDeviceParts(to daemon: Daemon, config: Config, audio: Bool, hasMixer:
       libraryProblems: scan.problems)
     features.insert(.media)
   }
+  // Tags connect at start; `ring ADDRESS` opens the bus when first asked.
+  daemon.attach(
+    tags: TagTransport(tags: config.tags, agent: daemon), showStatus: !config.tags.isEmpty)
   guard config.link.enabled else { return }
   let name =
     config.link.name ?? String(hostName().utf8.prefix(LinkConfig.maxNameBytes)) ?? "earshot"
