@@ -15,6 +15,7 @@ public struct Config: Sendable {
   public var shutter = ShutterConfig()
   public var media = MediaConfig()
   public var link = LinkConfig()
+  public var rooms = RoomsConfig()
 
   public init(paths: ConfigPaths = .system) {
     control.socket = paths.controlSocket
@@ -234,6 +235,7 @@ extension Config {
     .make({ $0.link }, { $0.link = $1 }),
     .make({ $0.mqtt }, { $0.mqtt = $1 }),
     .make({ $0.log }, { $0.log = $1 }),
+    .make({ $0.rooms }, { $0.rooms = $1 }),
   ]
 }
 
