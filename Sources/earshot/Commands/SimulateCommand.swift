@@ -1,10 +1,14 @@
 import EarshotCore
 import EarshotLinux
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 let simulateCommand = Command(
   name: "simulate",
   summary: "Write a synthetic btsnoop capture (for demos, tests and benchmarks)",
-  arguments: "busy-room|scenario",
+  arguments: "busy-room|scenario|house",
   details: """
     busy-room: reports from 64 advertisers, one in four an iBeacon
     (UUID 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182, major 1, minors 0-7), one
@@ -14,9 +18,17 @@ let simulateCommand = Command(
     advertising interval, loss, distance over time, presence intervals,
     address changes. --truth writes the ground truth as JSON lines
     ({"beacon":"desk","from":T,"to":T}, Unix seconds).
+
+    house: a floor plan in --spec FILE (see scenarios/house.spec): rooms,
+    receivers (position, RSSI bias, loss), wall loss, shadowing and beacons
+    that stand or walk. --write DIR gets DIR/RECEIVER.btsnoop per receiver (one
+    timeline, each starting with a record at the spec's start) and
+    DIR/truth.jsonl, each beacon's room over time
+    ({"t":T,"beacon":"UUID:MAJOR:MINOR","name":"walker","room":"kitchen"};
+    "room":null when absent or outside every room).
     """,
   options: [
-    .value("write", "FILE", "Where to write the capture (required)"),
+    .value("write", "FILE", "Where to write the capture, or the directory for house (required)"),
     .value("reports", "N", "How many reports (busy-room; default 2000)"),
     .value("spec", "FILE", "Scenario description (scenario)"),
     .value("truth", "FILE", "Where to write the scenario's ground truth"),
@@ -26,8 +38,9 @@ let simulateCommand = Command(
 func runSimulate(_ args: Arguments) throws -> Int32 {
   guard let path = args.value("write") else { throw UsageError("--write FILE is required") }
   if args.positionals == ["scenario"] { return try runScenario(args, path: path) }
+  if args.positionals == ["house"] { return try runHouse(args, directory: path) }
   guard args.positionals == ["busy-room"] else {
-    throw UsageError("name what to simulate: busy-room or scenario")
+    throw UsageError("name what to simulate: busy-room, scenario or house")
   }
   guard let n = Int(args.value("reports") ?? "2000"), n > 0 else {
     throw UsageError("--reports expects a positive integer")
@@ -69,5 +82,31 @@ func runScenario(_ args: Arguments, path: String) throws -> Int32 {
     }
     try out.flush()
   }
+  return 0
+}
+
+func runHouse(_ args: Arguments, directory: String) throws -> Int32 {
+  guard let spec = args.value("spec") else { throw UsageError("house needs --spec FILE") }
+  let house: House
+  do {
+    house = try House.build(try IniReader.read(path: spec))
+  } catch let e as ConfigErrors {
+    throw CommandFailure("problems in the house:\n\(e.description)")
+  }
+  if mkdir(directory, 0o755) != 0 && errno != EEXIST {
+    throw CommandFailure("cannot create \(directory): \(String(cString: strerror(errno)))")
+  }
+  let sinks = try house.receivers.map { try FileSink(creating: "\(directory)/\($0.name).btsnoop") }
+  for sink in sinks { try sink.write(HouseCapture.header(house)) }
+  var failure: Error?
+  house.reports { r in
+    guard failure == nil else { return }
+    do { try sinks[r.receiver].write(HouseCapture.record(house, r)) } catch { failure = error }
+  }
+  if let failure { throw failure }
+  for sink in sinks { try sink.flush() }
+  let truth = try FileSink(creating: "\(directory)/truth.jsonl")
+  for line in HouseCapture.truthLines(house) { try truth.write(Array((line + "\n").utf8)) }
+  try truth.flush()
   return 0
 }

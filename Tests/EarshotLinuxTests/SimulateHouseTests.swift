@@ -1,0 +1,119 @@
+import EarshotCore
+import EarshotTestSupport
+import Foundation
+import XCTest
+
+/// `earshot simulate house` as a user runs it, on the bundled house.
+final class SimulateHouseTests: XCTestCase {
+  var dir: String { NSTemporaryDirectory() + "earshot-house-\(getpid())-\(name.hashValue)" }
+  static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+  static let spec = repo.appendingPathComponent("scenarios/house.spec").path
+
+  override func tearDown() {
+    try? FileManager.default.removeItem(atPath: dir)
+  }
+
+  /// Every report of a capture: (capture time, minor, RSSI); and the first record's time.
+  func read(_ path: String) throws -> (first: Int64?, reports: [(Int64, UInt16, Int8)]) {
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    var replay = CaptureReplay()
+    var first: Int64?
+    var out: [(Int64, UInt16, Int8)] = []
+    try bytes.withUnsafeBytes { buf in
+      try replay.run(
+        buf,
+        report: { t, r in
+          if let b = IBeacon.decode(advertisingData: r.data), let rssi = r.rssi {
+            out.append((t, b.minor, rssi))
+          }
+        }, event: { t, _ in if first == nil { first = t } })
+    }
+    return (first, out)
+  }
+
+  func testBundledHouseWritesACapturePerReceiverAndTheTruth() throws {
+    let r = try Earshot.run(["simulate", "house", "--spec", Self.spec, "--write", dir])
+    XCTAssertEqual(r.status, 0, r.stderr)
+    let files = try FileManager.default.contentsOfDirectory(atPath: dir).sorted()
+    XCTAssertEqual(files, ["bedroom.btsnoop", "kitchen.btsnoop", "living.btsnoop", "truth.jsonl"])
+    let start: Int64 = 1_767_225_600_000_000
+    var counts: [String: Int] = [:]
+    for name in ["bedroom", "kitchen", "living"] {
+      let c = try read("\(dir)/\(name).btsnoop")
+      // One timeline: every capture starts at the spec's start and stays within the hour.
+      XCTAssertEqual(c.first, start, name)
+      XCTAssertTrue(c.reports.allSatisfy { $0.0 >= start && $0.0 < start + 3_600_000_000 }, name)
+      counts[name] = c.reports.count
+      // The keys (minor 2) stand all hour at 1 s with 30 % lost: about 2,520 heard.
+      let keys = c.reports.filter { $0.1 == 2 }.count
+      XCTAssertEqual(Double(keys), 2520, accuracy: 150, name)
+    }
+    // The kitchen hears the keys (2.5 m, same room, 5 dB low) louder than
+    // the living room does (4 m through a wall, 5 dB high) by only ~0.2 dB
+    // on average: the case calibration exists for.
+    func median(_ name: String) throws -> Double {
+      let v = try read("\(dir)/\(name).btsnoop").reports.filter { $0.1 == 2 }.map { Double($0.2) }
+        .sorted()
+      return v[v.count / 2]
+    }
+    XCTAssertEqual(try median("kitchen") - median("living"), 0, accuracy: 1.5)
+
+    let truth = try String(contentsOfFile: dir + "/truth.jsonl", encoding: .utf8)
+      .split(separator: "\n").map {
+        try XCTUnwrap(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+      }
+    XCTAssertEqual(truth.count, 24)
+    let walker = truth.filter { ($0["name"] as? String) == "walker" }
+    XCTAssertEqual(
+      walker.map { ($0["room"] as? String) ?? "-" },
+      [
+        "living", "kitchen", "hall", "bedroom", "hall", "living", "-", "living", "kitchen", "hall",
+        "bedroom", "hall", "living", "kitchen", "hall", "bedroom", "hall", "living",
+      ])
+    // The walk enters the kitchen through x = 5 at 120 + 10 * 0.5 / 4.5 s.
+    XCTAssertEqual(walker[1]["t"] as? Double ?? 0, 1_767_225_725.556, accuracy: 0.001)
+    XCTAssertEqual(walker[6]["t"] as? Double, 1_767_226_200)
+    XCTAssertEqual(
+      truth.first { ($0["name"] as? String) == "keys" }?["beacon"] as? String,
+      "8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182:1:2")
+    // The same spec gives the same bytes.
+    let again = dir + "/again"
+    XCTAssertEqual(
+      try Earshot.run(["simulate", "house", "--spec", Self.spec, "--write", again]).status, 0)
+    for f in ["living.btsnoop", "truth.jsonl"] {
+      XCTAssertEqual(
+        try Data(contentsOf: URL(fileURLWithPath: "\(dir)/\(f)")),
+        try Data(contentsOf: URL(fileURLWithPath: "\(again)/\(f)")), f)
+    }
+  }
+
+  func testABrokenSpecNamesFileLineAndKey() throws {
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let spec = dir + "/bad.spec"
+    try """
+    [house]
+    duration = 60
+    [room "a"]
+    area = 0 0 4
+    [room "b"]
+    area = 2 2 6 6
+    [room "c"]
+    area = 3 3 5 5
+    [receiver "x y"]
+    position = 1 1
+    [beacon "b"]
+    uuid = 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182
+    path = 10: 1 1, 5: 2 2
+
+    """.write(toFile: spec, atomically: true, encoding: .utf8)
+    let r = try Earshot.run(["simulate", "house", "--spec", spec, "--write", dir + "/out"])
+    XCTAssertEqual(r.status, 1)
+    XCTAssertTrue(
+      r.stderr.contains("bad.spec:4: [room \"a\"] area: expected X1 Y1 X2 Y2"), r.stderr)
+    XCTAssertTrue(r.stderr.contains("[room \"c\"] area: overlaps room \"b\""), r.stderr)
+    XCTAssertTrue(r.stderr.contains("bad.spec:9: [receiver \"x y\"]"), r.stderr)
+    XCTAssertTrue(r.stderr.contains("bad.spec:13: [beacon \"b\"] path:"), r.stderr)
+    XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out"))
+  }
+}
