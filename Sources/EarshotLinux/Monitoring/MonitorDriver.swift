@@ -20,6 +20,8 @@ public final class MonitorDriver {
   private let output: (MonitorEvent) -> Void
   private var observers: [(MonitorEvent) -> Void] = []
   public var log: (String) -> Void
+  /// Every iBeacon report, before the monitor takes it (rooms' sightings).
+  public var onBeacon: ((Int64, IBeacon, AdvertisingReport) -> Void)?
 
   public init(
     config: Config, emitRange: Bool, stateFile: StateFile?, runHooks: Bool,
@@ -64,6 +66,7 @@ public final class MonitorDriver {
       handle(monitor.advance(to: t))
       return
     }
+    onBeacon?(t, beacon, report)
     handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
   }
 
