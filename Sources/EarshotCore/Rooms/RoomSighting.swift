@@ -75,8 +75,11 @@ public struct RoomChange: Sendable, Equatable {
     return j.line
   }
 
-  public static func parse(_ line: String) -> RoomChange? {
-    guard let j = try? JSONParser.parse(line), j["event"]?.string == "room",
+  /// A change line; `requireEvent: false` also takes truth.jsonl's lines
+  /// (the same fields without `event`).
+  public static func parse(_ line: String, requireEvent: Bool = true) -> RoomChange? {
+    guard let j = try? JSONParser.parse(line),
+      requireEvent ? j["event"]?.string == "room" : (j["event"] == nil || j["event"]?.string == "room"),
       let t = j["t"]?.number, t.isFinite, abs(t) < 1e11,
       let b = j["beacon"]?.string.flatMap(BeaconID.parse)
     else { return nil }

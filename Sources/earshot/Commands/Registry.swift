@@ -11,6 +11,7 @@ let commands: [Command] = [
   pauseCommand,
   stopCommand,
   runCommand,
+  roomsCommand,
   statusCommand,
   eventsCommand,
   foundCommand,
