@@ -7,7 +7,7 @@ _earshot() {
   fi
   case ${COMP_WORDS[1]} in
     scan) opts="--adapter --input --write --all --format --passive --legacy --extended --bring-up --duration --help" ;;
-    monitor) opts="--config --input --no-range --state --no-hooks --log --help" ;;
+    monitor) opts="--config --input --pace --start-at --no-range --state --no-hooks --log --help" ;;
     check-config) opts="--config --help" ;;
     simulate) opts="--write --reports --spec --truth --help" ;;
     bench) opts="--input --seconds --reports --config --rate --beacons --dense-minutes --alert-device --mixer-card --help" ;;
@@ -15,7 +15,7 @@ _earshot() {
     play) opts="--config --library --player --device --timeout --list --socket --help" ;;
     pause) opts="--config --socket --help" ;;
     stop) opts="--config --socket --help" ;;
-    run) opts="--config --socket --no-audio --state-dir --input --help" ;;
+    run) opts="--config --socket --no-audio --state-dir --input --pace --start-at --help" ;;
     status) opts="--socket --help" ;;
     events) opts="--socket --topics --help" ;;
     found) opts="--socket --help" ;;
@@ -28,7 +28,7 @@ _earshot() {
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in
-    --adapter|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--day|--db|--dense-minutes|--device|--directory|--duration|--fallback|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--name|--out|--player|--png|--ramp|--rate|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--state|--state-dir|--timeout|--title|--topics|--truth|--until|--wait|--write)
+    --adapter|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--day|--db|--dense-minutes|--device|--directory|--duration|--fallback|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--name|--out|--pace|--player|--png|--ramp|--rate|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--start-at|--state|--state-dir|--timeout|--title|--topics|--truth|--until|--wait|--write)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -35,31 +35,47 @@ public struct CaptureReplay {
     event: ((Int64, UnsafeRawBufferPointer) -> Void)? = nil
   ) throws {
     while let record = reader.next() {
-      let t = record.timestamp
-      switch record.packet {
-      case .hciEvent(let bytes):
-        event?(t, bytes)
-        let outcome = decoder.decode(event: bytes) { report(t, $0) }
-        if case .malformed(let why) = outcome { reject?(t, bytes, why.description) }
-      case .linkLayer(let pdu, let rssi):
-        switch LinkLayer.decode(pdu, rssi: rssi) {
-        case .report(let r):
-          decoder.stats.reports += 1
-          // Offer sniffed PDUs as the HCI event a controller would send.
-          if let event, let bytes = HCIEventEncoder.legacyReport(r) {
-            bytes.withUnsafeBytes { event(t, $0) }
-          }
-          report(t, r)
-        case .malformed(let fault):
-          malformedLinkLayer += 1
-          reject?(t, pdu, fault.description)
-        case .ignored:
-          break
+      handle(record, report: report, reject: reject, event: event)
+    }
+    try finish(reader)
+  }
+
+  /// Decodes one record (for a caller that paces the records itself).
+  public mutating func handle(
+    _ record: CaptureRecord,
+    report: (Int64, AdvertisingReport) -> Void,
+    reject: ((Int64, UnsafeRawBufferPointer, String) -> Void)? = nil,
+    event: ((Int64, UnsafeRawBufferPointer) -> Void)? = nil
+  ) {
+    let t = record.timestamp
+    switch record.packet {
+    case .hciEvent(let bytes):
+      event?(t, bytes)
+      let outcome = decoder.decode(event: bytes) { report(t, $0) }
+      if case .malformed(let why) = outcome { reject?(t, bytes, why.description) }
+    case .linkLayer(let pdu, let rssi):
+      switch LinkLayer.decode(pdu, rssi: rssi) {
+      case .report(let r):
+        decoder.stats.reports += 1
+        // Offer sniffed PDUs as the HCI event a controller would send.
+        if let event, let bytes = HCIEventEncoder.legacyReport(r) {
+          bytes.withUnsafeBytes { event(t, $0) }
         }
-      case .hciCommand, .other:
+        report(t, r)
+      case .malformed(let fault):
+        malformedLinkLayer += 1
+        reject?(t, pdu, fault.description)
+      case .ignored:
         break
       }
+    case .hciCommand, .other:
+      break
     }
+  }
+
+  /// Takes the reader's counts once it has returned its last record, and
+  /// throws the error that ended it early, if any.
+  public mutating func finish(_ reader: CaptureReader) throws {
     records = reader.records
     truncated = reader.truncated
     if let error = reader.inputError { throw error }

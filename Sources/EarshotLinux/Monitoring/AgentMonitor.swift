@@ -32,6 +32,8 @@ public final class AgentMonitor {
   private var captureTime: Int64?
   private let deadlineTimer: MovingDeadline<WallTime>
   private let hookTimer: MovingDeadline<MonotonicTime>
+  /// A paced replay under way.
+  private var pacedReplay: PacedReplay?
 
   public init(loop: EventLoop, driver: MonitorDriver, proximityLog: ProximityLogWriter? = nil) {
     self.loop = loop
@@ -152,35 +154,88 @@ public final class AgentMonitor {
   /// fire as capture time passes and those due by the last timestamp fire
   /// at the end. Returns at the end of the capture (no waiting).
   public func replay(path: String) throws {
-    let file: FileStream
-    do { file = try FileStream(path: path) } catch { throw ReplayError("\(path): \(error)") }
-    var replay = CaptureReplay()
-    var last: Int64 = 0
-    func begin(_ t: Int64) {
-      if !started {
-        started = true
-        driver.start(at: t, scanning: true)
-      }
-      last = max(last, t)
-      captureTime = last
-    }
+    var (file, reader) = try openCapture(path)
+    var decoding = CaptureReplay()
     do {
-      // Streamed: bounded memory whatever the capture's size.
-      var reader = try CaptureReader(source: file.read(into:))
-      try replay.run(
-        &reader,
-        report: { t, r in
-          begin(t)
-          self.driver.report(at: t, r)
-        },
-        event: { t, _ in
-          begin(t)
-          self.driver.advance(to: t)
-        })
+      while let record = reader.next() { replay(record, with: &decoding) }
+      try withExtendedLifetime(file) { try decoding.finish(reader) }
     } catch {
       throw ReplayError("\(path): \(error)")
     }
-    if started { driver.advance(to: last) }
+    endReplay()
+  }
+
+  /// The same at `pace` times capture time (1 = real time), on the loop:
+  /// returns at once (after checking that `path` is a capture) and calls
+  /// `done` at the end of the capture, with the error that ended it early
+  /// if any. The capture's first record plays at `startAt` (wall clock,
+  /// µs; default now), so agents started apart can replay in step. Between
+  /// records, the monitor's deadlines fire when their capture time comes.
+  public func replay(
+    path: String, pace: Double, startAt: Int64? = nil, done: @escaping (ReplayError?) -> Void
+  ) throws {
+    let (file, reader) = try openCapture(path)
+    var decoding = CaptureReplay()
+    let paced = PacedReplay(
+      loop: loop, reader: reader, pace: pace, startAt: startAt,
+      handle: { [unowned self] record in self.replay(record, with: &decoding) },
+      nextDeadline: { [unowned self] in self.started ? self.driver.nextDeadline : nil },
+      advance: { [unowned self] t in
+        self.captureTime = max(self.captureTime ?? t, t)
+        self.driver.advance(to: t)
+      })
+    paced.onEnd = { [unowned self] reader in
+      defer { self.pacedReplay = nil }
+      do {
+        try withExtendedLifetime(file) { try decoding.finish(reader) }
+      } catch {
+        self.endReplay()
+        done(ReplayError("\(path): \(error)"))
+        return
+      }
+      self.endReplay()
+      done(nil)
+    }
+    pacedReplay = paced
+    paced.start()
+  }
+
+  private func openCapture(_ path: String) throws -> (FileStream, CaptureReader) {
+    let file: FileStream
+    do { file = try FileStream(path: path) } catch { throw ReplayError("\(path): \(error)") }
+    do {
+      // Streamed: bounded memory whatever the capture's size.
+      return (file, try CaptureReader(source: file.read(into:)))
+    } catch {
+      throw ReplayError("\(path): \(error)")
+    }
+  }
+
+  /// One record of a replay into the monitor, in capture time.
+  private func replay(_ record: CaptureRecord, with replay: inout CaptureReplay) {
+    replay.handle(
+      record,
+      report: { t, r in
+        self.beginReplay(at: t)
+        self.driver.report(at: t, r)
+      },
+      event: { t, _ in
+        self.beginReplay(at: t)
+        self.driver.advance(to: t)
+      })
+  }
+
+  private func beginReplay(at t: Int64) {
+    if !started {
+      started = true
+      driver.start(at: t, scanning: true)
+    }
+    captureTime = max(captureTime ?? t, t)
+  }
+
+  /// Fires what is due by the last timestamp.
+  private func endReplay() {
+    if started, let captureTime { driver.advance(to: captureTime) }
   }
 
   /// Applies a reloaded config's regions, `[ranging]` and `[monitor]`.

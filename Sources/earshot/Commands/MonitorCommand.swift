@@ -13,7 +13,8 @@ let monitorCommand = Command(
 
     With --input, replays a capture: time is the capture's, timers fire as
     capture time passes, timers due by the last timestamp fire at the end,
-    then it exits (no waiting). Without --input it scans live ([scanner]);
+    then it exits (no waiting); --pace N replays at N times capture time
+    (1 = real time) instead, --start-at T from Unix time T. Without --input it scans live ([scanner]);
     adapter changes go to stderr, and while the adapter is down or gone the
     regions are unknown (no exits) until it is back. SIGINT/SIGTERM stop it,
     restoring the scan and saving the region states.
@@ -25,6 +26,8 @@ let monitorCommand = Command(
   options: [
     .value("config", "FILE", "Config file (default /etc/earshot/earshot.conf)"),
     .value("input", "FILE", "Replay a capture (btsnoop, pcap, pcapng) instead of scanning"),
+    paceOption,
+    startAtOption,
     .flag("no-range", "Leave out range lines"),
     .value("state", "FILE", "State file (default: [state] path live; none when replaying)"),
     .flag("no-hooks", "Do not run on_enter/on_exit hooks"),
@@ -38,6 +41,7 @@ func runMonitor(_ args: Arguments) throws -> Int32 {
   guard args.positionals.isEmpty else {
     throw UsageError("unexpected argument '\(args.positionals[0])'")
   }
+  let pacing = try ReplayPacing(args)
   let (config, path) = try loadConfig(args)
   guard !config.regions.isEmpty else {
     throw CommandFailure("\(path) defines no [region \"NAME\"]; there is nothing to monitor")
@@ -62,7 +66,21 @@ func runMonitor(_ args: Arguments) throws -> Int32 {
     Console.lineBuffered = true
     return try runLiveMonitor(config: config, agent: agent)
   }
-  do { try agent.replay(path: input) } catch let e as ReplayError {
+  do {
+    if let pacing {
+      // Lines go out as they happen.
+      Console.lineBuffered = true
+      var failure: ReplayError?
+      try agent.replay(path: input, pace: pacing.pace, startAt: pacing.startAt) {
+        failure = $0
+        agent.loop.stop()
+      }
+      try agent.loop.run()
+      if let failure { throw failure }
+    } else {
+      try agent.replay(path: input)
+    }
+  } catch let e as ReplayError {
     throw CommandFailure(e.description)
   }
   Console.flush()

@@ -31,6 +31,9 @@ let runCommand = Command(
     --input CAPTURE replays a capture through the monitor instead of scanning
     (capture time, as fast as it reads; no state file), then keeps serving
     with the states it ended in: for tests and demos without Bluetooth.
+    --pace N plays it at N times capture time (1 = real time) while serving,
+    so several agents and `earshot rooms` can run in step on one broker;
+    --start-at T plays its first record at Unix time T (default: at once).
     """,
   options: [
     .value(
@@ -44,11 +47,14 @@ let runCommand = Command(
     .value(
       "input", "CAPTURE",
       "Replay a capture (btsnoop, pcap, pcapng) through the monitor, then keep serving"),
+    paceOption,
+    startAtOption,
   ],
   run: runDaemon)
 
 func runDaemon(_ args: Arguments) throws -> Int32 {
   try noPositionals(args)
+  let pacing = try ReplayPacing(args)
   // An explicit --config must load; without one, a config file is optional.
   let config: Config
   if args.value("config") != nil || access(ConfigLocation.defaultPath(), F_OK) == 0 {
@@ -109,7 +115,9 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
   let monitor = try attachParts(to: daemon, config: config, replay: args.value("input") != nil)
   try attachDeviceParts(
     to: daemon, config: config, audio: audio != nil, hasMixer: audio?.volume != nil)
-  if let monitor { try start(monitor, config: config, input: args.value("input"), daemon: daemon) }
+  if let monitor {
+    try start(monitor, config: config, input: args.value("input"), pacing: pacing, daemon: daemon)
+  }
   // SIGHUP reloads the config (Daemon/ConfigReloader.swift).
   let reloader = ConfigReloader(
     path: args.value("config") ?? ConfigLocation.defaultPath(), config: config, daemon: daemon,
@@ -174,7 +182,20 @@ private func attachParts(to daemon: Daemon, config: Config, replay: Bool) throws
 
 /// Scans live, or replays `input` through the monitor (its log written at
 /// the end, in capture time).
-private func start(_ monitor: AgentMonitor, config: Config, input: String?, daemon: Daemon) throws {
+private func start(
+  _ monitor: AgentMonitor, config: Config, input: String?, pacing: ReplayPacing?, daemon: Daemon
+) throws {
+  if let input, let pacing {
+    do {
+      try monitor.replay(path: input, pace: pacing.pace, startAt: pacing.startAt) { error in
+        monitor.proximityLog?.close()
+        daemon.log(error.map { "replay stopped: \($0)" } ?? "replayed \(input)")
+      }
+    } catch let e as ReplayError {
+      throw CommandFailure(e.description)
+    }
+    return
+  }
   if let input {
     do { try monitor.replay(path: input) } catch let e as ReplayError {
       throw CommandFailure(e.description)
