@@ -27,14 +27,20 @@ final class RoomRuleTests: XCTestCase {
     return out
   }
 
-  func testFirstSightingPlacesTheBeaconAtOnceAndSteadyReadingsChangeNothing() {
+  func testABeaconIsPlacedAfterPlaceAfterAndSteadyReadingsChangeNothing() {
     var rule = RoomRule(settings: .init())
-    let first = rule.sighting(s(100, "kitchen", 1.5))
-    XCTAssertEqual(first, [RoomChange(t: 100_000_000, beacon: tag, room: "kitchen")])
+    // The hall's agent is quickest, but the kitchen hears it better: the
+    // first placement waits 2 s for every agent's sighting.
+    XCTAssertEqual(rule.sighting(s(99.5, "hall", 4)), [])
+    XCTAssertEqual(rule.sighting(s(100, "kitchen", 1.5)), [])
+    XCTAssertEqual(rule.sighting(s(100.5, "hall", 4)), [])
+    XCTAssertEqual(rule.sighting(s(101, "kitchen", 1.5)), [])
+    let first = rule.sighting(s(101.5, "hall", 4))
+    XCTAssertEqual(first, [RoomChange(t: 101_500_000, beacon: tag, room: "kitchen")])
     XCTAssertEqual(
-      first[0].json, "{\"t\":100.000,\"event\":\"room\",\"beacon\":\"\(tag)\",\"room\":\"kitchen\"}"
+      first[0].json, "{\"t\":101.500,\"event\":\"room\",\"beacon\":\"\(tag)\",\"room\":\"kitchen\"}"
     )
-    let rest = feed(&rule, 101...300, [("kitchen", { _ in 1.5 }), ("hall", { _ in 4 })])
+    let rest = feed(&rule, 102...300, [("kitchen", { _ in 1.5 }), ("hall", { _ in 4 })])
     XCTAssertEqual(rest, [])
     XCTAssertEqual(rule.room(of: tag), "kitchen")
   }
@@ -88,8 +94,9 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(
       RoomChange(t: 50_000_000, beacon: tag, room: nil).json.hasSuffix("\"room\":null}"), true)
     XCTAssertNil(rule.room(of: tag))
-    // Back: placed at once.
-    XCTAssertEqual(rule.sighting(s(60, "hall", 2)).map(\.room), ["hall"])
+    // Back: placed again after place_after.
+    XCTAssertEqual(rule.sighting(s(60, "hall", 2)).map(\.room), [])
+    XCTAssertEqual(rule.sighting(s(62, "hall", 2)).map(\.room), ["hall"])
   }
 
   func testAnOfflineAgentDropsOutAtOnceAndCannotMakeItsBeaconsAway() {
@@ -118,7 +125,8 @@ final class RoomRuleTests: XCTestCase {
   func testAnAgentThatSpeaksAgainIsBackOnline() {
     var rule = RoomRule(settings: .init())
     _ = rule.agent("kitchen", online: false, at: 0)
-    XCTAssertEqual(rule.sighting(s(1, "kitchen", 1)).map(\.room), ["kitchen"])
+    _ = rule.sighting(s(1, "kitchen", 1))
+    XCTAssertEqual(rule.sighting(s(3, "kitchen", 1)).map(\.room), ["kitchen"])
   }
 
   func testARestoredRoomIsKeptAndItsAwayTimeCountsFromTheRestart() {
@@ -138,7 +146,7 @@ final class RoomRuleTests: XCTestCase {
 
   func testAutoAwayLearnsTheSightingPace() {
     var rule = RoomRule(settings: .init(awayAfter: .auto, autoFloor: 6, autoCeiling: 300))
-    XCTAssertEqual(rule.sighting(s(0, "kitchen", 1)).count, 1)
+    XCTAssertEqual(rule.sighting(s(0, "kitchen", 1)).count, 0)
     XCTAssertEqual(rule.awayTimeout(of: tag), 30, "cautious until learnt")
     _ = feed(&rule, 1...100, [("kitchen", { _ in 1 })])
     let learnt = rule.awayTimeout(of: tag)!

@@ -35,6 +35,9 @@ public struct RoomRule: Sendable {
     public var exponent: Double
     public var autoFloor: Double
     public var autoCeiling: Double
+    /// Seconds a beacon with no room is heard before it is placed, so
+    /// that every agent's first sighting counts, not only the quickest's.
+    public var placeAfter = 2.0
 
     public init(
       window: Double = 4, switchAfter: Double = 4, margin: RoomMargin = .decibels(3),
@@ -64,6 +67,7 @@ public struct RoomRule: Sendable {
       s.window = 1
       s.switchAfter = 0
       s.margin = .decibels(0)
+      s.placeAfter = 0
       return s
     }
   }
@@ -117,6 +121,8 @@ public struct RoomRule: Sendable {
     var challengerSince: Int64 = 0
     /// Last sighting from any agent; `nil` after a restore until time moves.
     var lastHeard: Int64? = nil
+    /// When a beacon with no room was first heard (placement waits).
+    var firstHeard: Int64? = nil
     var interval = AdvertisingIntervalEstimator()
   }
 
@@ -219,6 +225,7 @@ public struct RoomRule: Sendable {
           states[i].hasRoom = false
           states[i].current = nil
           states[i].challenger = nil
+          states[i].firstHeard = nil
           states[i].traces.removeAll()
           out.append(RoomChange(t: due, beacon: ids[i], room: nil))
         } else {
@@ -295,6 +302,10 @@ public struct RoomRule: Sendable {
       return nil
     }
     guard b.hasRoom, let current = b.current else {
+      let first = b.firstHeard ?? t
+      b.firstHeard = first
+      guard t - first >= Int64(settings.placeAfter * 1e6) else { return nil }
+      b.firstHeard = nil
       b.hasRoom = true
       b.current = best.room
       b.challenger = nil

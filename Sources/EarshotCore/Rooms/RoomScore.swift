@@ -77,7 +77,7 @@ public struct RoomScore: Sendable, Equatable {
       if rooms.count == 1, let only = truthLine[0].room, covered.contains(only) {
         out.stationaryHours += Double(end - start) / 3.6e9
         var last: String?? = .none
-        for p in pred where p.t >= start {
+        for p in pred where p.t >= start && p.t < end {
           if case .some = last, last! != p.room { out.stationaryChanges += 1 }
           last = .some(p.room)
         }
@@ -106,7 +106,9 @@ public struct RoomScore: Sendable, Equatable {
 
   /// One line for a table: the goals' figures.
   public func summary(awayAfter: Double?) -> String {
-    func f(_ v: Double?, _ d: Int = 1) -> String { v.map { JSONLine.format($0, decimals: d) } ?? "-" }
+    func f(_ v: Double?, _ d: Int = 1) -> String {
+      v.map { JSONLine.format($0, decimals: d) } ?? "-"
+    }
     var s = "wrong-room \(f(wrongShare * 100)) % of \(f(scoredSeconds / 60, 0)) min"
     s += ", stationary changes/h \(f(changesPerHour, 2))"
     s += ", median confirm \(f(medianConfirm)) s (\(confirmLatencies.count) changes"

@@ -79,7 +79,8 @@ public struct RoomChange: Sendable, Equatable {
   /// (the same fields without `event`).
   public static func parse(_ line: String, requireEvent: Bool = true) -> RoomChange? {
     guard let j = try? JSONParser.parse(line),
-      requireEvent ? j["event"]?.string == "room" : (j["event"] == nil || j["event"]?.string == "room"),
+      requireEvent
+        ? j["event"]?.string == "room" : (j["event"] == nil || j["event"]?.string == "room"),
       let t = j["t"]?.number, t.isFinite, abs(t) < 1e11,
       let b = j["beacon"]?.string.flatMap(BeaconID.parse)
     else { return nil }

@@ -57,7 +57,8 @@ public struct RoomsDiscovery: Sendable {
     tracker.add("payload_not_home", "not_home")
     return [
       .init(topic: "\(prefix)/sensor/earshot_rooms/\(object)/config", payload: sensor.line),
-      .init(topic: "\(prefix)/device_tracker/earshot_rooms/\(object)/config", payload: tracker.line),
+      .init(
+        topic: "\(prefix)/device_tracker/earshot_rooms/\(object)/config", payload: tracker.line),
     ]
   }
 }

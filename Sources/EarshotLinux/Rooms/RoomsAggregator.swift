@@ -78,7 +78,9 @@ public final class RoomsAggregator {
   public func start() {
     client.subscribe(options.topics.stateFilter)
     client.subscribe(options.topics.agentFilter)
-    for shard in options.shards { client.subscribe(options.topics.sightingFilter(shard: shard), qos: 0) }
+    for shard in options.shards {
+      client.subscribe(options.topics.sightingFilter(shard: shard), qos: 0)
+    }
     client.start()
     scheduleTick()
   }
@@ -102,7 +104,7 @@ public final class RoomsAggregator {
       guard let s = RoomSighting.parse(topic: topic, payload: payload, topics: t) else {
         malformed += 1
         if malformed & (malformed - 1) == 0 {
-          onLog?("rooms: ignored a malformed sighting on \(topic) (\(malformed) so far)")
+          onLog?("ignored a malformed sighting on \(topic) (\(malformed) so far)")
         }
         return
       }
@@ -122,7 +124,7 @@ public final class RoomsAggregator {
       let text = String(decoding: payload, as: UTF8.self)
       guard text == "online" || text == "offline" else { return }
       let online = text == "online"
-      if !online { onLog?("rooms: agent \(room) is offline") }
+      if !online { onLog?("agent \(room) is offline") }
       apply(rule.agent(room, online: online, at: now()))
       if naive != nil { report(naive!.agent(room, online: online, at: now()), naive: true) }
     }

@@ -36,7 +36,8 @@ let roomsCommand = Command(
       "config", "FILE", "Config file (default: the user's or /etc/earshot/earshot.conf if present)"),
     .flag("naive", "Also run the naive baseline (strongest receiver each second); print only"),
     .value("pace", "N", "Message time runs N times the clock while no sighting arrives (replays)"),
-    .value("offsets", "ROOM=DB,...", "evaluate: rssi_offset per receiver (default 0: uncalibrated)"),
+    .value(
+      "offsets", "ROOM=DB,...", "evaluate: rssi_offset per receiver (default 0: uncalibrated)"),
     .value("truth", "FILE", "score: the ground truth (truth.jsonl)"),
     .value("covered", "ROOM,...", "score: rooms with a receiver (default: the rooms decided)"),
     .value("end", "SECONDS", "score: Unix time the truth ends (default: the last time in either)"),
@@ -68,7 +69,8 @@ private func runRoomsAggregator(_ args: Arguments) throws -> Int32 {
   let hostname = MQTTBridge.Options.hostname()
   let bridgeOptions: MQTTBridge.Options
   do {
-    bridgeOptions = try MQTTBridge.Options(config: config.mqtt, hostname: hostname, version: version)
+    bridgeOptions = try MQTTBridge.Options(
+      config: config.mqtt, hostname: hostname, version: version)
   } catch {
     throw CommandFailure("\(error)")
   }
@@ -81,7 +83,8 @@ private func runRoomsAggregator(_ args: Arguments) throws -> Int32 {
     )
   }
   // One id per share of the site: aggregators serving other shards coexist.
-  let share = rooms.serve == nil ? "" : "-" + RoomsConfig.keys.first { $0.name == "serve" }!.show(rooms)
+  let share =
+    rooms.serve == nil ? "" : "-" + RoomsConfig.keys.first { $0.name == "serve" }!.show(rooms)
   var client = bridgeOptions.client
   client.clientID = (config.mqtt.clientID ?? "earshot-rooms-\(hostname)") + share
   let statusTopic = topics.aggregatorStatus(hostname + share)
@@ -95,12 +98,15 @@ private func runRoomsAggregator(_ args: Arguments) throws -> Int32 {
     aggregatorStatus: statusTopic)
   options.naive = args.has("naive")
   if let pace = try args.double("pace") {
-    guard pace > 0, pace <= 1000 else { throw UsageError("--pace expects a number above 0, at most 1000") }
+    guard pace > 0, pace <= 1000 else {
+      throw UsageError("--pace expects a number above 0, at most 1000")
+    }
     options.pace = pace
   }
   let loop: EventLoop
   do { loop = try EventLoop() } catch { throw CommandFailure("\(error)") }
   let aggregator = try RoomsAggregator(loop: loop, options: options)
+  Console.lineBuffered = true  // a change is news: out at once
   aggregator.onChange = { Console.line($0) }
   aggregator.onLog = { Console.error("earshot rooms: \($0)\n") }
   try loop.handleSignals([SIGINT, SIGTERM]) { _ in
@@ -150,10 +156,14 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
     }
     offsets[String(kv[0])] = v
   }
-  guard let d = opendir(dir) else { throw CommandFailure("cannot open \(dir): \(SystemError(errno: errno, "opendir"))") }
+  guard let d = opendir(dir) else {
+    throw CommandFailure("cannot open \(dir): \(SystemError(errno: errno, "opendir"))")
+  }
   var captures: [String] = []
   while let e = readdir(d) {
-    let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    let name = withUnsafeBytes(of: e.pointee.d_name) {
+      String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+    }
     if name.hasSuffix(".btsnoop") { captures.append(name) }
   }
   closedir(d)
@@ -161,7 +171,9 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   guard !captures.isEmpty else { throw CommandFailure("\(dir) holds no .btsnoop captures") }
   let truth = try readTruth(dir + "/truth.jsonl")
   var track = config.rooms.track
-  if track.isEmpty { track = Array(Set(truth.map { $0.beacon.uuid })).map { BeaconMatch(uuid: $0) } }
+  if track.isEmpty {
+    track = Array(Set(truth.map { $0.beacon.uuid })).map { BeaconMatch(uuid: $0) }
+  }
   var sightings: [RoomSighting] = []
   var end: Int64 = 0
   for name in captures {
@@ -177,13 +189,15 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
     var replay = CaptureReplay()
     do {
       try bytes.withUnsafeBytes { raw in
-        try replay.run(raw, report: { t, r in
-          end = max(end, t)
-          guard let b = IBeacon.decode(advertisingData: r.data),
-            let s = publisher.report(at: t, beacon: b, address: r.address, rssi: r.rssi)
-          else { return }
-          sightings.append(s)
-        })
+        try replay.run(
+          raw,
+          report: { t, r in
+            end = max(end, t)
+            guard let b = IBeacon.decode(advertisingData: r.data),
+              let s = publisher.report(at: t, beacon: b, address: r.address, rssi: r.rssi)
+            else { return }
+            sightings.append(s)
+          })
       }
     } catch {
       throw CommandFailure("\(dir)/\(name): \(error)")
@@ -206,7 +220,8 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   let cpuSeconds = Double(Clock.processCPUNanos() - cpu) / 1e9
   let covered = Set(captures.map { String($0.dropLast(".btsnoop".count)) })
   Console.line(
-    "\(dir): \(captures.count) receivers, \(sightings.count) sightings, rule run in \(JSONLine.format(cpuSeconds * 1000, decimals: 1)) ms CPU (both rules)")
+    "\(dir): \(captures.count) receivers, \(sightings.count) sightings, rule run in \(JSONLine.format(cpuSeconds * 1000, decimals: 1)) ms CPU (both rules)"
+  )
   printScores(
     RoomScore.score(truth: truth, decided: decided, covered: covered, end: end),
     RoomScore.score(truth: truth, decided: baseline, covered: covered, end: end),
@@ -215,13 +230,17 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
 }
 
 private func runRoomsScore(_ args: Arguments) throws -> Int32 {
-  guard args.positionals.count == 2 else { throw UsageError("usage: earshot rooms score TIMELINE --truth FILE") }
+  guard args.positionals.count == 2 else {
+    throw UsageError("usage: earshot rooms score TIMELINE --truth FILE")
+  }
   guard let truthPath = args.value("truth") else { throw UsageError("score needs --truth FILE") }
   let config = try roomsConfig(args)
   let truth = try readTruth(truthPath)
   let path = args.positionals[1]
   let bytes: [UInt8]
-  do { bytes = try FileBytes(path: path).bytes } catch { throw CommandFailure("cannot read \(path): \(error)") }
+  do { bytes = try FileBytes(path: path).bytes } catch {
+    throw CommandFailure("cannot read \(path): \(error)")
+  }
   var decided: [RoomChange] = []
   var baseline: [RoomChange] = []
   for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
@@ -234,7 +253,8 @@ private func runRoomsScore(_ args: Arguments) throws -> Int32 {
   let end = endSeconds.map { Int64($0 * 1e6) } ?? (truth + decided + baseline).map(\.t).max()!
   printScores(
     RoomScore.score(truth: truth, decided: decided, covered: covered, end: end),
-    baseline.isEmpty ? nil : RoomScore.score(truth: truth, decided: baseline, covered: covered, end: end),
+    baseline.isEmpty
+      ? nil : RoomScore.score(truth: truth, decided: baseline, covered: covered, end: end),
     awayAfter: config.rooms.awayAfter)
   return 0
 }

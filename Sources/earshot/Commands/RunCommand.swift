@@ -143,7 +143,8 @@ private func attachParts(to daemon: Daemon, config: Config, replay: Bool) throws
   if config.mqtt.enabled {
     do {
       let hostname = MQTTBridge.Options.hostname()
-      let options = try MQTTBridge.Options(config: config.mqtt, hostname: hostname, version: version)
+      let options = try MQTTBridge.Options(
+        config: config.mqtt, hostname: hostname, version: version)
       let bridge = try MQTTBridge(loop: daemon.loop, settings: options)
       daemon.add(MQTTTransport(bridge: bridge, agent: daemon))
       // [rooms] track: sightings for the room aggregator (earshot rooms).
