@@ -40,7 +40,7 @@ public struct RoomRule: Sendable {
     public var placeAfter = 2.0
 
     public init(
-      window: Double = 4, switchAfter: Double = 4, margin: RoomMargin = .decibels(3),
+      window: Double = 5, switchAfter: Double = 3, margin: RoomMargin = .decibels(3),
       awayAfter: ExitAfter = .seconds(30), exponent: Double = 2, autoFloor: Double = 6,
       autoCeiling: Double = 300
     ) {

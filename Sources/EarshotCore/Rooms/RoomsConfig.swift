@@ -14,9 +14,9 @@ public struct RoomsConfig: Sendable, Equatable {
   /// The shards this aggregator serves; `nil`: all of them.
   public var serve: [ClosedRange<Int>]? = nil
   /// Seconds of sightings the candidate room is chosen over.
-  public var window = 4.0
+  public var window = 5.0
   /// Seconds a challenger must keep winning before it becomes the room.
-  public var switchAfter = 4.0
+  public var switchAfter = 3.0
   /// How much better a challenger must be than the current room.
   public var margin = RoomMargin.decibels(3)
   /// Seconds heard by nobody before a beacon is away, or auto.

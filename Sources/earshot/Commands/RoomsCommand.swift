@@ -8,7 +8,7 @@ import EarshotLinux
 let roomsCommand = Command(
   name: "rooms",
   summary: "Room aggregator: which room each tracked beacon is in, from every agent's sightings",
-  arguments: "[evaluate DIR|score TIMELINE]",
+  arguments: "[evaluate DIR|score TIMELINE|load]",
   details: """
     earshot rooms               subscribes to the sightings that agents ([rooms] track) publish
                                 through the [mqtt] broker, decides each beacon's room, prints one
@@ -24,6 +24,10 @@ let roomsCommand = Command(
     earshot rooms score FILE    scores an aggregator's printed timeline (FILE or - for standard
                                 input; lines with "rule":"naive" from --naive scored apart) against
                                 --truth.
+    earshot rooms load          a load generator for scale measurements: publishes a sighting per
+                                second from each of --agents agents for each of --beacons beacons
+                                (rooms agent-0 ..., beacons UUID 0…) to the [mqtt] broker for
+                                --seconds (scripts/rooms-scale.sh drives it).
 
     The rule: the candidate room has the shortest distance over [rooms] window seconds; a
     challenger replaces the room after winning by [rooms] margin for switch_after seconds; heard
@@ -41,6 +45,10 @@ let roomsCommand = Command(
     .value("truth", "FILE", "score: the ground truth (truth.jsonl)"),
     .value("covered", "ROOM,...", "score: rooms with a receiver (default: the rooms decided)"),
     .value("end", "SECONDS", "score: Unix time the truth ends (default: the last time in either)"),
+    .value("stats", "S", "Log sightings handled and beacons kept every S seconds"),
+    .value("agents", "N", "load: agents to simulate (default 50)"),
+    .value("beacons", "N", "load: beacons each agent hears (default 500)"),
+    .value("seconds", "S", "load: how long to publish (default 60)"),
   ],
   run: runRooms)
 
@@ -49,8 +57,9 @@ func runRooms(_ args: Arguments) throws -> Int32 {
   case nil: return try runRoomsAggregator(args)
   case "evaluate": return try runRoomsEvaluate(args)
   case "score": return try runRoomsScore(args)
+  case "load": return try runRoomsLoad(args)
   case let other?:
-    throw UsageError("unknown 'earshot rooms \(other)': use evaluate or score, or nothing")
+    throw UsageError("unknown 'earshot rooms \(other)': use evaluate, score or load, or nothing")
   }
 }
 
@@ -112,6 +121,19 @@ private func runRoomsAggregator(_ args: Arguments) throws -> Int32 {
   try loop.handleSignals([SIGINT, SIGTERM]) { _ in
     aggregator.close()
     loop.stop()
+  }
+  if let every = try args.double("stats") {
+    guard every >= 0.1 else { throw UsageError("--stats expects seconds, at least 0.1") }
+    var last = 0
+    func report() {
+      let n = aggregator.sightings
+      Console.error(
+        "earshot rooms: \(n - last) sightings in \(ConfigValue.show(every)) s, \(aggregator.rule.beaconCount) beacons, \(aggregator.malformed) malformed\n"
+      )
+      last = n
+      loop.after(seconds: every, report)
+    }
+    loop.after(seconds: every, report)
   }
   aggregator.start()
   try loop.run()
@@ -256,5 +278,76 @@ private func runRoomsScore(_ args: Arguments) throws -> Int32 {
     baseline.isEmpty
       ? nil : RoomScore.score(truth: truth, decided: baseline, covered: covered, end: end),
     awayAfter: config.rooms.awayAfter)
+  return 0
+}
+
+// MARK: Load
+
+private func runRoomsLoad(_ args: Arguments) throws -> Int32 {
+  let config = try roomsConfig(args)
+  let agents = Int(args.value("agents") ?? "50") ?? 0
+  let beacons = Int(args.value("beacons") ?? "500") ?? 0
+  let seconds = try args.double("seconds") ?? 60
+  guard (1...1000).contains(agents), (1...65535).contains(beacons), seconds > 0, seconds <= 86_400
+  else { throw UsageError("--agents 1…1000, --beacons 1…65535, --seconds above 0") }
+  let options: MQTTBridge.Options
+  do {
+    options = try MQTTBridge.Options(
+      config: config.mqtt, hostname: MQTTBridge.Options.hostname(), version: version)
+  } catch {
+    throw CommandFailure("\(error)")
+  }
+  var client = options.client
+  client.clientID = "earshot-rooms-load-\(getpid())"
+  let loop: EventLoop
+  do { loop = try EventLoop() } catch { throw CommandFailure("\(error)") }
+  let mqtt = try MQTTClient(loop: loop, options: client)
+  mqtt.onLog = { Console.error("earshot rooms load: \($0)\n") }
+  let topics = RoomTopics(config.rooms)
+  let uuid = BeaconUUID(high: 0x4541_5253_484F_5400, low: 0)  // "EARSHOT"
+  // Topics worked out once: the generator must not be the bottleneck.
+  var pairs: [(topic: String, room: String, near: Bool)] = []
+  pairs.reserveCapacity(agents * beacons)
+  for b in 0..<beacons {
+    let id = BeaconID(uuid: uuid, major: 1, minor: UInt16(b))
+    for a in 0..<agents {
+      pairs.append((topics.sighting(id, room: "agent-\(a)"), "agent-\(a)", b % agents == a))
+    }
+  }
+  let tickSeconds = 0.01
+  let perTick = max(1, Int((Double(pairs.count) * tickSeconds).rounded(.up)))
+  var next = 0
+  var sent = 0
+  let start = Clock.monotonicNanos()
+  func tick() {
+    let elapsed = Double(Clock.monotonicNanos() - start) / 1e9
+    if elapsed >= seconds {
+      Console.line("published \(sent) sightings in \(JSONLine.format(elapsed, decimals: 1)) s")
+      mqtt.close()
+      loop.stop()
+      return
+    }
+    if mqtt.isConnected {
+      // Catch up to where the clock says we should be.
+      let due = Int(elapsed / tickSeconds) * perTick + perTick
+      var budget = min(due - sent, pairs.count)
+      let now = Clock.realtimeMicros()
+      while budget > 0 {
+        let p = pairs[next]
+        let d = p.near ? 1.5 : 5.0 + Double(next % 7) * 0.3
+        let s = RoomSighting(
+          t: now, beacon: BeaconID(uuid: uuid, major: 1, minor: UInt16(next / agents)),
+          room: p.room, rssi: -70, distance: d, count: 3)
+        mqtt.publish(p.topic, s.payload, qos: 0, retain: false)
+        sent += 1
+        budget -= 1
+        next = (next + 1) % pairs.count
+      }
+    }
+    loop.after(seconds: tickSeconds, tick)
+  }
+  mqtt.start()
+  loop.after(seconds: 0, tick)
+  try loop.run()
   return 0
 }
