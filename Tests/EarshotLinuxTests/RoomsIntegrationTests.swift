@@ -234,11 +234,16 @@ final class RoomsIntegrationTests: XCTestCase {
       if retained[topics.state(walker)] != nil && retained[topics.state(keys)] != nil { break }
       usleep(200_000)
     }
+    // The retained room is the one decided at its time, and no older
+    // than the last decision before the broker went away.
     let now = timeline(site).rule
     for b in [walker, keys] {
       let state = try XCTUnwrap(retained[topics.state(b)], "\(retained)")
-      let room = try XCTUnwrap(JSONParser.parse(state)["room"]?.string, state)
-      XCTAssertEqual(room, now.last { $0.beacon == b }?.room, state)
+      let json = try JSONParser.parse(state)
+      let t = Int64((try XCTUnwrap(json["t"]?.number, state) * 1e6).rounded())
+      let decided = try XCTUnwrap(now.last { $0.beacon == b && $0.t <= t }, state)
+      XCTAssertEqual(json["room"]?.string, decided.room, state)
+      XCTAssertGreaterThanOrEqual(t, before.last { $0.beacon == b }?.t ?? .max, state)
     }
     XCTAssertGreaterThanOrEqual(now.count, before.count)
   }
