@@ -223,7 +223,7 @@ public final class MQTTClient {
       repeat {
         rc = mosquitto_loop_read(mosq, 1)
         n += 1
-      } while rc == MOSQ_ERR_SUCCESS.rawValue && n < 4096 && socketReadable()
+      } while rc == MOSQ_ERR_SUCCESS.rawValue && n < 64 && socketReadable()
     }
     if rc == MOSQ_ERR_SUCCESS.rawValue,
       events & EventLoop.writable != 0 || mosquitto_want_write(mosq)
