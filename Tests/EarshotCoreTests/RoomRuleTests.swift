@@ -314,3 +314,35 @@ final class RoomSightingTests: XCTestCase {
     }
   }
 }
+
+final class RoomsDiscoveryTests: XCTestCase {
+  func testASensorAndADeviceTrackerPerBeaconReadTheRetainedRoom() throws {
+    let tag = BeaconID(uuid: testUUID, major: 1, minor: 10)
+    let topics = RoomTopics(prefix: "earshot/rooms", shards: 16)
+    let d = RoomsDiscovery(
+      topics: topics, aggregatorStatus: "earshot/rooms/aggregator/pi/status", version: "1.0",
+      prefix: "homeassistant")
+    let m = d.messages(for: tag)
+    XCTAssertEqual(
+      m.map(\.topic),
+      [
+        "homeassistant/sensor/earshot_rooms/earshot_room_8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10/config",
+        "homeassistant/device_tracker/earshot_rooms/earshot_room_8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10/config",
+      ])
+    for msg in m {
+      let j = try JSONParser.parse(msg.payload)
+      XCTAssertEqual(j["state_topic"]?.string, topics.state(tag))
+      XCTAssertEqual(j["availability_topic"]?.string, "earshot/rooms/aggregator/pi/status")
+      XCTAssertEqual(
+        j["device"]?["identifiers"]?.array?.first?.string,
+        "earshot_room_8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10")
+    }
+    XCTAssertTrue(
+      try JSONParser.parse(m[1].payload)["value_template"]?.string?.contains("not_home") ?? false)
+    XCTAssertNotEqual(
+      try JSONParser.parse(m[0].payload)["unique_id"],
+      try JSONParser.parse(m[1].payload)["unique_id"])
+    let state = RoomsDiscovery.state(RoomChange(t: 5_000_000, beacon: tag, room: nil))
+    XCTAssertEqual(state, "{\"t\":5.000,\"beacon\":\"\(tag)\",\"room\":null}")
+  }
+}

@@ -246,5 +246,13 @@ final class RoomsIntegrationTests: XCTestCase {
       XCTAssertGreaterThanOrEqual(t, before.last { $0.beacon == b }?.t ?? .max, state)
     }
     XCTAssertGreaterThanOrEqual(now.count, before.count)
+    // Home Assistant discovery is back too: a sensor and a device_tracker per beacon.
+    let discovery = try site.broker.retained("homeassistant/#")
+    for b in [walker, keys] {
+      let object = "earshot_room_" + MQTTTopics.slug(b)
+      XCTAssertNotNil(
+        discovery["homeassistant/sensor/earshot_rooms/\(object)/config"], "\(discovery.keys)")
+      XCTAssertNotNil(discovery["homeassistant/device_tracker/earshot_rooms/\(object)/config"])
+    }
   }
 }
