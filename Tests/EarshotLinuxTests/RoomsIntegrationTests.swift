@@ -255,4 +255,50 @@ final class RoomsIntegrationTests: XCTestCase {
       XCTAssertNotNil(discovery["homeassistant/device_tracker/earshot_rooms/\(object)/config"])
     }
   }
+
+  /// Restarted, the aggregator takes the rooms the broker retains: a beacon
+  /// still heard in its room prints nothing new, one nobody hears goes away
+  /// away_after after the start.
+  func testARestartedAggregatorKeepsTheRetainedRooms() throws {
+    let dir = try makeTempDirectory()
+    addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+    let broker = try Broker()
+    let topics = RoomTopics(prefix: "earshot/rooms", shards: 16)
+    let pub = try XCTUnwrap(Earshot.tool("mosquitto_pub"))
+    func publish(_ topic: String, _ payload: String, retain: Bool) throws {
+      let r = try Earshot.run(
+        ["-h", "127.0.0.1", "-p", "\(broker.port)", "-t", topic, "-m", payload]
+          + (retain ? ["-r", "-q", "1"] : []), executable: pub)
+      XCTAssertEqual(r.status, 0, r.stderr)
+    }
+    // What a predecessor left: the walker in the kitchen, the keys in the living room.
+    try publish(
+      topics.state(walker), "{\"t\":100.000,\"beacon\":\"\(walker)\",\"room\":\"kitchen\"}",
+      retain: true)
+    try publish(
+      topics.state(keys), "{\"t\":100.000,\"beacon\":\"\(keys)\",\"room\":\"living\"}", retain: true
+    )
+    let conf = dir + "/rooms.conf"
+    try "[mqtt]\nhost = 127.0.0.1\nport = \(broker.port)\n[rooms]\naway_after = 3\n".write(
+      toFile: conf, atomically: true, encoding: .utf8)
+    let out = dir + "/rooms.out"
+    let site = Site(dir: dir, broker: broker, aggregatorOut: out)
+    _ = try spawn(["rooms", "--config", conf], log: dir + "/rooms.log", out: out)
+    usleep(700_000)
+    // The walker is heard in the kitchen for 5 s; the keys by nobody.
+    let start = Date().timeIntervalSince1970
+    for k in 0..<10 {
+      let t = start + Double(k) * 0.5
+      try publish(
+        topics.sighting(walker, room: "kitchen"),
+        "{\"t\":\(String(format: "%.3f", t)),\"room\":\"kitchen\",\"rssi\":-60,\"distance\":1.2,\"n\":1}",
+        retain: false)
+      usleep(400_000)
+    }
+    let changes = timeline(site).rule
+    XCTAssertFalse(changes.contains { $0.beacon == walker }, "kept: \(changes)")
+    let away = try XCTUnwrap(changes.first { $0.beacon == keys }, "\(changes)")
+    XCTAssertNil(away.room)
+    XCTAssertEqual(changes.filter { $0.beacon == keys }.count, 1)
+  }
 }
