@@ -6,11 +6,13 @@
 # /proc/PID/stat over the measured span), CPU per 1,000 sightings/s, its
 # VmRSS/VmHWM, and the broker's CPU.
 #   scripts/rooms-scale.sh [EARSHOT] [SECONDS]     (default .build/debug/earshot, 30)
-# Loads: 10x100, 25x200, 50x500 agents x beacons (override with LOADS="AxB ...").
+# Loads: 10x100, 25x200, 50x500 agents x beacons (override with LOADS="AxB ...");
+# GENERATORS=N splits each load's agents over N load processes (default 1).
 set -eu
 earshot=${1:-.build/debug/earshot}
 seconds=${2:-30}
 loads=${LOADS:-"10x100 25x200 50x500"}
+generators=${GENERATORS:-1}
 dir=$(mktemp -d /tmp/earshot-rooms-scale-XXXXXX)
 trap 'kill $(cat "$dir"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$dir"' EXIT
 hz=$(getconf CLK_TCK)
@@ -30,9 +32,14 @@ for load in $loads; do
   "$earshot" rooms --config "$dir/e.conf" --stats "$seconds" > /dev/null 2> "$dir/agg.log" &
   echo $! > "$dir/agg.pid"
   sleep 0.5
-  "$earshot" rooms load --config "$dir/e.conf" --agents "$agents" --beacons "$beacons" \
-    --seconds $(( seconds + 15 )) > "$dir/load.log" 2>&1 &
-  echo $! > "$dir/load.pid"
+  share=$(( agents / generators ))
+  g=0
+  while [ "$g" -lt "$generators" ]; do
+    "$earshot" rooms load --config "$dir/e.conf" --agents "$share" --beacons "$beacons" \
+      --first-agent $(( g * share )) --seconds $(( seconds + 15 )) > "$dir/load$g.log" 2>&1 &
+    echo $! > "$dir/load$g.pid"
+    g=$(( g + 1 ))
+  done
   agg=$(cat "$dir/agg.pid")
   broker=$(cat "$dir/broker.pid")
   sleep 10  # warm-up: every beacon known, every trace full
@@ -46,7 +53,7 @@ for load in $loads; do
   bcpu=$(echo "$b0 $b1 $hz $seconds" | awk '{printf "%.1f", ($2 - $1) / $3 / $4 * 100}')
   per=$(echo "$acpu $handled" | awk '{ if ($2 > 0) printf "%.2f %%", $1 / ($2 / 1000); else print "-" }')
   printf '%-17s %-12s %-15s %-13s %s %s %%\n' "$load" "$handled" "$acpu %" "$per" "$memory" "$bcpu"
-  kill "$(cat "$dir/load.pid")" "$agg" "$broker" 2>/dev/null || true
+  kill $(cat "$dir"/load*.pid) "$agg" "$broker" 2>/dev/null || true
   wait 2>/dev/null || true
   rm -f "$dir"/*.pid
 done

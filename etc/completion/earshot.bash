@@ -16,7 +16,7 @@ _earshot() {
     pause) opts="--config --socket --help" ;;
     stop) opts="--config --socket --help" ;;
     run) opts="--config --socket --no-audio --state-dir --input --pace --start-at --help" ;;
-    rooms) opts="--config --naive --pace --offsets --truth --covered --end --stats --agents --beacons --seconds --help" ;;
+    rooms) opts="--config --naive --pace --offsets --truth --covered --end --stats --agents --beacons --seconds --first-agent --help" ;;
     status) opts="--socket --help" ;;
     events) opts="--socket --topics --help" ;;
     found) opts="--socket --help" ;;
@@ -29,7 +29,7 @@ _earshot() {
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in
-    --adapter|--agents|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--covered|--day|--db|--dense-minutes|--device|--directory|--duration|--end|--fallback|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--name|--offsets|--out|--pace|--player|--png|--ramp|--rate|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--start-at|--state|--state-dir|--stats|--timeout|--title|--topics|--truth|--until|--wait|--write)
+    --adapter|--agents|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--covered|--day|--db|--dense-minutes|--device|--directory|--duration|--end|--fallback|--first-agent|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--name|--offsets|--out|--pace|--player|--png|--ramp|--rate|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--start-at|--state|--state-dir|--stats|--timeout|--title|--topics|--truth|--until|--wait|--write)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -49,6 +49,7 @@ let roomsCommand = Command(
     .value("agents", "N", "load: agents to simulate (default 50)"),
     .value("beacons", "N", "load: beacons each agent hears (default 500)"),
     .value("seconds", "S", "load: how long to publish (default 60)"),
+    .value("first-agent", "N", "load: number of the first agent (several generators share a load)"),
   ],
   run: runRooms)
 
@@ -288,6 +289,8 @@ private func runRoomsLoad(_ args: Arguments) throws -> Int32 {
   let agents = Int(args.value("agents") ?? "50") ?? 0
   let beacons = Int(args.value("beacons") ?? "500") ?? 0
   let seconds = try args.double("seconds") ?? 60
+  let first = Int(args.value("first-agent") ?? "0") ?? -1
+  guard first >= 0 else { throw UsageError("--first-agent expects a whole number") }
   guard (1...1000).contains(agents), (1...65535).contains(beacons), seconds > 0, seconds <= 86_400
   else { throw UsageError("--agents 1…1000, --beacons 1…65535, --seconds above 0") }
   let options: MQTTBridge.Options
@@ -311,7 +314,8 @@ private func runRoomsLoad(_ args: Arguments) throws -> Int32 {
   for b in 0..<beacons {
     let id = BeaconID(uuid: uuid, major: 1, minor: UInt16(b))
     for a in 0..<agents {
-      pairs.append((topics.sighting(id, room: "agent-\(a)"), "agent-\(a)", b % agents == a))
+      let room = "agent-\(first + a)"
+      pairs.append((topics.sighting(id, room: room), room, b % agents == a))
     }
   }
   let tickSeconds = 0.01
