@@ -17,6 +17,7 @@ public struct Config: Sendable {
   public var link = LinkConfig()
   /// `[tag "NAME"]` sections, in file order.
   public var tags: [TagConfig] = []
+  public var rooms = RoomsConfig()
 
   public init(paths: ConfigPaths = .system) {
     control.socket = paths.controlSocket
@@ -267,6 +268,7 @@ extension Config {
     .make({ $0.link }, { $0.link = $1 }),
     .make({ $0.mqtt }, { $0.mqtt = $1 }),
     .make({ $0.log }, { $0.log = $1 }),
+    .make({ $0.rooms }, { $0.rooms = $1 }),
   ]
 }
 

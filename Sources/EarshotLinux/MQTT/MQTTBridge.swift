@@ -30,6 +30,8 @@ public final class MQTTBridge {
   /// Retained topics in first-publication order, with their latest payload.
   private var retained: [String: String] = [:]
   private var retainedOrder: [String] = []
+  /// Retained whatever `[mqtt] retain` says (`status`).
+  private var statuses: [String: String] = [:]
   private var limiter: BeaconRateLimiter
   private var announcedBeacons: Set<BeaconID> = []
   private var announcedRegions: Set<String> = []
@@ -104,6 +106,22 @@ public final class MQTTBridge {
     keep(settings.topics.beaconState(id), j.line)
   }
 
+  /// A message of a stream (rooms' sightings): QoS 0, never retained,
+  /// dropped while the broker is away.
+  public func stream(_ topic: String, _ payload: String) {
+    client.publish(topic, payload, qos: 0, retain: false)
+  }
+
+  /// A retained status message of another part (rooms' agent record),
+  /// published again after every reconnect.
+  public func status(_ topic: String, _ payload: String) {
+    statuses[topic] = payload
+    client.publish(topic, payload, qos: settings.qos, retain: true)
+  }
+
+  /// This agent's `online`/`offline` topic (its last will says `offline`).
+  public var availabilityTopic: String { settings.topics.availability }
+
   public func volume(_ level: Double, muted: Bool) {
     keep(settings.topics.volumeState, String(Int((level * 100).rounded())))
     keep(settings.topics.muteState, muted ? "ON" : "OFF")
@@ -131,6 +149,9 @@ public final class MQTTBridge {
 
   private func republish() {
     client.publish(settings.topics.availability, "online", qos: settings.qos, retain: true)
+    for (topic, payload) in statuses {
+      client.publish(topic, payload, qos: settings.qos, retain: true)
+    }
     for topic in retainedOrder {
       if let payload = retained[topic] {
         client.publish(topic, payload, qos: settings.qos, retain: settings.retain)

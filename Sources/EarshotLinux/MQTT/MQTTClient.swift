@@ -216,7 +216,14 @@ public final class MQTTClient {
   private func ready(_ events: UInt32) {
     var rc = MOSQ_ERR_SUCCESS.rawValue
     if events & (EventLoop.readable | EventLoop.hangup | EventLoop.error) != 0 {
-      rc = mosquitto_loop_read(mosq, 16)
+      // libmosquitto reads one packet per call: take what is queued (up to
+      // a bound, so other work on the loop is not starved), or a busy
+      // subscription falls behind by a packet per wakeup.
+      var n = 0
+      repeat {
+        rc = mosquitto_loop_read(mosq, 1)
+        n += 1
+      } while rc == MOSQ_ERR_SUCCESS.rawValue && n < 64 && socketReadable()
     }
     if rc == MOSQ_ERR_SUCCESS.rawValue,
       events & EventLoop.writable != 0 || mosquitto_want_write(mosq)
@@ -230,6 +237,11 @@ public final class MQTTClient {
     }
     // connect_async may have replaced the socket.
     if mosquitto_socket(mosq) != watchedFD?.rawValue { watch() } else { updateWriteInterest() }
+  }
+
+  private func socketReadable() -> Bool {
+    var p = pollfd(fd: mosquitto_socket(mosq), events: Int16(POLLIN), revents: 0)
+    return poll(&p, 1, 0) == 1 && p.revents & Int16(POLLIN) != 0
   }
 
   private func scheduleKeepalive() {

@@ -20,6 +20,8 @@ public final class MonitorDriver {
   private let output: (MonitorEvent) -> Void
   private var observers: [(MonitorEvent) -> Void] = []
   public var log: (String) -> Void
+  /// Every iBeacon report, before the monitor takes it (rooms' sightings).
+  public var onBeacon: ((Int64, IBeacon, AdvertisingReport) -> Void)?
 
   /// `cipher`: AES for resolving devices' private addresses (libcrypto's
   /// by default).
@@ -67,6 +69,7 @@ public final class MonitorDriver {
   /// moves time).
   public func report(at t: Int64, _ report: AdvertisingReport) {
     if let beacon = IBeacon.decode(advertisingData: report.data) {
+      onBeacon?(t, beacon, report)
       handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
     } else if monitor.watchesDevices {
       let tx = ADWalker.txPowerLevel(report.data)

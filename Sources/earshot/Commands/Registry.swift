@@ -12,6 +12,7 @@ let commands: [Command] = [
   pauseCommand,
   stopCommand,
   runCommand,
+  roomsCommand,
   statusCommand,
   eventsCommand,
   foundCommand,

@@ -139,19 +139,29 @@ private func attachParts(to daemon: Daemon, config: Config, replay: Bool) throws
     // and no retention against today's date).
     if !replay { writer.attach(to: daemon.loop) }
   }
+  var rooms: RoomsAgent? = nil
   if config.mqtt.enabled {
     do {
+      let hostname = MQTTBridge.Options.hostname()
       let options = try MQTTBridge.Options(
-        config: config.mqtt, hostname: MQTTBridge.Options.hostname(), version: version)
-      daemon.add(
-        MQTTTransport(bridge: try MQTTBridge(loop: daemon.loop, settings: options), agent: daemon))
+        config: config.mqtt, hostname: hostname, version: version)
+      let bridge = try MQTTBridge(loop: daemon.loop, settings: options)
+      daemon.add(MQTTTransport(bridge: bridge, agent: daemon))
+      // [rooms] track: sightings for the room aggregator (earshot rooms).
+      if config.rooms.publishes {
+        rooms = RoomsAgent(config: config, hostname: hostname, bridge: bridge)
+      }
     } catch {
       throw CommandFailure("\(error)")
     }
+  } else if config.rooms.publishes {
+    throw CommandFailure(
+      "[rooms] track needs [mqtt] host: sightings go to the aggregator through the broker")
   }
-  guard !config.regions.isEmpty else {
+  guard !config.regions.isEmpty || rooms != nil else {
     if replay {
-      throw CommandFailure("--input needs [region \"NAME\"]s in the config to monitor")
+      throw CommandFailure(
+        "--input needs [region \"NAME\"]s or [rooms] track in the config to monitor")
     }
     return nil
   }
@@ -164,6 +174,7 @@ private func attachParts(to daemon: Daemon, config: Config, replay: Bool) throws
   } catch {
     throw CommandFailure("\(error)")
   }
+  rooms?.attach(to: driver)
   let monitor = AgentMonitor(loop: daemon.loop, driver: driver, proximityLog: writer)
   monitor.onAdapterState = { log($0.message) }
   daemon.attach(monitor: monitor)

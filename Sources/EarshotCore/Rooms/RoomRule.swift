@@ -1,0 +1,376 @@
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Decides, per beacon, which room it is in from the sightings of every
+/// agent, or that it is away. Pure: sightings, agents going on and off
+/// line and the passing of time go in (message time `t`, microseconds, so
+/// a replay decides as a live site does); room changes come out.
+///
+/// - The candidate is the room whose sightings over the last `window`
+///   seconds give the shortest distance (geometric mean: distances are
+///   log-normal, and one far reading must not outweigh several near ones).
+/// - With no room yet (first sighting, or back from away) the candidate is
+///   taken at once.
+/// - Otherwise a challenger replaces the current room only after beating it
+///   by `margin` at every sighting for `switchAfter` seconds; a current
+///   room that no longer hears the beacon is beaten by any challenger.
+/// - Heard by no agent for `awayAfter` seconds (or, with `auto`, the
+///   beacon's own timeout learnt from the gaps between its sightings) it
+///   is away.
+/// - An agent that goes offline (its last will) drops out at once: its
+///   sightings are forgotten and a beacon it held moves at its next
+///   sighting to the best room still hearing it. Its silence alone never
+///   makes a beacon away while others hear it.
+///
+/// `naive` settings give the baseline rule: the room of the shortest
+/// distance in the last second, switched at once.
+public struct RoomRule: Sendable {
+  public struct Settings: Sendable, Equatable {
+    public var window: Double
+    public var switchAfter: Double
+    public var margin: RoomMargin
+    public var awayAfter: ExitAfter
+    /// Path-loss exponent that turns a dB margin into a distance ratio.
+    public var exponent: Double
+    public var autoFloor: Double
+    public var autoCeiling: Double
+    /// Seconds a beacon with no room is heard before it is placed, so
+    /// that every agent's first sighting counts, not only the quickest's.
+    public var placeAfter = 2.0
+
+    public init(
+      window: Double = 5, switchAfter: Double = 3, margin: RoomMargin = .decibels(3),
+      awayAfter: ExitAfter = .seconds(30), exponent: Double = 2, autoFloor: Double = 6,
+      autoCeiling: Double = 300
+    ) {
+      self.window = window
+      self.switchAfter = switchAfter
+      self.margin = margin
+      self.awayAfter = awayAfter
+      self.exponent = exponent
+      self.autoFloor = autoFloor
+      self.autoCeiling = autoCeiling
+    }
+
+    public init(config: Config) {
+      self.init(
+        window: config.rooms.window, switchAfter: config.rooms.switchAfter,
+        margin: config.rooms.margin, awayAfter: config.rooms.awayAfter,
+        exponent: config.ranging.pathLossExponent, autoFloor: config.monitor.autoFloor,
+        autoCeiling: config.monitor.autoCeiling)
+    }
+
+    /// "Strongest receiver each second": the same away rule, no hysteresis.
+    public func naive() -> Settings {
+      var s = self
+      s.window = 1
+      s.switchAfter = 0
+      s.margin = .decibels(0)
+      s.placeAfter = 0
+      return s
+    }
+  }
+
+  /// Sightings kept per beacon and room: a window's worth at 1 Hz and more.
+  static let samplesPerRoom = 8
+  /// Rooms kept per beacon; past this the one heard longest ago goes.
+  static let roomsPerBeacon = 32
+  /// Beacons kept at most (memory stays bounded whatever is published);
+  /// past this, sightings of new beacons are refused and counted.
+  public static let defaultCapacity = 100_000
+  /// Away beacons unheard this long are forgotten (their retained state
+  /// already says away).
+  static let forgetAfterMicros: Int64 = 3_600_000_000
+
+  struct Trace: Sendable {
+    var room: Int32
+    var count: Int8 = 0
+    var next: Int8 = 0
+    var lastHeard: Int64 = .min
+    var times = InlineArray<8, Int64>(repeating: 0)
+    /// log10 of the distance in metres.
+    var logs = InlineArray<8, Float>(repeating: 0)
+
+    init(room: Int32) { self.room = room }
+
+    mutating func add(_ t: Int64, _ logDistance: Float) {
+      times[Int(next)] = t
+      logs[Int(next)] = logDistance
+      next = (next + 1) % Int8(RoomRule.samplesPerRoom)
+      count = min(count + 1, Int8(RoomRule.samplesPerRoom))
+    }
+
+    /// Mean log10 distance of the samples at or after `since`.
+    func score(since: Int64) -> Double? {
+      var sum = 0.0
+      var n = 0
+      for k in 0..<Int(count) where times[k] >= since {
+        sum += Double(logs[k])
+        n += 1
+      }
+      return n > 0 ? sum / Double(n) : nil
+    }
+  }
+
+  struct BeaconState: Sendable {
+    var traces: [Trace] = []
+    var current: Int32? = nil
+    var hasRoom = false
+    var challenger: Int32? = nil
+    var challengerSince: Int64 = 0
+    /// Last sighting from any agent; `nil` after a restore until time moves.
+    var lastHeard: Int64? = nil
+    /// When a beacon with no room was first heard (placement waits).
+    var firstHeard: Int64? = nil
+    var interval = AdvertisingIntervalEstimator()
+  }
+
+  public private(set) var settings: Settings
+  public var capacity = RoomRule.defaultCapacity
+  /// Beacon states stored densely, found through `index`.
+  private var states: [BeaconState] = []
+  private var ids: [BeaconID] = []
+  private var positions: [BeaconID: Int] = [:]
+  private var roomNames: [String] = []
+  private var roomIndex: [String: Int32] = [:]
+  private var online: [Bool] = []
+  private var now: Int64 = .min
+  /// No beacon is due to go away before this (a lower bound).
+  private var awayFloor: Int64 = .min
+  /// Sightings refused because `capacity` beacons were kept.
+  public private(set) var refused = 0
+
+  public init(settings: Settings) { self.settings = settings }
+
+  // MARK: Inputs
+
+  /// One sighting. Returns the changes it (and the time it brings) causes.
+  public mutating func sighting(_ s: RoomSighting) -> [RoomChange] {
+    var out = advance(to: s.t)
+    let room = index(of: s.room)
+    if !online[Int(room)] { online[Int(room)] = true }  // it speaks: it is up
+    guard let i = position(of: s.beacon, create: true) else {
+      refused += 1
+      return out
+    }
+    let timeout = awayTimeout(states[i])
+    states[i].lastHeard = max(states[i].lastHeard ?? s.t, s.t)
+    states[i].interval.observe(at: s.t, absentAfter: timeout)
+    if let d = s.distance {
+      let k = Self.traceIndex(&states[i], room: room)
+      states[i].traces[k].add(s.t, Float(log10(d)))
+      states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
+    } else if let k = states[i].traces.firstIndex(where: { $0.room == room }) {
+      states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
+    }
+    if let change = Self.decide(&states[i], at: now, settings: settings, online: online) {
+      out.append(RoomChange(t: now, beacon: s.beacon, room: change.map { roomNames[Int($0)] }))
+    }
+    if states[i].hasRoom, let heard = states[i].lastHeard {
+      awayFloor = min(awayFloor, heard &+ Int64(timeout * 1e6))
+    }
+    return out
+  }
+
+  /// An agent's status: offline (its last will, or a clean stop) drops its
+  /// room out at once; its beacons move at their next sighting elsewhere.
+  public mutating func agent(_ room: String, online isOnline: Bool, at t: Int64? = nil)
+    -> [RoomChange]
+  {
+    var out = t.map { advance(to: $0) } ?? []
+    let r = index(of: room)
+    online[Int(r)] = isOnline
+    guard !isOnline else { return out }
+    for i in states.indices {
+      states[i].traces.removeAll { $0.room == r }
+      if states[i].challenger == r { states[i].challenger = nil }
+      guard states[i].current == r, states[i].hasRoom, now != .min else { continue }
+      if let change = Self.decide(&states[i], at: now, settings: settings, online: online) {
+        out.append(RoomChange(t: now, beacon: ids[i], room: change.map { roomNames[Int($0)] }))
+      }
+    }
+    return out
+  }
+
+  /// A room decided before a restart (the retained state): kept unless
+  /// this rule already knows the beacon. Its away time counts from now.
+  public mutating func restore(_ beacon: BeaconID, room: String?) {
+    guard positions[beacon] == nil, let i = position(of: beacon, create: true) else { return }
+    states[i].hasRoom = room != nil
+    states[i].current = room.map { index(of: $0) }
+    states[i].lastHeard = nil
+    awayFloor = .min
+  }
+
+  /// Time passes: beacons whose silence has lasted their away time go
+  /// away (each change at the moment it became due).
+  public mutating func advance(to t: Int64) -> [RoomChange] {
+    if t > now { now = t }
+    guard now >= awayFloor else { return [] }
+    var out: [RoomChange] = []
+    var next = Int64.max
+    var i = 0
+    while i < states.count {
+      defer { i += 1 }
+      let timeout = Int64(awayTimeout(states[i]) * 1e6)
+      guard let heard = states[i].lastHeard else {
+        states[i].lastHeard = now  // restored: the clock starts now
+        next = min(next, now &+ timeout)
+        continue
+      }
+      let due = heard &+ timeout
+      if states[i].hasRoom {
+        if due <= now {
+          states[i].hasRoom = false
+          states[i].current = nil
+          states[i].challenger = nil
+          states[i].firstHeard = nil
+          states[i].traces.removeAll()
+          out.append(RoomChange(t: due, beacon: ids[i], room: nil))
+        } else {
+          next = min(next, due)
+        }
+      } else if now - heard > Self.forgetAfterMicros {
+        remove(at: i)
+        i -= 1
+      }
+    }
+    // Check again at the next due time, and at least every minute (forgetting).
+    awayFloor = min(next, now &+ 60_000_000)
+    return out.sorted { ($0.t, $0.beacon) < ($1.t, $1.beacon) }
+  }
+
+  private mutating func position(of id: BeaconID, create: Bool) -> Int? {
+    if let i = positions[id] { return i }
+    guard create, states.count < capacity else { return nil }
+    positions[id] = states.count
+    states.append(BeaconState())
+    ids.append(id)
+    return states.count - 1
+  }
+
+  /// Swap-remove: the last state moves into the hole.
+  private mutating func remove(at i: Int) {
+    positions[ids[i]] = nil
+    let last = states.count - 1
+    if i != last {
+      states.swapAt(i, last)
+      ids.swapAt(i, last)
+      positions[ids[i]] = i
+    }
+    states.removeLast()
+    ids.removeLast()
+  }
+
+  // MARK: Queries
+
+  /// When `advance` next has something to do.
+  public var nextDeadline: Int64? { states.isEmpty ? nil : awayFloor }
+
+  public func room(of beacon: BeaconID) -> String? {
+    positions[beacon].flatMap { states[$0].current }.map { roomNames[Int($0)] }
+  }
+
+  public var beaconCount: Int { states.count }
+
+  /// Seconds of silence before `beacon` is away (under `auto`, its own).
+  public func awayTimeout(of beacon: BeaconID) -> Double? {
+    positions[beacon].map { awayTimeout(states[$0]) }
+  }
+
+  // MARK: The decision
+
+  /// The change to make now, if any: `.some(nil)` for away is never made
+  /// here (away is time's doing), so the result is `.some(room)` or `nil`.
+  private static func decide(
+    _ b: inout BeaconState, at t: Int64, settings: Settings, online: [Bool]
+  ) -> Int32?? {
+    let since = t - Int64(settings.window * 1e6)
+    let switchAfter = Int64(settings.switchAfter * 1e6)
+    var best: (room: Int32, score: Double)? = nil
+    var currentScore: Double? = nil
+    for tr in b.traces where online[Int(tr.room)] {
+      guard let s = tr.score(since: since) else { continue }
+      if tr.room == b.current { currentScore = s }
+      if best == nil || s < best!.score || (s == best!.score && tr.room == b.current) {
+        best = (tr.room, s)
+      }
+    }
+    guard let best else {
+      b.challenger = nil
+      return nil
+    }
+    guard b.hasRoom, let current = b.current else {
+      let first = b.firstHeard ?? t
+      b.firstHeard = first
+      guard t - first >= Int64(settings.placeAfter * 1e6) else { return nil }
+      b.firstHeard = nil
+      b.hasRoom = true
+      b.current = best.room
+      b.challenger = nil
+      return .some(best.room)
+    }
+    if best.room == current {
+      b.challenger = nil
+      return nil
+    }
+    // A current room whose agent is offline drops out at once.
+    if !online[Int(current)] {
+      b.current = best.room
+      b.challenger = nil
+      return .some(best.room)
+    }
+    let wins = currentScore.map { beats(best.score, $0, settings) } ?? true
+    guard wins else {
+      b.challenger = nil
+      return nil
+    }
+    if b.challenger != best.room {
+      b.challenger = best.room
+      b.challengerSince = t
+    }
+    guard t - b.challengerSince >= switchAfter else { return nil }
+    b.current = best.room
+    b.challenger = nil
+    return .some(best.room)
+  }
+
+  /// Whether a challenger's score beats the current one's by the margin
+  /// (scores are mean log10 distances).
+  private static func beats(_ challenger: Double, _ current: Double, _ settings: Settings) -> Bool {
+    switch settings.margin {
+    case .decibels(let db): 10 * settings.exponent * (current - challenger) >= db
+    case .metres(let m): pow(10, current) - pow(10, challenger) >= m
+    }
+  }
+
+  private func awayTimeout(_ b: BeaconState) -> Double {
+    switch settings.awayAfter {
+    case .seconds(let s): return s
+    case .auto:
+      let cautious = min(settings.autoCeiling, max(settings.autoFloor, 30))
+      return b.interval.timeout(floor: settings.autoFloor, ceiling: settings.autoCeiling)
+        ?? cautious
+    }
+  }
+
+  private static func traceIndex(_ b: inout BeaconState, room: Int32) -> Int {
+    if let k = b.traces.firstIndex(where: { $0.room == room }) { return k }
+    if b.traces.count >= Self.roomsPerBeacon {
+      let oldest = b.traces.indices.min { b.traces[$0].lastHeard < b.traces[$1].lastHeard }!
+      b.traces.remove(at: oldest)
+    }
+    b.traces.append(Trace(room: room))
+    return b.traces.count - 1
+  }
+
+  private mutating func index(of room: String) -> Int32 {
+    if let i = roomIndex[room] { return i }
+    let i = Int32(roomNames.count)
+    roomNames.append(room)
+    roomIndex[room] = i
+    online.append(true)
+    return i
+  }
+}

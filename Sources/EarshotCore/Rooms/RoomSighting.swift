@@ -1,0 +1,183 @@
+/// One agent's view of one tracked beacon over its last `[rooms] interval`:
+/// what `earshot run` publishes and `earshot rooms` decides from.
+public struct RoomSighting: Sendable, Equatable {
+  /// Microseconds since the Unix epoch: capture time in a replay, the
+  /// agent's clock live.
+  public var t: Int64
+  public var beacon: BeaconID
+  public var room: String
+  /// Filtered RSSI in dBm, after this receiver's `rssi_offset`.
+  public var rssi: Double?
+  /// Calibrated distance in metres; `nil` when none can be trusted.
+  public var distance: Double?
+  /// Reports heard since the previous sighting.
+  public var count: Int
+
+  public init(
+    t: Int64, beacon: BeaconID, room: String, rssi: Double?, distance: Double?, count: Int
+  ) {
+    self.t = t
+    self.beacon = beacon
+    self.room = room
+    self.rssi = rssi
+    self.distance = distance
+    self.count = count
+  }
+
+  /// `{"t":…,"room":"kitchen","rssi":-71.2,"distance":2.31,"n":7}`: the
+  /// beacon is in the topic. Times to the millisecond.
+  public var payload: String {
+    var j = JSONLine()
+    j.add("t", Double(t) / 1e6, decimals: 3)
+    j.add("room", room)
+    if let rssi { j.add("rssi", rssi, decimals: 1) } else { j.addNull("rssi") }
+    if let distance { j.add("distance", distance, decimals: 2) } else { j.addNull("distance") }
+    j.add("n", count)
+    return j.line
+  }
+
+  /// A sighting from its topic and payload; `nil` for anything malformed
+  /// (the aggregator counts and logs those, and goes on).
+  public static func parse(topic: String, payload: [UInt8], topics: RoomTopics) -> RoomSighting? {
+    guard let beacon = topics.beacon(inSightingTopic: topic),
+      let json = try? JSONParser.parse(payload),
+      let t = json["t"]?.number, t.isFinite, abs(t) < 1e11,
+      let room = json["room"]?.string, !room.isEmpty, room.utf8.count <= 128
+    else { return nil }
+    let distance = json["distance"]?.number.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
+    let rssi = json["rssi"]?.number.flatMap { $0.isFinite ? $0 : nil }
+    let n = json["n"]?.number.map { Int(clamping: Int64(max(0, min($0, 1e9)))) } ?? 1
+    return RoomSighting(
+      t: Int64((t * 1e6).rounded()), beacon: beacon, room: room, rssi: rssi, distance: distance,
+      count: n)
+  }
+}
+
+/// A room decision: the beacon is in `room`, or away (`nil`).
+public struct RoomChange: Sendable, Equatable {
+  public var t: Int64
+  public var beacon: BeaconID
+  public var room: String?
+
+  public init(t: Int64, beacon: BeaconID, room: String?) {
+    self.t = t
+    self.beacon = beacon
+    self.room = room
+  }
+
+  /// `{"t":T,"event":"room","beacon":"UUID:MAJOR:MINOR","room":"kitchen"}`.
+  public var json: String {
+    var j = JSONLine()
+    j.add("t", Double(t) / 1e6, decimals: 3)
+    j.add("event", "room")
+    j.add("beacon", beacon.description)
+    if let room { j.add("room", room) } else { j.addNull("room") }
+    return j.line
+  }
+
+  /// A change line; `requireEvent: false` also takes truth.jsonl's lines
+  /// (the same fields without `event`).
+  public static func parse(_ line: String, requireEvent: Bool = true) -> RoomChange? {
+    guard let j = try? JSONParser.parse(line),
+      requireEvent
+        ? j["event"]?.string == "room" : (j["event"] == nil || j["event"]?.string == "room"),
+      let t = j["t"]?.number, t.isFinite, abs(t) < 1e11,
+      let b = j["beacon"]?.string.flatMap(BeaconID.parse)
+    else { return nil }
+    return RoomChange(t: Int64((t * 1e6).rounded()), beacon: b, room: j["room"]?.string)
+  }
+}
+
+extension BeaconID {
+  /// `UUID:MAJOR:MINOR`, as `description` prints it.
+  public static func parse(_ text: String) -> BeaconID? {
+    let p = text.split(separator: ":", omittingEmptySubsequences: false)
+    guard p.count == 3, let u = BeaconUUID(p[0]), let major = UInt16(p[1]),
+      let minor = UInt16(p[2])
+    else { return nil }
+    return BeaconID(uuid: u, major: major, minor: minor)
+  }
+}
+
+/// The rooms topic layout, under one prefix (`[rooms] topic`, default
+/// `earshot/rooms`) shared by a site's agents and aggregators:
+///
+/// - `PREFIX/sighting/SHARD/BEACON/ROOM`: sightings, QoS 0, not retained.
+///   SHARD = FNV-1a(BEACON) mod `shards`, so an aggregator subscribes to
+///   `PREFIX/sighting/SHARD/#` for each shard it serves and gets every
+///   sighting of its beacons and of no others. (MQTT 5 shared
+///   subscriptions spread messages, not beacons: one beacon's sightings
+///   would be split between aggregators, and none could decide its room.)
+/// - `PREFIX/agent/ROOM`: retained, which status topic tells whether the
+///   room's agent is online (its MQTT bridge's `…/status`, whose last
+///   will says `offline`).
+/// - `PREFIX/beacon/BEACON/state`: the decided room, retained.
+/// - `PREFIX/aggregator/ID/status`: an aggregator's online/offline.
+public struct RoomTopics: Sendable, Equatable {
+  public let prefix: String
+  public let shards: Int
+
+  public init(prefix: String, shards: Int) {
+    self.prefix = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
+    self.shards = max(1, shards)
+  }
+
+  public init(_ config: RoomsConfig) { self.init(prefix: config.topic, shards: config.shards) }
+
+  /// A beacon's shard: FNV-1a (32 bits) of its topic segment, stable
+  /// across machines and versions so agents and aggregators agree.
+  public func shard(of beacon: BeaconID) -> Int {
+    var h: UInt32 = 2_166_136_261
+    for b in MQTTTopics.slug(beacon).utf8 {
+      h = (h ^ UInt32(b)) &* 16_777_619
+    }
+    return Int(h % UInt32(shards))
+  }
+
+  public func sighting(_ beacon: BeaconID, room: String) -> String {
+    "\(prefix)/sighting/\(shard(of: beacon))/\(MQTTTopics.slug(beacon))/\(MQTTTopics.slug(room))"
+  }
+
+  public func sightingFilter(shard: Int) -> String { "\(prefix)/sighting/\(shard)/#" }
+
+  public func agent(_ room: String) -> String { "\(prefix)/agent/\(MQTTTopics.slug(room))" }
+  public var agentFilter: String { "\(prefix)/agent/+" }
+
+  public func state(_ beacon: BeaconID) -> String {
+    "\(prefix)/beacon/\(MQTTTopics.slug(beacon))/state"
+  }
+  public var stateFilter: String { "\(prefix)/beacon/+/state" }
+
+  public func aggregatorStatus(_ id: String) -> String {
+    "\(prefix)/aggregator/\(MQTTTopics.slug(id))/status"
+  }
+
+  /// The beacon named by a sighting topic's BEACON segment
+  /// (`uuid-major-minor`, lower case).
+  public func beacon(inSightingTopic topic: String) -> BeaconID? {
+    let head = prefix + "/sighting/"
+    guard topic.hasPrefix(head) else { return nil }
+    let parts = topic.dropFirst(head.count).split(separator: "/", omittingEmptySubsequences: false)
+    guard parts.count == 3 else { return nil }
+    return Self.beacon(slug: parts[1])
+  }
+
+  /// The beacon of a `PREFIX/beacon/BEACON/state` topic.
+  public func beacon(inStateTopic topic: String) -> BeaconID? {
+    let head = prefix + "/beacon/"
+    guard topic.hasPrefix(head), topic.hasSuffix("/state") else { return nil }
+    let mid = topic.dropFirst(head.count).dropLast("/state".count)
+    return Self.beacon(slug: mid)
+  }
+
+  static func beacon(slug: Substring) -> BeaconID? {
+    guard slug.utf8.count > 37 else { return nil }
+    let uuidEnd = slug.index(slug.startIndex, offsetBy: 36)
+    guard let uuid = BeaconUUID(slug[..<uuidEnd]) else { return nil }
+    let rest = slug[uuidEnd...].split(separator: "-", omittingEmptySubsequences: false)
+    guard rest.count == 3, rest[0].isEmpty, let major = UInt16(rest[1]),
+      let minor = UInt16(rest[2])
+    else { return nil }
+    return BeaconID(uuid: uuid, major: major, minor: minor)
+  }
+}

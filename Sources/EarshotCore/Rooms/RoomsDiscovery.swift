@@ -1,0 +1,64 @@
+/// Home Assistant discovery for rooms: per beacon, a `sensor` showing its
+/// room (`away` when no agent hears it) and a `device_tracker` whose state
+/// is the room's name or `not_home`, both read from the beacon's retained
+/// state and grouped under one device per beacon. Available while the
+/// aggregator that decides them is online.
+public struct RoomsDiscovery: Sendable {
+  public let topics: RoomTopics
+  public let aggregatorStatus: String
+  public let version: String
+  public let prefix: String
+
+  public init(topics: RoomTopics, aggregatorStatus: String, version: String, prefix: String) {
+    self.topics = topics
+    self.aggregatorStatus = aggregatorStatus
+    self.version = version
+    self.prefix = prefix
+  }
+
+  /// The beacon's room as the retained state says it.
+  public static func state(_ change: RoomChange) -> String {
+    var j = JSONLine()
+    j.add("t", Double(change.t) / 1e6, decimals: 3)
+    j.add("beacon", change.beacon.description)
+    if let room = change.room { j.add("room", room) } else { j.addNull("room") }
+    return j.line
+  }
+
+  public func messages(for beacon: BeaconID) -> [HomeAssistantDiscovery.Message] {
+    let object = "earshot_room_" + MQTTTopics.slug(beacon)
+    let label = "Beacon \(beacon.major)/\(beacon.minor)"
+    func common(_ j: inout JSONLine, _ suffix: String, _ name: String) {
+      j.add("name", name)
+      j.add("unique_id", object + suffix)
+      j.add("object_id", object + suffix)
+      j.add("state_topic", topics.state(beacon))
+      j.addRaw("json_attributes_topic", JSONLine.quoted(topics.state(beacon)))
+      var device = JSONLine()
+      device.addRaw("identifiers", "[\(JSONLine.quoted(object))]")
+      device.add("name", label)
+      device.add("manufacturer", "Earshot")
+      device.add("model", "iBeacon \(beacon)")
+      device.add("sw_version", version)
+      j.addRaw("device", device.line)
+      j.add("availability_topic", aggregatorStatus)
+      j.add("payload_available", "online")
+      j.add("payload_not_available", "offline")
+    }
+    var sensor = JSONLine()
+    common(&sensor, "", "\(label) room")
+    sensor.add("icon", "mdi:home-map-marker")
+    sensor.add("value_template", "{{ value_json.room if value_json.room else 'away' }}")
+    var tracker = JSONLine()
+    common(&tracker, "_tracker", label)
+    tracker.add("source_type", "bluetooth_le")
+    tracker.add("value_template", "{{ value_json.room if value_json.room else 'not_home' }}")
+    tracker.add("payload_home", "home")
+    tracker.add("payload_not_home", "not_home")
+    return [
+      .init(topic: "\(prefix)/sensor/earshot_rooms/\(object)/config", payload: sensor.line),
+      .init(
+        topic: "\(prefix)/device_tracker/earshot_rooms/\(object)/config", payload: tracker.line),
+    ]
+  }
+}

@@ -1,0 +1,40 @@
+import EarshotCore
+
+/// The agent's part in rooms: the tracked beacons' sightings, one per
+/// beacon per `[rooms] interval`, published through the agent's MQTT
+/// bridge (QoS 0, not retained), and a retained record naming this room's
+/// status topic, whose last will tells the aggregators when it is gone.
+public final class RoomsAgent {
+  public let room: String
+  private var publisher: SightingPublisher
+  private let bridge: MQTTBridge
+  private let topics: RoomTopics
+  public private(set) var published = 0
+
+  public init(config: Config, hostname: String, bridge: MQTTBridge) {
+    room = config.rooms.room ?? hostname
+    publisher = SightingPublisher(room: room, config: config)
+    self.bridge = bridge
+    topics = RoomTopics(config.rooms)
+    var j = JSONLine()
+    j.add("room", room)
+    j.add("status", bridge.availabilityTopic)
+    j.add("interval", config.rooms.interval, decimals: 3)
+    bridge.status(topics.agent(room), j.line)
+  }
+
+  /// Takes the monitor's iBeacon reports (live or replayed).
+  public func attach(to driver: MonitorDriver) {
+    driver.onBeacon = { t, beacon, report in  // the driver keeps this part alive
+      self.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi)
+    }
+  }
+
+  public func report(at t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?) {
+    guard let s = publisher.report(at: t, beacon: beacon, address: address, rssi: rssi) else {
+      return
+    }
+    bridge.stream(topics.sighting(s.beacon, room: s.room), s.payload)
+    published += 1
+  }
+}
