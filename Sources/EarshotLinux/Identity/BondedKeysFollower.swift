@@ -1,3 +1,4 @@
+import CSystemd
 import EarshotCore
 
 #if canImport(Glibc)
@@ -173,5 +174,12 @@ public final class BondedKeysFollower {
       }
       return true
     }
+  }
+}
+
+/// Tells systemd a `Type=notify` service is ready (no-op outside systemd).
+public enum ServiceReadiness {
+  public static func ready() {
+    _ = sd_notify(0, "READY=1")
   }
 }

@@ -12,6 +12,7 @@ let commands: [Command] = [
   stopCommand,
   runCommand,
   statusCommand,
+  keysCommand,
   eventsCommand,
   foundCommand,
   deviceCommand,
