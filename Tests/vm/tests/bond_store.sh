@@ -1,0 +1,115 @@
+# Keys from BlueZ's bond store, proved against the kernel: hci1 (the
+# "phone") turns privacy on with a known IRK (btmgmt privacy on KEY, so it
+# distributes that key when it bonds) and pairs with hci0 (the "laptop")
+# through bluetoothd; bluetoothd writes the bond into
+# /var/lib/bluetooth/<laptop>/<phone>/info. `earshot keys export` must
+# read back the phone's own key, byte order included, and that key must
+# resolve the resolvable private address the phone then advertises from
+# (checked with the openssl command's AES, not Earshot's). The exporter,
+# started before the pairing, picks the new bond up by itself; an
+# unprivileged reader gets the documented message.
+. "$RESULTS/env"
+mkdir -p /run/dbus
+dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
+wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
+start_btvirt -l2
+btmon -w trace.btsnoop >/dev/null 2>&1 &
+/usr/libexec/bluetooth/bluetoothd -n -d >bluetoothd.log 2>&1 &
+a0=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
+a1=$(hciconfig hci1 | awk '/BD Address/ {print $3}')
+wait_for 30 bluetoothd_lists "$a0" "$a1" || fail "bluetoothd does not list hci0 and hci1"
+
+# The Core Specification's sample IRK, ec0234a3...0a397d9b most significant
+# byte first; the management interface (and so btmgmt) takes the 16 bytes
+# least significant first.
+IRK_MSB=ec0234a357c8ad05341010a60a397d9b
+IRK_MGMT=9B7D390AA610103405ADC857A33402EC
+for i in hci0 hci1; do
+  for c in "power off" "le on" "bredr off" "sc on" "bondable on" "connectable on"; do
+    mgmt -i $i $c
+  done
+done
+mgmt -i hci1 privacy on $IRK_MGMT
+check "btmgmt privacy on (hci1) accepted" grep -q "btmgmt -i hci1 privacy on $IRK_MGMT: status 0" btmgmt.log
+mgmt -i hci0 power on
+mgmt -i hci1 power on
+mgmt -i hci1 info
+mgmt -i hci0 advertising on
+
+"$EARSHOT" ble-agent --accept >agent.out 2>agent.err &
+wait_for 10 grep -q '"ready"' agent.out || { fail "pairing agent did not register"; cat agent.out agent.err; }
+
+# The exporter follows the store from before the bond exists.
+mkdir -p /tmp/keys
+"$EARSHOT" keys export --follow --store /var/lib/bluetooth --output /tmp/keys/bonded-keys \
+  --group nogroup >follow.out 2>follow.err &
+FOLLOW=$!
+check "the exporter wrote a keys file at once" wait_for 10 test -e /tmp/keys/bonded-keys
+check "before pairing it lists no device" bash -c "! grep -q '^\[device' /tmp/keys/bonded-keys"
+
+# The phone pairs with the laptop (central, from a resolvable address).
+for try in 1 2 3; do
+  timeout --foreground -k 5 40 btmgmt -i hci1 pair -c 3 -t 1 "$a0" >pair.out 2>&1
+  cat pair.out
+  test -e "/var/lib/bluetooth/$a0/$a1/info" && grep -q IdentityResolvingKey "/var/lib/bluetooth/$a0/$a1/info" && break
+  sleep 2
+done
+info=/var/lib/bluetooth/$a0/$a1/info
+check "bluetoothd stored the bond under the phone's identity address" test -e "$info"
+cat "$info"
+stored=$(sed -n '/^\[IdentityResolvingKey\]/,/^\[/ s/^Key=//p' "$info")
+check "the store holds the phone's IRK as the management interface gave it ($stored)" [ "$stored" = "$IRK_MGMT" ]
+check "the store says the identity address is public" grep -qx 'AddressType=public' "$info"
+
+"$EARSHOT" keys export --store /var/lib/bluetooth --output - >export.out 2>export.err
+check "keys export exits 0" [ $? -eq 0 ]
+cat export.out export.err
+check "keys export lists the phone by identity address" grep -qx "\[device \"$a1\"\]" export.out
+check "keys export gives its IRK most significant byte first" grep -qx "irk = $IRK_MSB" export.out
+check "keys export holds no long-term key" bash -c "! grep -qi 'longterm\|ltk' export.out"
+check "the laptop's own entry lists no key (the phone's side: not bonded with itself)" \
+  bash -c "[ \$(grep -c '^\[device' export.out) -ge 1 ]"
+
+check "the following exporter picked the new bond up" wait_for 15 grep -q "irk = $IRK_MSB" /tmp/keys/bonded-keys
+check "the keys file is mode 0640, group nogroup" [ "$(stat -c '%a %G' /tmp/keys/bonded-keys)" = "640 nogroup" ]
+cat follow.err
+
+# The phone advertises from a resolvable private address; the laptop scans.
+mgmt -i hci0 advertising off
+"$EARSHOT" scan --adapter hci0 --all >scan.out 2>scan.err &
+SCAN=$!
+( for n in 1 2 3 4 5 6; do mgmt -i hci1 advertising on; sleep 0.5; mgmt -i hci1 advertising off; sleep 0.2; done ) 
+kill -INT $SCAN; wait $SCAN
+rpa=$(grep '"address_type":"random"' scan.out | sed -n 's/.*"address":"\([0-9A-F:]*\)".*/\1/p' | sort -u | head -1)
+echo "phone advertised from: $rpa"; head -5 scan.out; cat scan.err
+check "the phone advertised from a random address ($rpa)" test -n "$rpa"
+top=$(( 0x${rpa:0:2} >> 6 ))
+check "it is a resolvable private address (top bits 01)" [ "$top" -eq 1 ]
+# ah(k, prand) = last 3 bytes of AES-128(k, 13 zero bytes || prand).
+ah() {
+  local key=$1 prand=$2
+  printf '00000000000000000000000000%s' "$prand" | xxd -r -p |
+    openssl enc -aes-128-ecb -K "$key" -nopad 2>/dev/null | xxd -p | tr -d '\n' | tail -c 6
+}
+prand=$(echo "${rpa:0:8}" | tr -d ':' | tr 'A-F' 'a-f')
+hash=$(echo "${rpa:9:8}" | tr -d ':' | tr 'A-F' 'a-f')
+exported=$(sed -n 's/^irk = //p' export.out | head -1)
+echo "prand $prand hash $hash ah(exported) $(ah "$exported" "$prand") ah(store as written) $(ah "$(echo $stored | tr A-F a-f)" "$prand")"
+check "the exported key resolves the phone's address (openssl AES)" [ "$(ah "$exported" "$prand")" = "$hash" ]
+check "the store's digits read as written do not (the byte order matters)" [ "$(ah "$(echo $stored | tr A-F a-f)" "$prand")" != "$hash" ]
+
+# Without root the store cannot be read; the message says what to run.
+setpriv --reuid=nobody --regid=nogroup --clear-groups "$EARSHOT" keys export --output - >nobody.out 2>nobody.err
+rc=$?
+cat nobody.err
+check "unprivileged export fails with status 1" [ $rc -eq 1 ]
+check "and says only root can read the store and what to run" grep -q "only root can.*sudo earshot keys export" nobody.err
+check "an unprivileged reader can read the keys file through its group" \
+  setpriv --reuid=nobody --regid=nogroup --clear-groups cat /tmp/keys/bonded-keys
+
+# The bond removed: the exporter drops it.
+busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "/org/bluez/hci0/dev_${a1//:/_}"
+check "a removed bond leaves the keys file" wait_for 15 bash -c "! grep -q '$a1' /tmp/keys/bonded-keys"
+kill -TERM $FOLLOW; wait $FOLLOW
+check "the exporter stops cleanly on SIGTERM" [ $? -eq 0 ]
+stop_btvirt
