@@ -118,7 +118,7 @@ final class DenseRoomBoundsTests: XCTestCase {
     XCTAssertEqual(m.state(of: "hall"), .outside)
     XCTAssertEqual(m.state(of: "desk"), .outside)
     // The desk's beacon, seen first, is the one its exit names: kept.
-    XCTAssertEqual(m.rangedBeacons(region: "desk", at: 0).map(\.id), [desk])
+    XCTAssertEqual(m.rangedBeacons(region: "desk", at: 0).map(\.id.beacon), [desk])
   }
 
   /// Ranging's filter and the interval estimator live inside each record,

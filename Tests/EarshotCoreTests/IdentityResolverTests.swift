@@ -77,7 +77,7 @@ final class IdentityResolverTests: XCTestCase {
   }
 
   func makeResolver(capacity: Int = 4096) throws -> (
-    IdentityResolver<CountingMixCipher>, CountingMixCipher, [IdentityAddress],
+    IdentityResolver<CountingMixCipher, IdentityAddress>, CountingMixCipher, [IdentityAddress],
     [IdentityResolvingKey]
   ) {
     let cipher = CountingMixCipher()

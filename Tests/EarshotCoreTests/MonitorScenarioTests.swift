@@ -205,7 +205,7 @@ final class MonitorScenarioTests: XCTestCase {
     // While both are there, ranging lists both, nearest first.
     let both = events.filter { $0.kind == .range && $0.t == s.micros(350) }
     XCTAssertEqual(both.count, 1)
-    XCTAssertEqual(both[0].beacons.map(\.id.minor), [2, 1])
+    XCTAssertEqual(both[0].beacons.map(\.id.beacon?.minor), [2, 1])
     XCTAssertEqual(both[0].beacons[0].proximity, .immediate)
     XCTAssertEqual(both[0].beacons[1].proximity, .far)
     // One range line per second while inside.
@@ -397,7 +397,8 @@ final class MonitorScenarioTests: XCTestCase {
             t: 7, beacon: id, address: address, rssi: -67.4, distance: 1.8, region: "desk")),
         .sighting(
           BeaconSighting(
-            t: 7, beacon: other.id, address: address, rssi: nil, distance: nil, region: "desk")),
+            t: 7, beacon: other.id.beacon!, address: address, rssi: nil, distance: nil,
+            region: "desk")),
       ])
   }
 }

@@ -21,6 +21,19 @@ public struct ADWalker: IteratorProtocol, Sequence {
     return ADStructure(type: type, value: value)
   }
 
+  /// The TX Power Level AD field (dBm at the antenna), if the data holds
+  /// one and walks cleanly (a value inside malformed data is not trusted).
+  public static func txPowerLevel(_ data: UnsafeRawBufferPointer) -> Int8? {
+    var walker = ADWalker(data)
+    var found: Int8? = nil
+    while let ad = walker.next() {
+      if ad.type == ADType.txPowerLevel, ad.value.count == 1 {
+        found = Int8(bitPattern: ad.value[0])
+      }
+    }
+    return walker.isMalformed ? nil : found
+  }
+
   /// Whether the whole data walks cleanly.
   public static func isWellFormed(_ data: UnsafeRawBufferPointer) -> Bool {
     var walker = ADWalker(data)

@@ -115,6 +115,16 @@ public struct RegionConfig: Sendable, Equatable {
   public var onEnter: [String]? = nil
   public var onExit: [String]? = nil
   public var hookTimeout = 10.0
+  /// Identity addresses of devices (bonded with this machine) that count.
+  public var devices: [BDAddress] = []
+  /// Keys given by hand: a device whose private addresses one resolves counts.
+  public var irks: [IdentityResolvingKey] = []
+  /// dBm a device is heard at 1 m when it advertises no TX power.
+  public var power: Int8 = RegionConfig.defaultDevicePower
+
+  /// -59 dBm: what phones and tags commonly report as their 1 m power (the
+  /// usual iBeacon calibration), a middling guess for an unknown device.
+  public static let defaultDevicePower: Int8 = -59
 
   public init(name: String, line: Int) {
     self.name = name
@@ -128,11 +138,32 @@ public struct RegionConfig: Sendable, Equatable {
     return true
   }
 
-  /// `uuid[:major[:minor]]`, to recognise the region in a state file.
+  /// Whether a device counts for this region: its identity is listed under
+  /// `device =`, or its key under `irk =`.
+  public func matches(_ device: DeviceIdentity) -> Bool {
+    if let a = device.address, devices.contains(a) { return true }
+    if let k = device.irk, irks.contains(k) { return true }
+    return false
+  }
+
+  public func matches(_ key: TrackKey) -> Bool {
+    switch key {
+    case .beacon(let b): matches(b)
+    case .device(let d): matches(d)
+    }
+  }
+
+  /// Whether the region watches devices at all.
+  public var watchesDevices: Bool { !devices.isEmpty || !irks.isEmpty }
+
+  /// `uuid[:major[:minor]]`, then the devices and key tags, to recognise
+  /// the region in a state file (a key is named by its tag, not written).
   public var identity: String {
     var s = uuid?.description ?? "-"
     if let major { s += ":\(major)" }
     if let minor { s += ":\(minor)" }
+    if !devices.isEmpty { s += "+device=" + devices.map(\.description).joined(separator: ",") }
+    if !irks.isEmpty { s += "+irk=" + irks.map(\.tag).joined(separator: ",") }
     return s
   }
 }
@@ -397,7 +428,7 @@ extension Config {
   /// Keys of `[region "NAME"]`.
   public static let regionKeys: [ConfigKey<RegionConfig>] = [
     .init(
-      "uuid", "The iBeacon proximity UUID (required).",
+      "uuid", "The iBeacon proximity UUID (a region needs a uuid, a device or an irk).",
       set: { r, v in r.uuid = try ConfigValue.uuid(v) }, show: { $0.uuid?.description ?? "" }),
     .init(
       "major", "Narrow the region to this major (0-65535); empty = any major.",
@@ -407,6 +438,21 @@ extension Config {
       "minor", "Narrow further to this minor (needs major); empty = any minor.",
       set: { r, v in r.minor = UInt16(try ConfigValue.integer(v, in: 0...65535)) },
       show: { $0.minor.map { String($0) } ?? "" }),
+    .init(
+      "device",
+      "Identity addresses of bonded devices (AA:BB:CC:DD:EE:FF), separated by spaces; any of them counts.",
+      set: { r, v in r.devices = try ConfigValue.addresses(v) },
+      show: { $0.devices.map(\.description).joined(separator: " ") }),
+    .init(
+      "irk",
+      "Identity resolving keys (32 hex digits, most significant byte first), separated by spaces.",
+      set: { r, v in r.irks = try ConfigValue.identityKeys(v) },
+      show: { $0.irks.map(\.hex).joined(separator: " ") }),
+    .init(
+      "power",
+      "dBm a device is heard at 1 m when it advertises no TX power (devices only).",
+      set: { r, v in r.power = Int8(try ConfigValue.integer(v, in: -100...20)) },
+      show: { String($0.power) }),
     .init(
       "exit_after", "Seconds with no report before exit, or auto; default [monitor] exit_after.",
       set: { r, v in r.exitAfter = try ExitAfter.parse(v) },

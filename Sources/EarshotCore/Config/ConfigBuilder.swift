@@ -96,8 +96,12 @@ extension Config {
     // Whole-region rules.
     for (raw, index) in regionIndex.sorted(by: { $0.value < $1.value }) {
       var r = config.regions[index]
-      if r.uuid == nil, seenKeys[raw + "\u{0}uuid"] == nil {
-        fail(r.line, raw, "uuid", "a region needs a uuid")
+      if r.uuid == nil, seenKeys[raw + "\u{0}uuid"] == nil, !r.watchesDevices,
+        seenKeys[raw + "\u{0}device"] == nil, seenKeys[raw + "\u{0}irk"] == nil
+      {
+        fail(
+          r.line, raw, "uuid",
+          "a region needs a uuid (iBeacons), a device (bonded devices) or an irk")
       }
       if r.minor != nil, r.major == nil {
         fail(

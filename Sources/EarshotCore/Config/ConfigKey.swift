@@ -222,6 +222,43 @@ public enum ConfigValue {
     return u
   }
 
+  /// Bluetooth addresses separated by spaces (or commas), at least one.
+  public static func addresses(_ v: String) throws -> [BDAddress] {
+    let words = v.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," })
+    guard !words.isEmpty else {
+      throw ConfigValueError("expected an address such as AA:BB:CC:DD:EE:FF")
+    }
+    var out: [BDAddress] = []
+    for w in words {
+      guard let a = BDAddress(w) else {
+        throw ConfigValueError(
+          "'\(w)' is not a Bluetooth address; write six hex pairs separated by colons, e.g. AA:BB:CC:DD:EE:FF"
+        )
+      }
+      if !out.contains(a) { out.append(a) }
+    }
+    return out
+  }
+
+  /// Identity resolving keys separated by spaces (or commas), at least one.
+  public static func identityKeys(_ v: String) throws -> [IdentityResolvingKey] {
+    let words = v.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," })
+    guard !words.isEmpty else {
+      throw ConfigValueError("expected a key of 32 hex digits, most significant byte first")
+    }
+    var out: [IdentityResolvingKey] = []
+    for (n, w) in words.enumerated() {
+      do {
+        let k = try IdentityResolvingKey(hex: w)
+        if !out.contains(k) { out.append(k) }
+      } catch {
+        let which = words.count > 1 ? "key \(n + 1): " : ""
+        throw ConfigValueError(which + error.description)
+      }
+    }
+    return out
+  }
+
   /// A command line split the way a shell would, without expansion.
   public static func command(_ v: String) throws -> [String] {
     do {

@@ -13,55 +13,68 @@ public struct IdentityAddress: Hashable, Sendable, CustomStringConvertible {
   public var description: String { "\(address) (\(isPublic ? "public" : "random"))" }
 }
 
-/// Says which bonded device (if any) sent from an address: identity
+/// Says which known device (if any) sent from an address: identity
 /// addresses match directly, resolvable private addresses are tried against
 /// every IRK. Both answers for resolvable addresses are remembered (a known
 /// address costs one hash lookup, no cipher call) in two caches of fixed
 /// capacity that forget their oldest entries; changing the keys clears them.
-public struct IdentityResolver<Cipher: BlockCipher> {
+///
+/// `Identity` is what an answer names: the identity address for bonded
+/// devices, or the monitor's `DeviceID`, which also covers keys given by hand.
+public struct IdentityResolver<Cipher: BlockCipher, Identity: Hashable> {
   public let cipher: Cipher
   public let capacity: Int
-  public private(set) var keys: [(identity: IdentityAddress, key: IdentityResolvingKey)] = []
-  private var identities: Set<IdentityAddress> = []
-  private var resolved: BoundedCache<BDAddress, IdentityAddress>
+  public private(set) var keys: [(identity: Identity, key: IdentityResolvingKey)] = []
+  private var direct: [IdentityAddress: Identity] = [:]
+  private var resolved: BoundedCache<BDAddress, Identity>
   private var unresolved: BoundedCache<BDAddress, Void>
 
+  /// `addresses`: the identity addresses that match directly, and what each names.
   public init(
-    cipher: Cipher, keys: [(identity: IdentityAddress, key: IdentityResolvingKey)] = [],
-    capacity: Int = 4096
+    cipher: Cipher, keys: [(identity: Identity, key: IdentityResolvingKey)],
+    addresses: [IdentityAddress: Identity], capacity: Int = 4096
   ) {
     precondition(capacity > 0, "a cache holds at least one address")
     self.cipher = cipher
     self.capacity = capacity
     resolved = BoundedCache(capacity: capacity)
     unresolved = BoundedCache(capacity: capacity)
-    setKeys(keys)
+    setKeys(keys, addresses: addresses)
   }
 
-  /// Replaces the bonded devices; forgets every remembered answer.
-  public mutating func setKeys(_ keys: [(identity: IdentityAddress, key: IdentityResolvingKey)]) {
+  /// Replaces the known devices; forgets every remembered answer.
+  public mutating func setKeys(
+    _ keys: [(identity: Identity, key: IdentityResolvingKey)],
+    addresses: [IdentityAddress: Identity]
+  ) {
     self.keys = keys
-    identities = Set(keys.map(\.identity))
+    direct = addresses
     resolved.removeAll()
     unresolved.removeAll()
   }
+
+  /// Whether any device is known at all (else every report is a miss).
+  public var isEmpty: Bool { keys.isEmpty && direct.isEmpty }
 
   /// How many resolvable addresses are remembered as resolved / as not.
   public var resolvedCount: Int { resolved.count }
   public var unresolvedCount: Int { unresolved.count }
 
-  /// The identity of the device that sent from `address` (of `type`, as an
-  /// HCI report gives it), or nil when no bonded device did.
-  public mutating func resolve(_ address: BDAddress, type: AddressType) -> IdentityAddress? {
+  /// The device that sent from `address` (of `type`, as an HCI report
+  /// gives it), or nil when no known device did. Non-resolvable private
+  /// (and anonymous) addresses never match.
+  public mutating func resolve(_ address: BDAddress, type: AddressType) -> Identity? {
     switch type {
     case .public, .publicIdentity:
-      return match(IdentityAddress(address: address, isPublic: true))
+      return direct[IdentityAddress(address: address, isPublic: true)]
     case .randomIdentity:
-      return match(IdentityAddress(address: address, isPublic: false))
+      return direct[IdentityAddress(address: address, isPublic: false)]
     case .anonymous:
       return nil
     case .random:
-      if address.isStaticRandom { return match(IdentityAddress(address: address, isPublic: false)) }
+      if address.isStaticRandom {
+        return direct[IdentityAddress(address: address, isPublic: false)]
+      }
       guard address.isResolvablePrivate, !keys.isEmpty else { return nil }
       if let identity = resolved[address] { return identity }
       if unresolved[address] != nil { return nil }
@@ -73,9 +86,27 @@ public struct IdentityResolver<Cipher: BlockCipher> {
       return nil
     }
   }
+}
 
-  private func match(_ identity: IdentityAddress) -> IdentityAddress? {
-    identities.contains(identity) ? identity : nil
+extension IdentityResolver where Identity == IdentityAddress {
+  /// Bonded devices named by their identity addresses, which match directly.
+  public init(
+    cipher: Cipher, keys: [(identity: IdentityAddress, key: IdentityResolvingKey)] = [],
+    capacity: Int = 4096
+  ) {
+    self.init(
+      cipher: cipher, keys: keys, addresses: Self.addresses(keys), capacity: capacity)
+  }
+
+  /// Replaces the bonded devices; forgets every remembered answer.
+  public mutating func setKeys(_ keys: [(identity: IdentityAddress, key: IdentityResolvingKey)]) {
+    setKeys(keys, addresses: Self.addresses(keys))
+  }
+
+  static func addresses(
+    _ keys: [(identity: IdentityAddress, key: IdentityResolvingKey)]
+  ) -> [IdentityAddress: IdentityAddress] {
+    Dictionary(keys.map { ($0.identity, $0.identity) }, uniquingKeysWith: { a, _ in a })
   }
 }
 
@@ -115,3 +146,7 @@ struct BoundedCache<Key: Hashable, Value> {
     next = 0
   }
 }
+
+extension IdentityResolver: Sendable where Cipher: Sendable, Identity: Sendable {}
+
+extension BoundedCache: Sendable where Key: Sendable, Value: Sendable {}

@@ -13,16 +13,16 @@ struct TrackedBeacon: Sendable {
 /// briefly holds two copies: several megabytes of peak for nothing).
 struct BeaconTable: Sendable {
   static let segmentSize = 512
-  private var index: [BeaconID: Int32] = [:]
+  private var index: [TrackKey: Int32] = [:]
   private var segments: [ContiguousArray<TrackedBeacon>] = []
   private(set) var count = 0
 
-  subscript(id: BeaconID) -> TrackedBeacon? {
+  subscript(id: TrackKey) -> TrackedBeacon? {
     position(of: id).map { self[position: $0] }
   }
 
   /// Where a beacon's record is now (forgetting moves records).
-  func position(of id: BeaconID) -> Int? { index[id].map(Int.init) }
+  func position(of id: TrackKey) -> Int? { index[id].map(Int.init) }
 
   /// A record in place: reading one field does not copy the record.
   subscript(position i: Int) -> TrackedBeacon {
@@ -44,8 +44,9 @@ struct BeaconTable: Sendable {
   /// absence, and does not count as a gap in its advertising.
   @discardableResult
   mutating func observe(
-    _ id: BeaconID, address: BDAddress, rssi: Int8?, measuredPower: Int8, at t: Int64,
-    floor: Double = 0, ceiling: Double = .infinity, cautious: Double = .infinity
+    _ id: TrackKey, address: BDAddress, rssi: Int8?, measuredPower: Int8,
+    powerSource: PowerSource = .measured, at t: Int64, floor: Double = 0,
+    ceiling: Double = .infinity, cautious: Double = .infinity
   ) -> Int {
     let i: Int
     if let found = index[id] {
@@ -60,7 +61,9 @@ struct BeaconTable: Sendable {
       }
       segments[i / Self.segmentSize].append(
         TrackedBeacon(
-          track: BeaconTrack(id: id, address: address, measuredPower: measuredPower, at: t)))
+          track: BeaconTrack(
+            id: id, address: address, measuredPower: measuredPower, powerSource: powerSource,
+            at: t)))
       count += 1
     }
     // In place: the record is ~550 bytes, and a closure over the caller
@@ -68,7 +71,9 @@ struct BeaconTable: Sendable {
     let s = i / Self.segmentSize
     let k = i % Self.segmentSize
     segments[s].withUnsafeMutableBufferPointer { records in
-      records[k].track.observe(address: address, rssi: rssi, measuredPower: measuredPower, at: t)
+      records[k].track.observe(
+        address: address, rssi: rssi, measuredPower: measuredPower, powerSource: powerSource,
+        at: t)
       let limit = records[k].interval.timeout(floor: floor, ceiling: ceiling) ?? cautious
       records[k].interval.observe(at: t, absentAfter: limit)
     }
@@ -78,7 +83,7 @@ struct BeaconTable: Sendable {
   /// Makes room for a new beacon when `capacity` are tracked: forgets the
   /// quarter seen longest ago (except those in `keep`), so that a flood of
   /// identities costs bounded memory and amortised constant time.
-  mutating func makeRoom(capacity: Int, keep: Set<BeaconID>) {
+  mutating func makeRoom(capacity: Int, keep: Set<TrackKey>) {
     guard count >= capacity else { return }
     var seen = [Int64]()
     seen.reserveCapacity(count)
@@ -97,7 +102,7 @@ struct BeaconTable: Sendable {
 
   /// Forgets beacons last seen before `horizon`, except those in `keep`;
   /// the last record moves into each hole, so this is linear.
-  mutating func forget(seenBefore horizon: Int64, keep: Set<BeaconID>) {
+  mutating func forget(seenBefore horizon: Int64, keep: Set<TrackKey>) {
     var i = 0
     while i < count {
       let track = self[position: i].track

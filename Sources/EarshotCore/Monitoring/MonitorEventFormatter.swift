@@ -21,13 +21,20 @@ public enum MonitorEventFormatter {
 
   public static func beaconJSON(_ b: RangedBeacon) -> String {
     var j = JSONLine()
-    j.add("uuid", b.id.uuid.description)
-    j.add("major", Int(b.id.major))
-    j.add("minor", Int(b.id.minor))
+    switch b.id {
+    case .beacon(let id):
+      j.add("uuid", id.uuid.description)
+      j.add("major", Int(id.major))
+      j.add("minor", Int(id.minor))
+    case .device(let d):
+      j.add("device", d.description)
+    }
     j.add("address", b.address.description)
     if let r = b.rssi { j.add("rssi", Int(r.rounded())) } else { j.addNull("rssi") }
     if let a = b.accuracy { j.add("accuracy", a, decimals: 2) } else { j.addNull("accuracy") }
     j.add("proximity", b.proximity.rawValue)
+    // Devices say where their 1 m power came from (iBeacons carry their own).
+    if b.id.device != nil { j.add("power", b.powerSource.rawValue) }
     return j.line
   }
 }

@@ -48,7 +48,7 @@ public struct RegionMonitor: Sendable {
     var watchedSince: Int64? = nil
     var known: RegionState? = nil
     var lastSeen: Int64? = nil
-    var lastBeacon: BeaconID? = nil
+    var lastBeacon: TrackKey? = nil
     var nextRange: Int64? = nil
     /// With `exit_after = auto`: the beacon whose silence ends the region
     /// last (its last report plus its own timeout is the latest), kept up
@@ -61,13 +61,13 @@ public struct RegionMonitor: Sendable {
   struct Holder: Sendable {
     let lastSeen: Int64
     let seconds: Double
-    let beacon: BeaconID
+    let beacon: TrackKey
     /// `seconds` in microseconds, and the end it gives: worked out once,
     /// since deadlines are asked for at every report.
     let micros: Int64
     let end: Int64
 
-    init(lastSeen: Int64, seconds: Double, beacon: BeaconID) {
+    init(lastSeen: Int64, seconds: Double, beacon: TrackKey) {
       self.lastSeen = lastSeen
       self.seconds = seconds
       self.beacon = beacon
@@ -92,6 +92,14 @@ public struct RegionMonitor: Sendable {
   public let emitRange: Bool
   private var regions: [Region]
   private var beacons = BeaconTable()
+  /// The devices regions name and those bonded here, and how their
+  /// addresses resolve.
+  public private(set) var devices: DeviceDirectory
+  /// Whether any region names a device: if none does, a report that is
+  /// not an iBeacon only moves time.
+  public private(set) var watchesDevices = false
+  /// When each known device was last heard (bounded by the devices known).
+  private var deviceLastSeen: [DeviceIdentity: Int64] = [:]
   private var nextForget: Int64 = .min
   private var scanningSince: Int64? = nil
   private var scanPaused = false
@@ -107,11 +115,19 @@ public struct RegionMonitor: Sendable {
   /// would say), so that `deadline()` need not look again.
   private var timerFloorExact = false
 
-  public init(config: Config, emitRange: Bool = true, snapshot: MonitorSnapshot? = nil) {
+  /// `cipher`: AES for resolving devices' private addresses (the shell's
+  /// libcrypto); without one, devices match by identity address only.
+  public init(
+    config: Config, emitRange: Bool = true, snapshot: MonitorSnapshot? = nil,
+    cipher: (any BlockCipher)? = nil
+  ) {
     ranging = config.ranging
     monitor = config.monitor
     self.emitRange = emitRange
     regions = config.regions.map { Region(config: $0) }
+    devices = DeviceDirectory(cipher: cipher)
+    devices.configure(config.regions)
+    watchesDevices = config.regions.contains { $0.watchesDevices }
     if let snapshot {
       for i in regions.indices {
         guard let saved = snapshot.regions.first(where: { $0.name == regions[i].config.name }),
@@ -195,23 +211,78 @@ public struct RegionMonitor: Sendable {
     guard let firstMatch = regions.firstIndex(where: { $0.config.matches(beacon.id) }) else {
       return out
     }
+    observe(
+      .beacon(beacon.id), firstMatch: firstMatch, address: address, rssi: rssi,
+      power: beacon.measuredPower, source: .measured, at: t, into: &out)
+    return out
+  }
+
+  /// A report that is not an iBeacon: counts if it comes from a device a
+  /// region names, by its identity address or a private address one of
+  /// the known keys resolves. `txPower`: the TX Power Level AD field.
+  public mutating func report(
+    at t: Int64, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?
+  ) -> [MonitorEvent] {
+    var out = advance(to: t)
+    guard watchesDevices, let device = devices.resolve(address, type: type) else { return out }
+    deviceLastSeen[device] = t
+    guard let firstMatch = regions.firstIndex(where: { $0.config.matches(device) }) else {
+      return out
+    }
+    // The TX Power Level is the power at the antenna; 1 m of free space at
+    // 2.4 GHz takes 20 log10(4π / 0.125 m) = 40 dB, and 41 dB is the usual
+    // rounding (Android's beacon libraries use it).
+    let power: Int8
+    let source: PowerSource
+    if let tx = txPower, tx > -127 {
+      power = Int8(clamping: Int(tx) - 41)
+      source = .txPower
+    } else {
+      power = regions[firstMatch].config.power
+      source = .region
+    }
+    observe(
+      .device(device), firstMatch: firstMatch, address: address, rssi: rssi, power: power,
+      source: source, at: t, into: &out)
+    return out
+  }
+
+  /// The devices bonded with this machine, whole (the bond store as it is
+  /// now): reports resolve against their keys from now on. States are
+  /// kept; a device whose bond went stops counting at its next report.
+  public mutating func updateBondedKeys(_ keys: [BondedKey]) {
+    devices.updateBondedKeys(keys)
+    let known = Set(keys.map { DeviceIdentity(address: $0.identity, irk: $0.irk) })
+    deviceLastSeen = deviceLastSeen.filter { known.contains($0.key) || $0.key.address == nil }
+  }
+
+  /// When a device (by identity address) was last heard, resolved or not.
+  public func lastSeen(device address: BDAddress) -> Int64? {
+    deviceLastSeen.lazy.filter { $0.key.address == address }.map(\.value).max()
+  }
+
+  /// One report of `key`, which region `firstMatch` (and maybe later ones) counts.
+  private mutating func observe(
+    _ key: TrackKey, firstMatch: Int, address: BDAddress, rssi: Int8?, power: Int8,
+    source: PowerSource, at t: Int64, into out: inout [MonitorEvent]
+  ) {
     if !started { out += start(at: t, scanning: true) }
     if scanningSince == nil {
       scanningSince = t
       invalidateTimers()
     }
-    if beacons.count >= beaconCapacity, beacons.position(of: beacon.id) == nil {
+    if beacons.count >= beaconCapacity, beacons.position(of: key) == nil {
       beacons.makeRoom(capacity: beaconCapacity, keep: keptBeacons)
     }
 
     let position = beacons.observe(
-      beacon.id, address: address, rssi: rssi, measuredPower: beacon.measuredPower, at: t,
+      key, address: address, rssi: rssi, measuredPower: power, powerSource: source, at: t,
       floor: monitor.autoFloor, ceiling: monitor.autoCeiling, cautious: cautiousTimeout)
 
-    for i in regions.indices[firstMatch...] where regions[i].config.matches(beacon.id) {
+    for i in regions.indices[firstMatch...] where regions[i].config.matches(key) {
       regions[i].lastSeen = t
-      regions[i].lastBeacon = beacon.id
-      updateHolder(i, reporter: beacon.id, at: position)
+      regions[i].lastBeacon = key
+      updateHolder(i, reporter: key, at: position)
       if regions[i].state != .inside {
         let kind: MonitorEvent.Kind = regions[i].known == .outside ? .enter : .state
         regions[i].state = .inside
@@ -227,7 +298,6 @@ public struct RegionMonitor: Sendable {
       if let d = regions[i].nextRange { timerFloor = min(timerFloor, d) }
       timerFloorExact = false
     }
-    return out
   }
 
   /// Fires every timer due at or before `t`, in time order.
@@ -265,6 +335,8 @@ public struct RegionMonitor: Sendable {
     var out = advance(to: t)
     ranging = config.ranging
     monitor = config.monitor
+    devices.configure(config.regions)
+    watchesDevices = config.regions.contains { $0.watchesDevices }
     var next: [Region] = []
     for rc in config.regions {
       if var r = regions.first(where: {
@@ -454,7 +526,7 @@ public struct RegionMonitor: Sendable {
   /// After a report from `id` (at `position`) in region `i`: its end only
   /// moves later, unless its own timeout shrank; a full pass is needed only
   /// when the holder's end moved earlier.
-  private mutating func updateHolder(_ i: Int, reporter id: BeaconID, at position: Int) {
+  private mutating func updateHolder(_ i: Int, reporter id: TrackKey, at position: Int) {
     guard isAuto(i) else { return }
     let mine = holder(at: position)
     if let current = regions[i].holder {
@@ -479,7 +551,7 @@ public struct RegionMonitor: Sendable {
 
   /// The beacons never forgotten: those a region's exit would name, and
   /// those whose silence ends a region last.
-  private var keptBeacons: Set<BeaconID> {
+  private var keptBeacons: Set<TrackKey> {
     var keep = Set(regions.compactMap(\.lastBeacon))
     for r in regions { if let h = r.holder { keep.insert(h.beacon) } }
     return keep

@@ -1,7 +1,8 @@
 /// What the proximity log keeps of a monitor event: `state`, `enter` and
 /// `exit` become region events with the first beacon as the cause; each
 /// beacon of a `range` event becomes a sighting, its `accuracy` the
-/// distance. The same mapping `earshot log import` applies to the monitor's
+/// distance. Devices (identity regions) have no row of their own: their
+/// regions' events are kept, without a cause. The same mapping `earshot log import` applies to the monitor's
 /// JSON lines, for the agent that writes the log itself.
 extension ProximityEvent {
   public static func from(_ e: MonitorEvent) -> [ProximityEvent] {
@@ -12,13 +13,14 @@ extension ProximityEvent {
       return [
         .region(
           RegionLogEvent(
-            t: e.t, region: e.region, kind: kind, state: state, beacon: e.beacons.first?.id))
+            t: e.t, region: e.region, kind: kind, state: state, beacon: e.beacons.first?.id.beacon))
       ]
     case .range:
-      return e.beacons.map { b in
-        .sighting(
+      return e.beacons.compactMap { b in
+        guard let id = b.id.beacon else { return nil }
+        return .sighting(
           BeaconSighting(
-            t: e.t, beacon: b.id, address: b.address, rssi: b.rssi, distance: b.accuracy,
+            t: e.t, beacon: id, address: b.address, rssi: b.rssi, distance: b.accuracy,
             region: e.region))
       }
     }

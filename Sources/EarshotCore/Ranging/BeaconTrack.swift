@@ -1,24 +1,43 @@
-/// What ranging knows about one beacon identity (UUID, major, minor),
-/// whichever advertiser address its reports come from.
+/// Where the 1 m power that ranging starts from came from.
+public enum PowerSource: String, Sendable, Equatable {
+  /// An iBeacon's calibrated measured power.
+  case measured
+  /// A device's TX Power Level AD field, less the free-space loss over 1 m.
+  case txPower = "tx_power"
+  /// The region's `power =` (a device that advertises no TX power).
+  case region
+}
+
+/// What ranging knows about one beacon identity (UUID, major, minor) or
+/// device, whichever advertiser address its reports come from.
 public struct BeaconTrack: Sendable {
-  public let id: BeaconID
+  public let id: TrackKey
   public private(set) var address: BDAddress
   public private(set) var measuredPower: Int8
+  public private(set) var powerSource: PowerSource
   public private(set) var lastSeen: Int64
   /// Last report that carried an RSSI.
   public private(set) var lastRSSITime: Int64? = nil
   public private(set) var filter = RSSIFilter()
 
-  public init(id: BeaconID, address: BDAddress, measuredPower: Int8, at t: Int64) {
+  public init(
+    id: TrackKey, address: BDAddress, measuredPower: Int8, powerSource: PowerSource = .measured,
+    at t: Int64
+  ) {
     self.id = id
     self.address = address
     self.measuredPower = measuredPower
+    self.powerSource = powerSource
     self.lastSeen = t
   }
 
-  public mutating func observe(address: BDAddress, rssi: Int8?, measuredPower: Int8, at t: Int64) {
+  public mutating func observe(
+    address: BDAddress, rssi: Int8?, measuredPower: Int8, powerSource: PowerSource = .measured,
+    at t: Int64
+  ) {
     self.address = address
     self.measuredPower = measuredPower
+    self.powerSource = powerSource
     lastSeen = t
     if let rssi {
       // A long silence makes the old estimate meaningless: start afresh.
@@ -34,26 +53,41 @@ public struct BeaconTrack: Sendable {
   public func ranged(at now: Int64, model: PathLossModel, staleAfter: Double) -> RangedBeacon {
     let rssi = filter.value
     let fresh = lastRSSITime.map { Double(now - $0) / 1e6 <= staleAfter } ?? false
-    let power = IBeacon(id: id, measuredPower: measuredPower)
-    guard let rssi, fresh, !power.isPowerSuspect else {
+    guard let rssi, fresh, IBeacon.plausiblePower.contains(measuredPower) else {
       return RangedBeacon(
-        id: id, address: address, rssi: fresh ? rssi : nil, accuracy: nil, proximity: .unknown)
+        id: id, address: address, rssi: fresh ? rssi : nil, accuracy: nil, proximity: .unknown,
+        powerSource: powerSource)
     }
     let d = model.distance(rssi: rssi, measuredPower: Double(measuredPower))
     return RangedBeacon(
-      id: id, address: address, rssi: rssi, accuracy: d, proximity: Proximity(distance: d))
+      id: id, address: address, rssi: rssi, accuracy: d, proximity: Proximity(distance: d),
+      powerSource: powerSource)
   }
 }
 
-/// One beacon in a range update.
+/// One beacon (or device) in a range update.
 public struct RangedBeacon: Sendable, Equatable {
-  public let id: BeaconID
+  public let id: TrackKey
   public let address: BDAddress
   /// Filtered RSSI in dBm; `nil` when none is recent.
   public let rssi: Double?
   /// Estimated distance in metres; `nil` when proximity is unknown.
   public let accuracy: Double?
   public let proximity: Proximity
+  /// Where the 1 m power for the distance came from.
+  public let powerSource: PowerSource
+
+  public init(
+    id: TrackKey, address: BDAddress, rssi: Double?, accuracy: Double?, proximity: Proximity,
+    powerSource: PowerSource = .measured
+  ) {
+    self.id = id
+    self.address = address
+    self.rssi = rssi
+    self.accuracy = accuracy
+    self.proximity = proximity
+    self.powerSource = powerSource
+  }
 
   /// Nearest first; unknown last; ties by identity so output is stable.
   public static func nearestFirst(_ a: RangedBeacon, _ b: RangedBeacon) -> Bool {
@@ -63,5 +97,22 @@ public struct RangedBeacon: Sendable, Equatable {
     case (nil, .some): return false
     case (nil, nil): return a.id < b.id
     }
+  }
+}
+
+extension BeaconTrack {
+  /// An iBeacon's track.
+  public init(id: BeaconID, address: BDAddress, measuredPower: Int8, at t: Int64) {
+    self.init(id: .beacon(id), address: address, measuredPower: measuredPower, at: t)
+  }
+}
+
+extension RangedBeacon {
+  /// An iBeacon in a range update.
+  public init(
+    id: BeaconID, address: BDAddress, rssi: Double?, accuracy: Double?, proximity: Proximity
+  ) {
+    self.init(
+      id: .beacon(id), address: address, rssi: rssi, accuracy: accuracy, proximity: proximity)
   }
 }

@@ -72,9 +72,11 @@ public final class MQTTTransport: AgentTransport {
     case .monitor(let e):
       switch e.kind {
       case .range:
+        // Devices have their region's device_tracker, not a sensor of their own.
         for b in e.beacons {
+          guard let id = b.id.beacon else { continue }
           bridge.beacon(
-            b.id, distance: b.accuracy, proximity: b.proximity.rawValue,
+            id, distance: b.accuracy, proximity: b.proximity.rawValue,
             rssi: b.rssi.map { Int($0.rounded()) }, at: Double(e.t) / 1e6)
         }
       case .state, .enter, .exit:

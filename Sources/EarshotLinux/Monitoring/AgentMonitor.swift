@@ -183,6 +183,12 @@ public final class AgentMonitor {
     if started { driver.advance(to: last) }
   }
 
+  /// The devices bonded with this machine, whole (the bond store's
+  /// helper calls this at start and whenever a bond is added or removed).
+  public func updateBondedKeys(_ keys: [BondedKey]) {
+    driver.updateBondedKeys(keys)
+  }
+
   /// Applies a reloaded config's regions, `[ranging]` and `[monitor]`.
   public func reconfigure(_ config: Config) {
     driver.reconfigure(config, at: now)
@@ -200,7 +206,7 @@ public final class AgentMonitor {
   /// beacon in several regions is listed once, with the first region).
   public func rangedBeacons() -> [(region: String, beacon: RangedBeacon)] {
     let t = now
-    var seen: Set<BeaconID> = []
+    var seen: Set<TrackKey> = []
     var out: [(String, RangedBeacon)] = []
     for (name, state) in regionStates where state == .inside {
       for b in driver.monitor.rangedBeacons(region: name, at: t) where seen.insert(b.id).inserted {

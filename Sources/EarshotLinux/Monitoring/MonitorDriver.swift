@@ -21,8 +21,11 @@ public final class MonitorDriver {
   private var observers: [(MonitorEvent) -> Void] = []
   public var log: (String) -> Void
 
+  /// `cipher`: AES for resolving devices' private addresses (libcrypto's
+  /// by default).
   public init(
     config: Config, emitRange: Bool, stateFile: StateFile?, runHooks: Bool,
+    cipher: any BlockCipher = LibcryptoAES(),
     output: @escaping (MonitorEvent) -> Void, log: @escaping (String) -> Void
   ) throws {
     self.config = config
@@ -44,7 +47,8 @@ public final class MonitorDriver {
         "warning: cannot read the state file: \(error); every region starts unknown"
       )
     }
-    monitor = RegionMonitor(config: config, emitRange: emitRange, snapshot: snapshot)
+    monitor = RegionMonitor(
+      config: config, emitRange: emitRange, snapshot: snapshot, cipher: cipher)
     hooks?.log = { [unowned self] in self.log($0) }
   }
 
@@ -58,13 +62,27 @@ public final class MonitorDriver {
     handle(monitor.start(at: t, scanning: scanning))
   }
 
-  /// An advertising report; anything that is not an iBeacon only moves time.
+  /// An advertising report: an iBeacon, or any other advertisement, which
+  /// counts when it comes from a device a region names (else it only
+  /// moves time).
   public func report(at t: Int64, _ report: AdvertisingReport) {
-    guard let beacon = IBeacon.decode(advertisingData: report.data) else {
+    if let beacon = IBeacon.decode(advertisingData: report.data) {
+      handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
+    } else if monitor.watchesDevices {
+      let tx = ADWalker.txPowerLevel(report.data)
+      handle(
+        monitor.report(
+          at: t, address: report.address, type: report.addressType, rssi: report.rssi,
+          txPower: tx))
+    } else {
       handle(monitor.advance(to: t))
-      return
     }
-    handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
+  }
+
+  /// The devices bonded with this machine, whole (as the bond store has
+  /// them now): see `RegionMonitor.updateBondedKeys`.
+  public func updateBondedKeys(_ keys: [BondedKey]) {
+    monitor.updateBondedKeys(keys)
   }
 
   public func adapterUp(at t: Int64) { handle(monitor.adapterUp(at: t)) }
@@ -131,12 +149,25 @@ public final class MonitorDriver {
       let argv = e.kind == .enter ? region.onEnter : region.onExit
     else { return }
     let b = e.beacons.first
+    let beacon = b?.id.beacon
+    let device = b?.id.device
+    // A device's event leaves the iBeacon fields empty, and the other way round.
     let env: [(String, String)] = [
       ("EARSHOT_REGION", e.region),
       ("EARSHOT_EVENT", e.kind.rawValue),
-      ("EARSHOT_UUID", (b?.id.uuid ?? region.uuid)?.description ?? ""),
-      ("EARSHOT_MAJOR", (b.map { String($0.id.major) }) ?? region.major.map { String($0) } ?? ""),
-      ("EARSHOT_MINOR", (b.map { String($0.id.minor) }) ?? region.minor.map { String($0) } ?? ""),
+      ("EARSHOT_UUID", device != nil ? "" : (beacon?.uuid ?? region.uuid)?.description ?? ""),
+      (
+        "EARSHOT_MAJOR",
+        device != nil
+          ? "" : beacon.map { String($0.major) } ?? region.major.map { String($0) } ?? ""
+      ),
+      (
+        "EARSHOT_MINOR",
+        device != nil
+          ? "" : beacon.map { String($0.minor) } ?? region.minor.map { String($0) } ?? ""
+      ),
+      ("EARSHOT_DEVICE", device?.description ?? ""),
+      ("EARSHOT_ADDRESS", b?.address.description ?? ""),
       ("EARSHOT_DISTANCE", b?.accuracy.map { JSONLine.format($0, decimals: 2) } ?? ""),
     ]
     hooks.spawn(

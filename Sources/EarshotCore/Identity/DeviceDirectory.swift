@@ -1,0 +1,112 @@
+/// A `BlockCipher` the monitor can hold: the shell's cipher (libcrypto's,
+/// a class with a context) behind a value. The monitor that holds it is
+/// driven by one thread at a time, which is what makes sharing it sound.
+public struct MonitorCipher: BlockCipher, @unchecked Sendable {
+  let base: any BlockCipher
+
+  public init(_ base: any BlockCipher) { self.base = base }
+
+  public func encrypt(_ plaintext: Block128, key: Block128) -> Block128 {
+    base.encrypt(plaintext, key: key)
+  }
+}
+
+/// The devices the monitor can recognise: those the regions name
+/// (`device =`, `irk =`) and those bonded with this machine, resolved from
+/// report addresses through an `IdentityResolver` (so a known private
+/// address costs one hash lookup). Rebuilt when either set changes; the
+/// resolver's caches are kept when the keys come out the same.
+public struct DeviceDirectory: Sendable {
+  private var resolver: IdentityResolver<MonitorCipher, DeviceIdentity>?
+  public private(set) var bonded: [BondedKey] = []
+  private var configured: (devices: [BDAddress], irks: [IdentityResolvingKey]) = ([], [])
+  private var signature: [DeviceIdentity] = []
+
+  /// Without a cipher, only identity addresses match (private ones cannot
+  /// be resolved).
+  public init(cipher: (any BlockCipher)?, capacity: Int = 4096) {
+    resolver = cipher.map {
+      IdentityResolver(cipher: MonitorCipher($0), keys: [], addresses: [:], capacity: capacity)
+    }
+    if resolver == nil { direct = [:] }
+  }
+
+  /// Identity addresses when there is no resolver.
+  private var direct: [IdentityAddress: DeviceIdentity]? = nil
+
+  /// Whether private addresses can be resolved.
+  public var canResolve: Bool { resolver != nil }
+
+  /// How many private addresses are remembered as resolved / as not.
+  public var resolvedCount: Int { resolver?.resolvedCount ?? 0 }
+  public var unresolvedCount: Int { resolver?.unresolvedCount ?? 0 }
+
+  /// The devices the regions name, from the config.
+  public mutating func configure(_ regions: [RegionConfig]) {
+    var devices: [BDAddress] = []
+    var irks: [IdentityResolvingKey] = []
+    for r in regions {
+      for d in r.devices where !devices.contains(d) { devices.append(d) }
+      for k in r.irks where !irks.contains(k) { irks.append(k) }
+    }
+    configured = (devices, irks)
+    rebuild()
+  }
+
+  /// The devices bonded with this machine (the whole set, as the bond store has it now).
+  public mutating func updateBondedKeys(_ keys: [BondedKey]) {
+    bonded = keys
+    rebuild()
+  }
+
+  /// The device that sent from `address`, if known.
+  public mutating func resolve(_ address: BDAddress, type: AddressType) -> DeviceIdentity? {
+    if resolver != nil { return resolver!.resolve(address, type: type) }
+    switch type {
+    case .public, .publicIdentity:
+      return direct?[IdentityAddress(address: address, isPublic: true)]
+    case .randomIdentity:
+      return direct?[IdentityAddress(address: address, isPublic: false)]
+    case .random where address.isStaticRandom:
+      return direct?[IdentityAddress(address: address, isPublic: false)]
+    default:
+      return nil
+    }
+  }
+
+  private mutating func rebuild() {
+    var ids: [DeviceIdentity] = []
+    var addresses: [IdentityAddress: DeviceIdentity] = [:]
+    var keys: [(identity: DeviceIdentity, key: IdentityResolvingKey)] = []
+    for b in bonded {
+      let id = DeviceIdentity(address: b.identity, irk: b.irk)
+      ids.append(id)
+      addresses[b.identityAddress] = addresses[b.identityAddress] ?? id
+      if let k = b.irk, !keys.contains(where: { $0.key == k }) { keys.append((id, k)) }
+    }
+    for a in configured.devices where !bonded.contains(where: { $0.identity == a }) {
+      // Named but not bonded (or not yet): its identity address still
+      // matches directly; whether public or static random is not written.
+      let id = DeviceIdentity(address: a, irk: nil)
+      ids.append(id)
+      let pub = IdentityAddress(address: a, isPublic: true)
+      addresses[pub] = addresses[pub] ?? id
+      if a.isStaticRandom {
+        let random = IdentityAddress(address: a, isPublic: false)
+        addresses[random] = addresses[random] ?? id
+      }
+    }
+    for k in configured.irks where !keys.contains(where: { $0.key == k }) {
+      let id = DeviceIdentity(address: nil, irk: k)
+      ids.append(id)
+      keys.append((id, k))
+    }
+    guard ids != signature else { return }
+    signature = ids
+    if resolver != nil {
+      resolver!.setKeys(keys, addresses: addresses)
+    } else {
+      direct = addresses
+    }
+  }
+}
