@@ -5,6 +5,8 @@ public enum StatusSection: String, CaseIterable, Sendable {
   case agent, find, volume
   case monitoring, regions, beacons, adapter
   case shutter, media
+  /// Bonded devices (identity, IRK or not, last seen), when the agent follows them.
+  case devices
 
   /// What a section says when no part provides it.
   public var absent: JSONValue? {

@@ -49,7 +49,7 @@ func runKeys(_ args: Arguments) throws -> Int32 {
     )
   }
   let export = { (set: BondedKeySet) throws -> Void in
-    for problem in set.problems { Console.error("earshot keys: \(problem)") }
+    for problem in set.problems { Console.error("earshot keys: \(problem)\n") }
     let text = BondedKeysFile.render(set.keys, source: root)
     if output == "-" {
       Console.out(text)
@@ -84,7 +84,7 @@ func runKeys(_ args: Arguments) throws -> Int32 {
         loop.stop()
       }
     },
-    failed: { Console.error("earshot keys: \($0)") })
+    failed: { Console.error("earshot keys: \($0)\n") })
   try loop.handleSignals([SIGTERM, SIGINT]) { _ in loop.stop() }
   try follower.start()
   // Ready once the first export is written (or reported as impossible), so
