@@ -2,7 +2,7 @@
 _earshot() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts=""
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "scan monitor check-config simulate bench shutter play pause stop run status events found device alert sounds volume log plot ble-agent --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "scan monitor check-config simulate bench shutter play pause stop run status keys devices events found device alert sounds volume log plot ble-agent --help --version" -- "$cur"))
     return
   fi
   case ${COMP_WORDS[1]} in
@@ -17,6 +17,8 @@ _earshot() {
     stop) opts="--config --socket --help" ;;
     run) opts="--config --socket --no-audio --state-dir --input --help" ;;
     status) opts="--socket --help" ;;
+    keys) opts="--store --output --group --follow --help" ;;
+    devices) opts="--socket --keys --store --format --help" ;;
     events) opts="--socket --topics --help" ;;
     found) opts="--socket --help" ;;
     device) opts="--socket --name --fail-notice --ble --adapter --random --security --legacy --wait --ack-notice --timeout --help" ;;
@@ -28,7 +30,7 @@ _earshot() {
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in
-    --adapter|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--day|--db|--dense-minutes|--device|--directory|--duration|--fallback|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--name|--out|--player|--png|--ramp|--rate|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--state|--state-dir|--timeout|--title|--topics|--truth|--until|--wait|--write)
+    --adapter|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--day|--db|--dense-minutes|--device|--directory|--duration|--fallback|--format|--frequency|--group|--input|--interval|--keys|--library|--log|--mixer-card|--name|--out|--output|--player|--png|--ramp|--rate|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--state|--state-dir|--store|--timeout|--title|--topics|--truth|--until|--wait|--write)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -45,7 +45,7 @@ func runKeys(_ args: Arguments) throws -> Int32 {
   }
   if output != "-", group == nil {
     Console.error(
-      "earshot keys: no group '\(BondPaths.keysGroup)'; \(output) is readable by its owner's group only"
+      "earshot keys: no group '\(BondPaths.keysGroup)'; \(output) is readable by its owner's group only\n"
     )
   }
   let export = { (set: BondedKeySet) throws -> Void in
@@ -59,7 +59,7 @@ func runKeys(_ args: Arguments) throws -> Int32 {
       if try BondedKeysFileIO.write(text, to: output, group: group) {
         let withKey = set.keys.filter { $0.irk != nil }.count
         Console.error(
-          "earshot keys: wrote \(output): \(set.keys.count) bonded device(s), \(withKey) with an IRK"
+          "earshot keys: wrote \(output): \(set.keys.count) bonded device(s), \(withKey) with an IRK\n"
         )
       }
     } catch {

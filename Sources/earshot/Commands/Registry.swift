@@ -13,6 +13,7 @@ let commands: [Command] = [
   runCommand,
   statusCommand,
   keysCommand,
+  devicesCommand,
   eventsCommand,
   foundCommand,
   deviceCommand,
