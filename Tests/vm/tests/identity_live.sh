@@ -1,0 +1,93 @@
+# An identity region end to end: `earshot run` (root, so it reads BlueZ's
+# store itself and follows it) watches region "phone" = hci1's identity
+# address, scanning on hci0. It starts before the bond exists; hci1 (the
+# "phone", privacy on with a known IRK) then pairs with hci0 through
+# bluetoothd, and the agent must pick the new bond up without a restart.
+# The phone then advertises from resolvable private addresses: the region
+# goes inside; the phone's address rotates (power cycle: a new RPA) and
+# the region stays inside; advertising stops and the region exits.
+. "$RESULTS/env"
+EXIT_AFTER=8
+mkdir -p /run/dbus
+dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
+wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
+start_btvirt -l2
+btmon -w trace.btsnoop >/dev/null 2>&1 &
+/usr/libexec/bluetooth/bluetoothd -n -d >bluetoothd.log 2>&1 &
+a0=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
+a1=$(hciconfig hci1 | awk '/BD Address/ {print $3}')
+wait_for 90 bluetoothd_lists "$a0" "$a1" || fail "bluetoothd does not list hci0 and hci1"
+IRK_MGMT=9B7D390AA610103405ADC857A33402EC
+for i in hci0 hci1; do
+  for c in "power off" "le on" "bredr off" "sc on" "bondable on" "connectable on"; do
+    mgmt -i $i $c
+  done
+done
+mgmt -i hci1 privacy on $IRK_MGMT
+mgmt -i hci0 power on
+mgmt -i hci1 power on
+mgmt -i hci0 advertising on
+"$EARSHOT" ble-agent --accept >agent.out 2>agent.err &
+wait_for 60 grep -q '"ready"' agent.out || fail "pairing agent did not register"
+
+cat >run.conf <<CONF
+[scanner]
+adapter = hci0
+[region "phone"]
+device = $a1
+exit_after = $EXIT_AFTER
+[state]
+path = /tmp/identity.state
+CONF
+SOCK=/tmp/earshot.sock
+"$EARSHOT" run --config run.conf --socket $SOCK --state-dir /tmp/earshot-state >run.log 2>&1 &
+RUN=$!
+check "the agent reads BlueZ's store: no bond yet" \
+  wait_for 60 grep -q "bonded keys: 0 device(s) from BlueZ's bond store /var/lib/bluetooth" run.log
+"$EARSHOT" events --socket $SOCK --topics regions >events.out 2>&1 &
+
+# The bond, made while the agent runs.
+laptop=/org/bluez/hci1/dev_${a0//:/_}
+busctl call org.bluez /org/bluez/hci1 org.bluez.Adapter1 SetDiscoveryFilter 'a{sv}' 1 Transport s le
+busctl call org.bluez /org/bluez/hci1 org.bluez.Adapter1 StartDiscovery
+wait_for 60 busctl introspect org.bluez "$laptop" org.bluez.Device1 >/dev/null 2>&1 || fail "the phone did not find the laptop"
+busctl call org.bluez /org/bluez/hci1 org.bluez.Adapter1 StopDiscovery
+busctl --timeout=90 call org.bluez "$laptop" org.bluez.Device1 Pair >pair.out 2>&1
+check "Device1.Pair succeeded" [ $? -eq 0 ]
+check "the agent picked the new bond up (with its IRK) without a restart" \
+  wait_for 30 grep -qE "bonded keys: [12] device\(s\) from BlueZ's bond store /var/lib/bluetooth, 1 with an IRK" run.log
+busctl call org.bluez /org/bluez/hci1/dev_${a0//:/_} org.bluez.Device1 Disconnect >/dev/null 2>&1
+mgmt -i hci0 advertising off
+
+# The phone advertises (the kernel sets an RPA for it); the emulator sends
+# one report per enable, so the advertising set is toggled in a loop.
+mgmt -i hci1 advertising on
+start_extended_advertising_loop hci1
+inside() { grep -q '"region":"phone","state":"inside"' events.out || "$EARSHOT" status --socket $SOCK 2>/dev/null | grep -q '"region":"phone","state":"inside"'; }
+check "the phone's private address makes region phone inside" wait_for 60 inside
+"$EARSHOT" devices --socket $SOCK >devices.out 2>&1
+cat devices.out
+check "earshot devices: the phone, with an IRK, seen seconds ago" grep -qE "^$a1 +public +yes +[0-9]+ s ago" devices.out
+
+# Rotation: a power cycle makes the kernel take a new RPA.
+stop_advertising_loop hci1
+mgmt -i hci1 power off
+mgmt -i hci1 power on
+mgmt -i hci1 advertising on
+start_extended_advertising_loop hci1
+sleep $((EXIT_AFTER + 4))
+btmon -r trace.btsnoop 2>/dev/null | grep -A2 'Set Advertising Set Random Address\|LE Set Random Address' | grep -oE 'Address: [0-9A-F:]{17}' | sort -u >rpas.out
+cat rpas.out
+check "the phone advertised from two or more private addresses ($(wc -l <rpas.out))" [ "$(wc -l <rpas.out)" -ge 2 ]
+check "the region stayed inside across the rotation (no exit)" bash -c "! grep -q '\"region\":\"phone\",\"state\":\"outside\"' events.out"
+
+# Advertising stops: the region exits.
+stop_advertising_loop hci1
+mgmt -i hci1 advertising off
+outside() { grep -q '"region":"phone","state":"outside"' events.out; }
+check "the phone stopped advertising: region phone exits" wait_for $((EXIT_AFTER + 30)) outside
+cat events.out
+kill -INT $RUN; wait $RUN
+check "earshot run stopped cleanly" [ $? -eq 0 ]
+cat run.log
+stop_btvirt
