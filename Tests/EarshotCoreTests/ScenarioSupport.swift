@@ -31,14 +31,18 @@ func beacon(
 /// Runs scenario events through a monitor the way the driver does.
 func runScenario(
   _ s: Scenario, _ config: Config, snapshot: MonitorSnapshot? = nil, emitRange: Bool = false,
-  events: [Scenario.Event]? = nil, startAt: Double = 0, until: Double? = nil
+  events: [Scenario.Event]? = nil, startAt: Double = 0, until: Double? = nil,
+  cipher: (any BlockCipher)? = nil, bonded: [BondedKey] = []
 ) -> (RegionMonitor, [MonitorEvent]) {
-  var m = RegionMonitor(config: config, emitRange: emitRange, snapshot: snapshot)
+  var m = RegionMonitor(config: config, emitRange: emitRange, snapshot: snapshot, cipher: cipher)
+  m.updateBondedKeys(bonded)
   var out = m.start(at: s.micros(startAt), scanning: true)
-  for e in events ?? s.events() where e.t >= s.micros(startAt) {
+  for e in events ?? s.events(cipher: cipher) where e.t >= s.micros(startAt) {
     switch e {
     case .report(let t, let b, let a, let rssi):
       out += m.report(at: t, beacon: b, address: a, rssi: rssi)
+    case .deviceReport(let t, let a, let type, let rssi, let tx):
+      out += m.report(at: t, address: a, type: type, rssi: rssi, txPower: tx)
     case .adapterDown(let t): out += m.adapterDown(at: t)
     case .adapterUp(let t): out += m.adapterUp(at: t)
     }

@@ -91,7 +91,9 @@ final class ConfigFileTests: XCTestCase {
     }.joined(separator: "\n")
     let example = try Config.build(
       IniReader.parse(uncommented, file: "uncommented"), paths: .system)
-    XCTAssertEqual(example.regions.map(\.name), ["desk", "lab"])
+    XCTAssertEqual(example.regions.map(\.name), ["desk", "lab", "alice"])
+    XCTAssertEqual(example.regions[2].devices.count, 2)
+    XCTAssertEqual(example.regions[2].irks.count, 1)
     XCTAssertEqual(example.regions[0].minor, 10)
     XCTAssertEqual(example.regions[0].onEnter, ["/usr/local/bin/lights", "on"])
     XCTAssertEqual(example.regions[1].exitAfter, .auto)

@@ -208,6 +208,47 @@ final class MQTTBridgeTests: XCTestCase {
     bridge.close()
   }
 
+  /// An identity region is an occupancy binary_sensor and a
+  /// device_tracker on the same state topic: home while inside, not_home
+  /// while outside, unavailable while unknown; a beacon region is no tracker.
+  func testIdentityRegionIsAlsoADeviceTracker() throws {
+    let broker = try Broker()
+    let loop = try EventLoop()
+    let bridge = try makeBridge(loop, broker)
+    bridge.start()
+    try run(loop) { bridge.isConnected }
+    bridge.regionState("alice", state: "unknown", tracksDevices: true)
+    bridge.regionState("desk", state: "inside")
+    var flushed = false
+    loop.after(seconds: 0.3) { flushed = true }
+    try run(loop) { flushed }
+    var r = try broker.retained()
+    let payload = try XCTUnwrap(
+      r["homeassistant/device_tracker/earshot_testhost/tracker_alice/config"])
+    let config = try XCTUnwrap(
+      JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+    XCTAssertEqual(config["state_topic"] as? String, "earshot/testhost/region/alice/state")
+    XCTAssertEqual(config["payload_home"] as? String, "inside")
+    XCTAssertEqual(config["payload_not_home"] as? String, "outside")
+    XCTAssertEqual(config["source_type"] as? String, "bluetooth_le")
+    XCTAssertEqual(config["availability_mode"] as? String, "all")
+    let availability = try XCTUnwrap(config["availability"] as? [[String: Any]])
+    XCTAssertEqual(
+      availability.compactMap { $0["topic"] as? String },
+      ["earshot/testhost/status", "earshot/testhost/region/alice/available"])
+    XCTAssertEqual(r["earshot/testhost/region/alice/available"], "offline", "unknown: unavailable")
+    XCTAssertNotNil(r["homeassistant/binary_sensor/earshot_testhost/region_alice/config"])
+    XCTAssertNil(r["homeassistant/device_tracker/earshot_testhost/tracker_desk/config"])
+    bridge.regionState("alice", state: "inside", tracksDevices: true)
+    flushed = false
+    loop.after(seconds: 0.3) { flushed = true }
+    try run(loop) { flushed }
+    r = try broker.retained()
+    XCTAssertEqual(r["earshot/testhost/region/alice/state"], "inside")
+    XCTAssertEqual(r["earshot/testhost/region/alice/available"], "online")
+    bridge.close()
+  }
+
   func testCommandsArriveAndMalformedOnesAreLoggedAndIgnored() throws {
     let broker = try Broker()
     let loop = try EventLoop()

@@ -29,6 +29,23 @@ public struct SyntheticCapture {
     }
   }
 
+  /// Appends a device's connectable advertisement: flags, and its TX Power
+  /// Level when it has one.
+  public mutating func appendDevice(
+    micros: Int64, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?,
+    extended: Bool = false
+  ) {
+    var data: [UInt8] = [0x02, ADType.flags, 0x06]
+    if let txPower { data += [0x02, ADType.txPowerLevel, UInt8(bitPattern: txPower)] }
+    data.withUnsafeBytes { d in
+      append(
+        micros: micros,
+        report: AdvertisingReport(
+          pdu: .advInd, address: address, addressType: type, rssi: rssi, data: d),
+        extended: extended)
+    }
+  }
+
   /// A mix like a busy room: one report in `beaconEvery` is an iBeacon, the
   /// rest are other vendors' advertisements. Used by `earshot bench`.
   public static func busyRoom(reports: Int, beaconEvery: Int = 4, seed: UInt64 = 1)

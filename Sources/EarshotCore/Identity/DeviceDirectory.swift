@@ -14,13 +14,18 @@ public struct MonitorCipher: BlockCipher, @unchecked Sendable {
 /// The devices the monitor can recognise: those the regions name
 /// (`device =`, `irk =`) and those bonded with this machine, resolved from
 /// report addresses through an `IdentityResolver` (so a known private
-/// address costs one hash lookup). Rebuilt when either set changes; the
-/// resolver's caches are kept when the keys come out the same.
+/// address costs one hash lookup). A report resolves to a position in
+/// `entries`, so the monitor keeps what it needs per device in arrays
+/// instead of hashing identities at every report. Rebuilt when either set
+/// changes; the resolver's caches are kept when the devices come out the same.
 public struct DeviceDirectory: Sendable {
-  private var resolver: IdentityResolver<MonitorCipher, DeviceIdentity>?
+  private var resolver: IdentityResolver<MonitorCipher, Int>?
+  /// Identity addresses when there is no resolver.
+  private var direct: [IdentityAddress: Int] = [:]
   public private(set) var bonded: [BondedKey] = []
   private var configured: (devices: [BDAddress], irks: [IdentityResolvingKey]) = ([], [])
-  private var signature: [DeviceIdentity] = []
+  /// Every device known, in a stable order: bonded ones first.
+  public private(set) var entries: [DeviceIdentity] = []
 
   /// Without a cipher, only identity addresses match (private ones cannot
   /// be resolved).
@@ -28,11 +33,7 @@ public struct DeviceDirectory: Sendable {
     resolver = cipher.map {
       IdentityResolver(cipher: MonitorCipher($0), keys: [], addresses: [:], capacity: capacity)
     }
-    if resolver == nil { direct = [:] }
   }
-
-  /// Identity addresses when there is no resolver.
-  private var direct: [IdentityAddress: DeviceIdentity]? = nil
 
   /// Whether private addresses can be resolved.
   public var canResolve: Bool { resolver != nil }
@@ -41,8 +42,10 @@ public struct DeviceDirectory: Sendable {
   public var resolvedCount: Int { resolver?.resolvedCount ?? 0 }
   public var unresolvedCount: Int { resolver?.unresolvedCount ?? 0 }
 
-  /// The devices the regions name, from the config.
-  public mutating func configure(_ regions: [RegionConfig]) {
+  /// The devices the regions name, from the config. Returns whether
+  /// `entries` changed.
+  @discardableResult
+  public mutating func configure(_ regions: [RegionConfig]) -> Bool {
     var devices: [BDAddress] = []
     var irks: [IdentityResolvingKey] = []
     for r in regions {
@@ -50,63 +53,65 @@ public struct DeviceDirectory: Sendable {
       for k in r.irks where !irks.contains(k) { irks.append(k) }
     }
     configured = (devices, irks)
-    rebuild()
+    return rebuild()
   }
 
-  /// The devices bonded with this machine (the whole set, as the bond store has it now).
-  public mutating func updateBondedKeys(_ keys: [BondedKey]) {
+  /// The devices bonded with this machine (the whole set, as the bond
+  /// store has it now). Returns whether `entries` changed.
+  @discardableResult
+  public mutating func updateBondedKeys(_ keys: [BondedKey]) -> Bool {
     bonded = keys
-    rebuild()
+    return rebuild()
   }
 
-  /// The device that sent from `address`, if known.
-  public mutating func resolve(_ address: BDAddress, type: AddressType) -> DeviceIdentity? {
+  /// The position in `entries` of the device that sent from `address`, if known.
+  public mutating func resolve(_ address: BDAddress, type: AddressType) -> Int? {
     if resolver != nil { return resolver!.resolve(address, type: type) }
     switch type {
     case .public, .publicIdentity:
-      return direct?[IdentityAddress(address: address, isPublic: true)]
+      return direct[IdentityAddress(address: address, isPublic: true)]
     case .randomIdentity:
-      return direct?[IdentityAddress(address: address, isPublic: false)]
+      return direct[IdentityAddress(address: address, isPublic: false)]
     case .random where address.isStaticRandom:
-      return direct?[IdentityAddress(address: address, isPublic: false)]
+      return direct[IdentityAddress(address: address, isPublic: false)]
     default:
       return nil
     }
   }
 
-  private mutating func rebuild() {
+  private mutating func rebuild() -> Bool {
     var ids: [DeviceIdentity] = []
-    var addresses: [IdentityAddress: DeviceIdentity] = [:]
-    var keys: [(identity: DeviceIdentity, key: IdentityResolvingKey)] = []
+    var addresses: [IdentityAddress: Int] = [:]
+    var keys: [(identity: Int, key: IdentityResolvingKey)] = []
     for b in bonded {
-      let id = DeviceIdentity(address: b.identity, irk: b.irk)
-      ids.append(id)
-      addresses[b.identityAddress] = addresses[b.identityAddress] ?? id
-      if let k = b.irk, !keys.contains(where: { $0.key == k }) { keys.append((id, k)) }
+      let n = ids.count
+      ids.append(DeviceIdentity(address: b.identity, irk: b.irk))
+      addresses[b.identityAddress] = addresses[b.identityAddress] ?? n
+      if let k = b.irk, !keys.contains(where: { $0.key == k }) { keys.append((n, k)) }
     }
     for a in configured.devices where !bonded.contains(where: { $0.identity == a }) {
       // Named but not bonded (or not yet): its identity address still
       // matches directly; whether public or static random is not written.
-      let id = DeviceIdentity(address: a, irk: nil)
-      ids.append(id)
+      let n = ids.count
+      ids.append(DeviceIdentity(address: a, irk: nil))
       let pub = IdentityAddress(address: a, isPublic: true)
-      addresses[pub] = addresses[pub] ?? id
+      addresses[pub] = addresses[pub] ?? n
       if a.isStaticRandom {
         let random = IdentityAddress(address: a, isPublic: false)
-        addresses[random] = addresses[random] ?? id
+        addresses[random] = addresses[random] ?? n
       }
     }
     for k in configured.irks where !keys.contains(where: { $0.key == k }) {
-      let id = DeviceIdentity(address: nil, irk: k)
-      ids.append(id)
-      keys.append((id, k))
+      keys.append((ids.count, k))
+      ids.append(DeviceIdentity(address: nil, irk: k))
     }
-    guard ids != signature else { return }
-    signature = ids
+    guard ids != entries else { return false }
+    entries = ids
     if resolver != nil {
       resolver!.setKeys(keys, addresses: addresses)
     } else {
       direct = addresses
     }
+    return true
   }
 }

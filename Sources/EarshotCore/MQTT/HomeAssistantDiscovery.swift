@@ -68,6 +68,22 @@ public struct HomeAssistantDiscovery: Sendable {
     return Message(topic: topic("binary_sensor", object), payload: j.line)
   }
 
+  /// Presence of an identity region's devices (a person's phone and
+  /// watch) as a tracker: home while inside, not_home while outside,
+  /// unavailable while unknown. It reads the region's own state topic.
+  public func deviceTracker(_ name: String) -> Message {
+    let object = "tracker_" + MQTTTopics.slug(name)
+    var j = JSONLine()
+    common(&j, object: object, name: name)
+    j.add("state_topic", topics.regionState(name))
+    j.add("payload_home", "inside")
+    j.add("payload_not_home", "outside")
+    j.add("source_type", "bluetooth_le")
+    j.addRaw("availability", availability([topics.regionAvailability(name)]))
+    j.add("availability_mode", "all")
+    return Message(topic: topic("device_tracker", object), payload: j.line)
+  }
+
   /// Distance per tracked beacon, from its JSON state.
   public func beacon(_ id: BeaconID, label: String? = nil) -> Message {
     let object = "beacon_" + MQTTTopics.slug(id)

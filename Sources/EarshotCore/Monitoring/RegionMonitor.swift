@@ -98,8 +98,10 @@ public struct RegionMonitor: Sendable {
   /// Whether any region names a device: if none does, a report that is
   /// not an iBeacon only moves time.
   public private(set) var watchesDevices = false
-  /// When each known device was last heard (bounded by the devices known).
-  private var deviceLastSeen: [DeviceIdentity: Int64] = [:]
+  /// For each of `devices.entries`: the first region that names it, and
+  /// when it was last heard (so a report hashes no identity).
+  private var deviceRegion: [Int?] = []
+  private var deviceLastSeen: [Int64?] = []
   private var nextForget: Int64 = .min
   private var scanningSince: Int64? = nil
   private var scanPaused = false
@@ -128,6 +130,7 @@ public struct RegionMonitor: Sendable {
     devices = DeviceDirectory(cipher: cipher)
     devices.configure(config.regions)
     watchesDevices = config.regions.contains { $0.watchesDevices }
+    routeDevices(lastSeen: [:])
     if let snapshot {
       for i in regions.indices {
         guard let saved = snapshot.regions.first(where: { $0.name == regions[i].config.name }),
@@ -224,11 +227,10 @@ public struct RegionMonitor: Sendable {
     at t: Int64, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?
   ) -> [MonitorEvent] {
     var out = advance(to: t)
-    guard watchesDevices, let device = devices.resolve(address, type: type) else { return out }
-    deviceLastSeen[device] = t
-    guard let firstMatch = regions.firstIndex(where: { $0.config.matches(device) }) else {
-      return out
-    }
+    guard watchesDevices, let n = devices.resolve(address, type: type) else { return out }
+    deviceLastSeen[n] = t
+    guard let firstMatch = deviceRegion[n] else { return out }
+    let device = devices.entries[n]
     // The TX Power Level is the power at the antenna; 1 m of free space at
     // 2.4 GHz takes 20 log10(4π / 0.125 m) = 40 dB, and 41 dB is the usual
     // rounding (Android's beacon libraries use it).
@@ -251,14 +253,28 @@ public struct RegionMonitor: Sendable {
   /// now): reports resolve against their keys from now on. States are
   /// kept; a device whose bond went stops counting at its next report.
   public mutating func updateBondedKeys(_ keys: [BondedKey]) {
-    devices.updateBondedKeys(keys)
-    let known = Set(keys.map { DeviceIdentity(address: $0.identity, irk: $0.irk) })
-    deviceLastSeen = deviceLastSeen.filter { known.contains($0.key) || $0.key.address == nil }
+    let before = lastSeenByDevice
+    if devices.updateBondedKeys(keys) { routeDevices(lastSeen: before) }
   }
 
-  /// When a device (by identity address) was last heard, resolved or not.
+  /// When a device (by identity address) was last heard, directly or
+  /// through its key; nil if not since it became known.
   public func lastSeen(device address: BDAddress) -> Int64? {
-    deviceLastSeen.lazy.filter { $0.key.address == address }.map(\.value).max()
+    devices.entries.indices.lazy.filter { self.devices.entries[$0].address == address }
+      .compactMap { self.deviceLastSeen[$0] }.max()
+  }
+
+  private var lastSeenByDevice: [DeviceIdentity: Int64] {
+    var out: [DeviceIdentity: Int64] = [:]
+    for (n, d) in devices.entries.enumerated() { if let t = deviceLastSeen[n] { out[d] = t } }
+    return out
+  }
+
+  /// After the devices or the regions changed: each device's first region,
+  /// and its last sighting carried over.
+  private mutating func routeDevices(lastSeen: [DeviceIdentity: Int64]) {
+    deviceRegion = devices.entries.map { d in regions.firstIndex { $0.config.matches(d) } }
+    deviceLastSeen = devices.entries.map { lastSeen[$0] }
   }
 
   /// One report of `key`, which region `firstMatch` (and maybe later ones) counts.
@@ -335,6 +351,7 @@ public struct RegionMonitor: Sendable {
     var out = advance(to: t)
     ranging = config.ranging
     monitor = config.monitor
+    let seen = lastSeenByDevice
     devices.configure(config.regions)
     watchesDevices = config.regions.contains { $0.watchesDevices }
     var next: [Region] = []
@@ -352,6 +369,7 @@ public struct RegionMonitor: Sendable {
     }
     let known = Set(regions.map { $0.config.name + "\u{0}" + $0.config.identity })
     regions = next
+    routeDevices(lastSeen: seen)
     for i in regions.indices { regions[i].holder = isAuto(i) ? computeHolder(i) : nil }
     invalidateTimers()
     if started {

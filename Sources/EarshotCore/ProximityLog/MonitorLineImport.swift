@@ -5,7 +5,7 @@
 /// - `state`, `enter`, `exit`: a region event; the beacon is taken from
 ///   `uuid`/`major`/`minor` on the line or the first entry of `beacons`.
 /// - `range`: one sighting per beacon (rssi, accuracy as distance,
-///   address), remembered as ranged in the line's region.
+///   address), remembered as ranged in the line's region; devices skipped.
 /// - `adapter` (`adapter`, `state` up/down), `find_phone` (`action`,
 ///   `device`, `detail`), `volume` (`volume` 0-1, `muted`, `source`).
 /// - A line without `event` but with `uuid` (an `earshot scan` report) is
@@ -49,7 +49,10 @@ public enum MonitorLineImport {
       guard let beacons = v["beacons"]?.array else {
         throw LineError(reason: "range without a \"beacons\" array")
       }
-      return try beacons.map { .sighting(try sighting($0, t: t, region: region)) }
+      // Devices (identity regions) have no sighting rows, as when the agent logs.
+      return try beacons.filter { $0["device"] == nil }.map {
+        .sighting(try sighting($0, t: t, region: region))
+      }
     case "adapter":
       guard let s = v["state"]?.string, let kind = AdapterLogEvent.Kind(rawValue: s) else {
         throw LineError(reason: "adapter \"state\" must be up or down")

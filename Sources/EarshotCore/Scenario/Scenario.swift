@@ -17,6 +17,8 @@ public struct Scenario: Sendable {
   public var outliers = 0.0
   public var model = PathLossModel()
   public var beacons: [ScenarioBeacon] = []
+  /// Devices advertising from their own addresses (phones, watches).
+  public var devices: [ScenarioDevice] = []
   /// Seconds from `start` during which the adapter is down.
   public var adapterDown: [Range<Double>] = []
 
@@ -24,20 +26,26 @@ public struct Scenario: Sendable {
 
   public enum Event: Sendable, Equatable {
     case report(t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?)
+    /// An advertisement of a device (not an iBeacon).
+    case deviceReport(
+      t: Int64, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?)
     case adapterDown(t: Int64)
     case adapterUp(t: Int64)
 
     public var t: Int64 {
       switch self {
-      case .report(let t, _, _, _), .adapterDown(let t), .adapterUp(let t): t
+      case .report(let t, _, _, _), .deviceReport(let t, _, _, _, _), .adapterDown(let t),
+        .adapterUp(let t):
+        t
       }
     }
   }
 
   public func micros(_ seconds: Double) -> Int64 { start + Int64((seconds * 1e6).rounded()) }
 
-  /// Every report and adapter change, in time order.
-  public func events() -> [Event] {
+  /// Every report and adapter change, in time order. `cipher` makes the
+  /// resolvable private addresses of devices with a key (required then).
+  public func events(cipher: (any BlockCipher)? = nil) -> [Event] {
     var rng = SplitMix(seed: seed)
     var out: [Event] = []
     for down in adapterDown {
@@ -65,25 +73,67 @@ public struct Scenario: Sendable {
             address: b.address(at: t), rssi: clamped))
       }
     }
+    for (n, d) in devices.enumerated() {
+      var s = d.phase
+      while s < duration {
+        defer { s += d.interval }
+        let t = s + Double(rng.next() % 10_000) / 1e6
+        guard d.isPresent(at: t), !adapterDown.contains(where: { $0.contains(t) }) else {
+          continue
+        }
+        if rng.unit() < d.loss { continue }
+        let metres = max(0.05, d.distance(at: t))
+        let atOneMetre = d.txPower.map { Double($0) - 41 } ?? Double(d.power)
+        var rssi = model.rssi(distance: metres, measuredPower: atOneMetre)
+        rssi += noise * rng.gaussian()
+        if rng.unit() < outliers { rssi -= 20 }
+        let clamped = Int8(max(-127, min(20, rssi.rounded())))
+        let (address, type) = d.address(at: t, seed: seed &+ UInt64(n), cipher: cipher)
+        out.append(
+          .deviceReport(
+            t: micros(t), address: address, type: type, rssi: clamped, txPower: d.txPower))
+      }
+    }
     return out.enumerated().sorted { ($0.element.t, $0.offset) < ($1.element.t, $1.offset) }
       .map(\.element)
   }
 
   /// The reports as a btsnoop capture (adapter changes cannot be written).
-  public func capture(extended: Bool = false) -> SyntheticCapture {
+  public func capture(extended: Bool = false, cipher: (any BlockCipher)? = nil) -> SyntheticCapture
+  {
     var c = SyntheticCapture()
-    for e in events() {
-      if case .report(let t, let beacon, let address, let rssi) = e {
+    for e in events(cipher: cipher) {
+      switch e {
+      case .report(let t, let beacon, let address, let rssi):
         c.appendBeacon(micros: t, beacon: beacon, address: address, rssi: rssi, extended: extended)
+      case .deviceReport(let t, let address, let type, let rssi, let txPower):
+        c.appendDevice(
+          micros: t, address: address, type: type, rssi: rssi, txPower: txPower,
+          extended: extended)
+      case .adapterDown, .adapterUp:
+        break
       }
     }
     return c
   }
 
+  /// Metres at `t` from (seconds, metres) points: linear in between,
+  /// constant outside.
+  static func interpolate(_ points: [(t: Double, metres: Double)], at t: Double) -> Double {
+    guard let first = points.first else { return 1 }
+    if t <= first.t { return first.metres }
+    for (a, b) in zip(points, points.dropFirst()) where t <= b.t {
+      return a.metres + (b.metres - a.metres) * (t - a.t) / (b.t - a.t)
+    }
+    return points.last!.metres
+  }
+
   /// Ground truth for a region: the union of its beacons' presence, in
   /// seconds from `start`.
   public func presence(matching region: RegionConfig) -> [Range<Double>] {
-    let all = beacons.filter { region.matches($0.id) }.flatMap(\.present)
+    let all =
+      (beacons.filter { region.matches($0.id) }.flatMap(\.present)
+      + devices.filter { $0.counts(for: region) }.flatMap(\.present))
       .sorted { $0.lowerBound < $1.lowerBound }
     var merged: [Range<Double>] = []
     for r in all {
@@ -122,17 +172,84 @@ public struct ScenarioBeacon: Sendable {
 
   public func isPresent(at t: Double) -> Bool { present.contains { $0.contains(t) } }
 
-  public func distance(at t: Double) -> Double {
-    guard let first = distance.first else { return 1 }
-    if t <= first.t { return first.metres }
-    for (a, b) in zip(distance, distance.dropFirst()) where t <= b.t {
-      return a.metres + (b.metres - a.metres) * (t - a.t) / (b.t - a.t)
-    }
-    return distance.last!.metres
-  }
+  public func distance(at t: Double) -> Double { Scenario.interpolate(distance, at: t) }
 
   public func address(at t: Double) -> BDAddress {
     addresses.last { $0.from <= t }?.address ?? addresses[0].address
+  }
+}
+
+/// A device that advertises from its own addresses: a phone or watch with
+/// privacy (resolvable private addresses from its key, a new one every
+/// `rotate` seconds), one without (its public or static identity), or a
+/// stranger using non-resolvable private addresses.
+public struct ScenarioDevice: Sendable {
+  public enum AddressKind: String, Sendable, CaseIterable {
+    /// Resolvable private addresses made from `irk`.
+    case rpa
+    /// Non-resolvable private addresses (never match any region).
+    case nrpa
+    /// The identity address, public.
+    case `public`
+    /// The identity address, static random.
+    case `static`
+  }
+
+  public var name: String
+  public var irk: IdentityResolvingKey?
+  /// The identity address (public or static random).
+  public var identity: BDAddress?
+  public var kind: AddressKind = .rpa
+  /// Seconds between address changes (rpa, nrpa); Core Specification
+  /// devices default to 15 minutes.
+  public var rotate = 900.0
+  /// The TX Power Level it advertises, if any.
+  public var txPower: Int8? = nil
+  /// Its real RSSI at 1 m when it advertises no TX power.
+  public var power: Int8 = -59
+  public var interval = 1.0
+  public var phase = 0.0
+  public var loss = 0.0
+  public var present: [Range<Double>] = []
+  public var distance: [(t: Double, metres: Double)] = [(0, 1)]
+
+  public init(name: String) { self.name = name }
+
+  public func isPresent(at t: Double) -> Bool { present.contains { $0.contains(t) } }
+
+  public func distance(at t: Double) -> Double { Scenario.interpolate(distance, at: t) }
+
+  /// Whether a region counts this device (its identity or key is named).
+  public func counts(for region: RegionConfig) -> Bool {
+    guard kind != .nrpa else { return false }
+    if let identity, region.devices.contains(identity) { return true }
+    if kind == .rpa, let irk, region.irks.contains(irk) { return true }
+    return false
+  }
+
+  /// The address it sends from at `t` (seconds) and its type as a report
+  /// gives it. Private addresses change every `rotate` seconds, each drawn
+  /// from `seed` and the period's number, so a run is repeatable.
+  public func address(at t: Double, seed: UInt64, cipher: (any BlockCipher)?) -> (
+    BDAddress, AddressType
+  ) {
+    switch kind {
+    case .public:
+      return (identity ?? BDAddress(raw: 0x00_1A_7D_00_00_01), .public)
+    case .static:
+      return (BDAddress(raw: (identity?.raw ?? 1) | 0xC000_0000_0000), .random)
+    case .nrpa, .rpa:
+      let period = UInt64(max(0, t / rotate))
+      var rng = SplitMix(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ period)
+      let bits = rng.next()
+      if kind == .nrpa {
+        return (BDAddress(raw: bits & 0x3FFF_FFFF_FFFF), .random)
+      }
+      guard let irk, let cipher else {
+        preconditionFailure("a device with resolvable private addresses needs a key and a cipher")
+      }
+      return (irk.address(prand: UInt32(truncatingIfNeeded: bits), cipher: cipher), .random)
+    }
   }
 }
 

@@ -22,11 +22,20 @@
 ///     present = 10-300, 400-600 ; presence intervals (ground truth)
 ///     distance = 0:1, 60:5      ; seconds:metres, linear in between
 ///     addresses = 0:C1:00:00:00:00:01, 120:C1:00:00:00:00:02
+///     [device "phone"]
+///     irk = 0123456789ABCDEF0123456789ABCDEF ; its key, most significant byte first
+///     identity = 00:1A:7D:DA:71:13  ; its identity address
+///     addresses = rpa           ; rpa (from irk), nrpa, public or static (identity)
+///     rotate = 900              ; seconds between private address changes
+///     tx_power = 8              ; TX Power Level it advertises (dBm); omit for none
+///     power = -59               ; its real RSSI at 1 m when it advertises no TX power
+///     interval, phase, loss, present, distance: as for beacons
 extension Scenario {
   public static func build(_ doc: ConfigDocument) throws -> Scenario {
     var s = Scenario()
     var errors = doc.syntaxErrors
     var beaconIndex: [String: Int] = [:]
+    var deviceIndex: [String: Int] = [:]
     var ids: [Int: (uuid: BeaconUUID?, major: UInt16, minor: UInt16)] = [:]
     for h in doc.headers {
       if h.name == "scenario" || h.name == "adapter" { continue }
@@ -41,10 +50,18 @@ extension Scenario {
         }
         continue
       }
+      if h.name.hasPrefix("device \""), h.name.hasSuffix("\""), h.name.count > 9 {
+        if deviceIndex[h.name] == nil {
+          deviceIndex[h.name] = s.devices.count
+          s.devices.append(ScenarioDevice(name: String(h.name.dropFirst(8).dropLast())))
+        }
+        continue
+      }
       errors.append(
         ConfigError(
           file: doc.file, line: h.line, section: h.name,
-          message: "unknown section; use [scenario], [adapter] or [beacon \"NAME\"]"))
+          message:
+            "unknown section; use [scenario], [adapter], [beacon \"NAME\"] or [device \"NAME\"]"))
     }
     for e in doc.entries {
       do {
@@ -60,6 +77,10 @@ extension Scenario {
           s.model.exponent = try ConfigValue.double(e.value, in: 1...6)
         case ("adapter", "down"): s.adapterDown = try ranges(e.value)
         default:
+          if let i = deviceIndex[e.section] {
+            try setDevice(&s.devices[i], e.key, e.value)
+            break
+          }
           guard let i = beaconIndex[e.section] else {
             throw ConfigValueError("unknown key")
           }
@@ -90,8 +111,58 @@ extension Scenario {
         ]
       }
     }
+    for d in s.devices {
+      let section = "device \"\(d.name)\""
+      let line = doc.headers.first { $0.name == section }?.line ?? 0
+      if d.kind == .rpa, d.irk == nil {
+        errors.append(
+          ConfigError(
+            file: doc.file, line: line, section: section, key: "irk",
+            message: "a device with resolvable private addresses needs an irk"))
+      }
+      if d.kind == .public || d.kind == .static, d.identity == nil {
+        errors.append(
+          ConfigError(
+            file: doc.file, line: line, section: section, key: "identity",
+            message: "a device sending from its identity address needs identity"))
+      }
+    }
     if !errors.isEmpty { throw ConfigErrors(errors) }
     return s
+  }
+
+  static func setDevice(_ d: inout ScenarioDevice, _ key: String, _ v: String) throws {
+    switch key {
+    case "irk":
+      do { d.irk = try IdentityResolvingKey(hex: v) } catch {
+        throw ConfigValueError(error.description)
+      }
+    case "identity":
+      guard let a = BDAddress(v) else {
+        throw ConfigValueError("'\(v)' is not an address such as AA:BB:CC:DD:EE:FF")
+      }
+      d.identity = a
+    case "addresses": d.kind = try ConfigValue.choice(v, ScenarioDevice.AddressKind.self)
+    case "rotate": d.rotate = try ConfigValue.double(v, in: 1...86_400)
+    case "tx_power": d.txPower = Int8(try ConfigValue.integer(v, in: -127...20))
+    case "power": d.power = Int8(try ConfigValue.integer(v, in: -100...20))
+    case "interval": d.interval = try ConfigValue.double(v, in: 0.02...60)
+    case "phase": d.phase = try ConfigValue.double(v, in: 0...1e7)
+    case "loss": d.loss = try ConfigValue.double(v, in: 0...0.99)
+    case "present": d.present = try ranges(v)
+    case "distance": d.distance = try distances(v)
+    default: throw ConfigValueError("unknown key")
+    }
+  }
+
+  static func distances(_ v: String) throws -> [(t: Double, metres: Double)] {
+    try ConfigValue.list(v).map { item in
+      let p = item.split(separator: ":")
+      guard p.count == 2, let t = Double(p[0]), let d = Double(p[1]), d > 0 else {
+        throw ConfigValueError("expected SECONDS:METRES pairs, got '\(item)'")
+      }
+      return (t, d)
+    }
   }
 
   static func setBeacon(
@@ -108,14 +179,7 @@ extension Scenario {
     case "phase": b.phase = try ConfigValue.double(v, in: 0...1e7)
     case "loss": b.loss = try ConfigValue.double(v, in: 0...0.99)
     case "present": b.present = try ranges(v)
-    case "distance":
-      b.distance = try ConfigValue.list(v).map { item in
-        let p = item.split(separator: ":")
-        guard p.count == 2, let t = Double(p[0]), let d = Double(p[1]), d > 0 else {
-          throw ConfigValueError("expected SECONDS:METRES pairs, got '\(item)'")
-        }
-        return (t, d)
-      }
+    case "distance": b.distance = try distances(v)
     case "addresses":
       b.addresses = try ConfigValue.list(v).map { item in
         guard let colon = item.firstIndex(of: ":"), let t = Double(item[..<colon]),

@@ -33,6 +33,7 @@ public final class MQTTBridge {
   private var limiter: BeaconRateLimiter
   private var announcedBeacons: Set<BeaconID> = []
   private var announcedRegions: Set<String> = []
+  private var announcedTrackers: Set<String> = []
 
   public init(loop: EventLoop, settings: Options) throws {
     var options = settings.client
@@ -63,9 +64,14 @@ public final class MQTTBridge {
 
   // MARK: What Earshot reports
 
-  public func regionState(_ region: String, state: String) {
+  /// `tracksDevices`: an identity region, which is also a device_tracker.
+  public func regionState(_ region: String, state: String, tracksDevices: Bool = false) {
     if let d = settings.discovery, announcedRegions.insert(region).inserted {
       let m = d.region(region)
+      keep(m.topic, m.payload)
+    }
+    if tracksDevices, let d = settings.discovery, announcedTrackers.insert(region).inserted {
+      let m = d.deviceTracker(region)
       keep(m.topic, m.payload)
     }
     keep(settings.topics.regionState(region), state)

@@ -28,7 +28,9 @@ public final class MQTTTransport: AgentTransport {
     bridge.findState(agent.find.status.state.rawValue)
     if let v = agent.currentVolume() { bridge.volume(v.level, muted: v.muted) }
     for r in agent.monitor?.regionStates ?? [] {
-      bridge.regionState(r.region, state: r.state.rawValue)
+      bridge.regionState(
+        r.region, state: r.state.rawValue,
+        tracksDevices: agent.monitor?.tracksDevices(region: r.region) ?? false)
     }
     bridge.start()
   }
@@ -80,7 +82,9 @@ public final class MQTTTransport: AgentTransport {
             rssi: b.rssi.map { Int($0.rounded()) }, at: Double(e.t) / 1e6)
         }
       case .state, .enter, .exit:
-        bridge.regionState(e.region, state: e.state.rawValue)
+        bridge.regionState(
+          e.region, state: e.state.rawValue,
+          tracksDevices: agent.monitor?.tracksDevices(region: e.region) ?? false)
         bridge.event(MonitorEventFormatter.json(e))
       }
     }

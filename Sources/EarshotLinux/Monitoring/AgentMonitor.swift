@@ -202,6 +202,11 @@ public final class AgentMonitor {
     self.driver.config.regions.map { ($0.name, driver.monitor.state(of: $0.name) ?? .unknown) }
   }
 
+  /// Whether a region names devices (an identity region).
+  public func tracksDevices(region: String) -> Bool {
+    driver.config.regions.first { $0.name == region }?.watchesDevices ?? false
+  }
+
   /// The beacons ranged in regions that are inside, nearest first (a
   /// beacon in several regions is listed once, with the first region).
   public func rangedBeacons() -> [(region: String, beacon: RangedBeacon)] {

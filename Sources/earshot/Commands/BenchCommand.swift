@@ -22,6 +22,10 @@ let benchCommand = Command(
     10 minutes), 5 % of reports from iBeacons, through the decoder and the
     monitor in capture time for --dense-minutes minutes; ns per report and
     VmRSS at the first, middle and last minute (both should stay flat).
+    Identity: 200 advertisers on resolvable private addresses that rotate
+    every minute, 50 of them found by the 50 keys of ten identity regions
+    (docs/identity.md), through the same monitor and live stages; the
+    ratio to the iBeacon figures of the same run is the cost of resolving.
     Find-phone (only with --alert-device, since it plays the ring there):
     the daemon's find-phone driver with the ALSA alert; request to first
     sample written and found to PCM silent, median and worst of the cycles.
@@ -144,6 +148,25 @@ func runBench(_ args: Arguments) throws -> Int32 {
   rows.append(monitorRow)
   let live = try BenchLive.run(
     events: events, config: config, rate: rate, seconds: max(1, seconds))
+  // Identity regions: the same stages over rotating private addresses.
+  let identityConfig = BenchIdentity.config(beacons: config)
+  let identityBytes = BenchIdentity.capture(
+    reports: Int(args.value("reports") ?? "200000") ?? 200_000, cipher: LibcryptoAES())
+  var identityEvents: [[UInt8]] = []
+  try identityBytes.withUnsafeBytes { raw in
+    var reader = try CaptureReader(raw)
+    while let r = reader.next() {
+      if case .hciEvent(let e) = r.packet { identityEvents.append(Array(e)) }
+    }
+  }
+  var (identityRow, identityMonitorEvents) = try BenchMonitor.stage(
+    bytes: identityBytes, config: identityConfig, seconds: seconds)
+  identityRow = BenchRow(
+    stage: "identity: decode + resolve + monitor", reports: identityRow.reports,
+    nanos: identityRow.nanos)
+  rows.append(identityRow)
+  let identityLive = try BenchLive.run(
+    events: identityEvents, config: identityConfig, rate: rate, seconds: max(1, seconds))
   var find: BenchFindPhone.Result? = nil
   if let device = args.value("alert-device") {
     do {
@@ -164,6 +187,10 @@ func runBench(_ args: Arguments) throws -> Int32 {
   }
   if beacons == 0 && events.isEmpty { Console.line("(no advertising events in the input)") }
   Console.line("(monitor: \(config.regions.count) regions, \(monitorEvents) events)")
+  Console.line(
+    "(identity: \(identityConfig.regions.count) regions, \(BenchIdentity.knownKeys) keys, "
+      + "\(BenchIdentity.advertisers) advertisers rotating every minute, "
+      + "\(identityMonitorEvents) events)")
 
   Console.line("")
   Console.line("measure".padding(40) + "value".padding(15) + "goal")
@@ -176,6 +203,13 @@ func runBench(_ args: Arguments) throws -> Int32 {
     "< 1 % of one core")
   row(
     "live: loop wakeups per second", f(live.wakeupsPerSecond, 0), "<= reports/s (no busy polling)")
+  row(
+    "identity: CPU at \(f(identityLive.reportsPerSecond, 0)) reports/s",
+    f(identityLive.cpuPercent, 2) + " %",
+    "ratio to iBeacon \(f(identityLive.cpuPercent / max(live.cpuPercent, 1e-9), 2)) (goal <= 1.10)")
+  row(
+    "identity: reports/s ratio to iBeacon", f(identityRow.perSecond / monitorRow.perSecond, 2),
+    "goal >= 0.91 (within 10 %)")
   row(
     "memory: \(memory.beacons) beacons, VmRSS", f(Double(memory.rssKB) / 1024, 1) + " MB",
     "< 20 MB")

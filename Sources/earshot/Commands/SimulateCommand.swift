@@ -10,10 +10,12 @@ let simulateCommand = Command(
     (UUID 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182, major 1, minors 0-7), one
     report per millisecond.
 
-    scenario: beacons described in --spec FILE (see scenarios/office.scenario):
-    advertising interval, loss, distance over time, presence intervals,
-    address changes. --truth writes the ground truth as JSON lines
-    ({"beacon":"desk","from":T,"to":T}, Unix seconds).
+    scenario: beacons and devices described in --spec FILE (see
+    scenarios/office.scenario and scenarios/identity.scenario): advertising
+    interval, loss, distance over time, presence intervals, address changes;
+    a device with a key sends from resolvable private addresses that rotate.
+    --truth writes the ground truth as JSON lines
+    ({"beacon":"desk","from":T,"to":T}, {"device":"phone",...}, Unix seconds).
     """,
   options: [
     .value("write", "FILE", "Where to write the capture (required)"),
@@ -47,7 +49,7 @@ func runScenario(_ args: Arguments, path: String) throws -> Int32 {
     throw CommandFailure("problems in the scenario:\n\(e.description)")
   }
   let sink = try FileSink(creating: path)
-  try sink.write(scenario.capture().bytes)
+  try sink.write(scenario.capture(cipher: LibcryptoAES()).bytes)
   try sink.flush()
   if let truth = args.value("truth") {
     let out = try FileSink(creating: truth)
@@ -55,6 +57,15 @@ func runScenario(_ args: Arguments, path: String) throws -> Int32 {
       for p in b.present {
         var j = JSONLine()
         j.add("beacon", b.name)
+        j.addRaw("from", ReportFormatter.seconds(scenario.micros(p.lowerBound)))
+        j.addRaw("to", ReportFormatter.seconds(scenario.micros(p.upperBound)))
+        try out.write(Array((j.line + "\n").utf8))
+      }
+    }
+    for d in scenario.devices {
+      for p in d.present {
+        var j = JSONLine()
+        j.add("device", d.name)
         j.addRaw("from", ReportFormatter.seconds(scenario.micros(p.lowerBound)))
         j.addRaw("to", ReportFormatter.seconds(scenario.micros(p.upperBound)))
         try out.write(Array((j.line + "\n").utf8))
