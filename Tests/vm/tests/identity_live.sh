@@ -69,8 +69,13 @@ done
 check "Device1.Pair succeeded" paired
 check "the agent picked the new bond up (with its IRK) without a restart" \
   wait_for 30 grep -qE "bonded keys: [12] device\(s\) from BlueZ's bond store /var/lib/bluetooth, 1 with an IRK" run.log
-busctl call org.bluez /org/bluez/hci1/dev_${a0//:/_} org.bluez.Device1 Disconnect >/dev/null 2>&1
+busctl call org.bluez "$laptop" org.bluez.Device1 Disconnect >/dev/null 2>&1
 mgmt -i hci0 advertising off
+not_connected() { ! connected; }
+wait_for 30 not_connected || fail "the phone did not disconnect"
+# Non-connectable advertising, or the laptop's kernel connects back to its
+# bonded device at the first advertisement (and advertising stops).
+mgmt -i hci1 connectable off
 
 # The phone advertises (the kernel sets an RPA for it); the emulator sends
 # one report per enable, so the advertising set is toggled in a loop.
