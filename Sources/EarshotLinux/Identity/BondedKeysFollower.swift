@@ -26,8 +26,8 @@ public enum BondedKeysSource: Equatable, Sendable, CustomStringConvertible {
   }
 
   /// The agent's source: `$EARSHOT_BOND_STORE` or `$EARSHOT_KEYS_FILE` when
-  /// set (tests, a second agent); else the store when this process can
-  /// read it (run as root), else the exported keys file.
+  /// set (tests, a second agent); else the store when running as root,
+  /// else the exported keys file.
   public static func forAgent() -> BondedKeysSource {
     if let root = ConfigLocation.env("EARSHOT_BOND_STORE"), !root.isEmpty {
       return .store(root: root)
@@ -35,7 +35,9 @@ public enum BondedKeysSource: Equatable, Sendable, CustomStringConvertible {
     if let path = ConfigLocation.env("EARSHOT_KEYS_FILE"), !path.isEmpty {
       return .keysFile(path: path)
     }
-    if access(BondPaths.store, R_OK | X_OK) == 0 { return .store(root: BondPaths.store) }
+    // Root reads the store itself; anyone else, even where the top
+    // directory is open, meets 0700 adapter directories below it.
+    if geteuid() == 0, access(BondPaths.store, F_OK) == 0 { return .store(root: BondPaths.store) }
     return .keysFile(path: BondPaths.keysFile)
   }
 }
