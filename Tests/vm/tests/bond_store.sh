@@ -44,13 +44,6 @@ mgmt -i hci0 advertising on
 "$EARSHOT" ble-agent --accept --capability NoInputNoOutput >agent.out 2>agent.err &
 wait_for 60 grep -q '"ready"' agent.out || { fail "pairing agent did not register"; cat agent.out agent.err; }
 
-# The laptop's raw scan, from before the bond: after bonding the kernel
-# runs its own background scan on hci0 (filtered by its accept list), and
-# a scanner that finds scanning on leaves it alone.
-"$EARSHOT" scan --adapter hci0 --all >scan.out 2>scan.err &
-SCAN=$!
-wait_for 60 grep -q 'scanning' scan.err || fail "earshot scan did not start"
-
 # The exporter follows the store from before the bond exists.
 mkdir -p /tmp/keys
 "$EARSHOT" keys export --follow --store /var/lib/bluetooth --output /tmp/keys/bonded-keys \
@@ -105,6 +98,14 @@ wait_for 30 not_connected || fail "the phone did not disconnect"
 # Non-connectable advertising, or the laptop's kernel connects back to its
 # bonded device at the first advertisement (and advertising stops).
 mgmt -i hci1 connectable off
+# Right after a new bond, hci0 delivered no advertising reports at all to a
+# raw scanner here (emulator or kernel: not settled yet); an adapter power
+# cycle clears it. See the report in docs/identity-keys.md (Limitations).
+mgmt -i hci0 power off
+mgmt -i hci0 power on
+"$EARSHOT" scan --adapter hci0 --all >scan.out 2>scan.err &
+SCAN=$!
+wait_for 60 grep -q 'scanning' scan.err || fail "earshot scan did not start"
 # The kernel sets up the advertising set with an RPA; the emulator sends
 # one report per enable, so the set is toggled in a loop.
 mgmt -i hci1 advertising on
