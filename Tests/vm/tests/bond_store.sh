@@ -114,6 +114,8 @@ random_report() { grep '"address_type":"random"' scan.out | grep -q '"address":"
 wait_for 60 random_report
 stop_advertising_loop hci1
 kill -INT $SCAN; wait $SCAN
+# For the record when no report came: what the phone's adapter says.
+hciconfig hci1; mgmt -i hci1 info; grep -A12 'hci1 info' btmgmt.log | tail -12
 rpa=$(grep '"address_type":"random"' scan.out | sed -n 's/.*"address":"\([0-9A-F:]*\)".*/\1/p' | grep '^[4-7]' | sort -u | head -1)
 echo "phone advertised from: $rpa"; head -5 scan.out; cat scan.err
 check "the phone advertised from a random address ($rpa)" test -n "$rpa"
