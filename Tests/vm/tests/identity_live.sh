@@ -9,7 +9,10 @@
 . "$RESULTS/env"
 # The store is a tmpfs kept for the whole boot: start without bonds.
 rm -rf /var/lib/bluetooth/*
-EXIT_AFTER=8
+# Under TCG on a loaded host each hcitool in the advertising loop takes
+# 1.5-4 s, so reports come 4-8 s apart, and the rotation (adapter power
+# cycle) leaves a gap of about 8 s: exit_after must be well above both.
+EXIT_AFTER=24
 mkdir -p /run/dbus
 dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
 wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
@@ -75,14 +78,14 @@ not_connected() { ! connected; }
 wait_for 30 not_connected || fail "the phone did not disconnect"
 # Non-connectable advertising, or the laptop's kernel connects back to its
 # bonded device at the first advertisement (and advertising stops).
+# The phone's adapter is power cycled first: its kernel tracks advertising
+# set 0's address in the same field as the address it connected from, so
+# after the connection it skips LE Set Advertising Set Random Address and
+# the controller refuses to advertise (0x12); closing the adapter clears
+# the field. See docs/identity-keys.md (Limitations).
+mgmt -i hci1 power off
 mgmt -i hci1 connectable off
-# Right after a new bond, hci0 delivered no advertising reports at all to a
-# raw scanner here (emulator or kernel: not settled yet); an adapter power
-# cycle clears it, and the agent resumes scanning by itself.
-mgmt -i hci0 power off
-mgmt -i hci0 power on
-resumed() { [ "$(grep -c 'hci0: scanning' run.log)" -ge 2 ]; }
-check "the agent resumed scanning after the adapter came back" wait_for 60 resumed
+mgmt -i hci1 power on
 
 # The phone advertises (the kernel sets an RPA for it); the emulator sends
 # one report per enable, so the advertising set is toggled in a loop.
