@@ -27,6 +27,7 @@ dpkg-deb -x "$deb" "$root/tree"
 dpkg-deb -e "$deb" "$root/control"
 for f in usr/bin/earshot etc/earshot/earshot.conf \
   usr/lib/systemd/system/earshot.service usr/lib/systemd/user/earshot.service \
+  usr/lib/systemd/system/earshot-keys.service \
   usr/share/man/man1/earshot.1.gz usr/share/man/man5/earshot.conf.5.gz \
   usr/share/bash-completion/completions/earshot usr/share/doc/earshot/copyright \
   usr/share/earshot/sounds/bell.flac usr/share/earshot/sounds/pips.wav; do

@@ -19,6 +19,7 @@ if [ ! -e "$dest/etc/earshot/earshot.conf" ] && [ -e etc/earshot.conf ]; then
   install -D -m 0644 etc/earshot.conf "$dest/etc/earshot/earshot.conf"
 fi
 sed "s|/usr/local|$prefix|g" etc/earshot.service | install -D -m 0644 /dev/stdin "$dest/etc/systemd/system/earshot.service"
+sed "s|/usr/local|$prefix|g" etc/earshot-keys.service | install -D -m 0644 /dev/stdin "$dest/etc/systemd/system/earshot-keys.service"
 sed "s|/usr/local|$prefix|g" etc/earshot-user.service | install -D -m 0644 /dev/stdin "$dest/etc/systemd/user/earshot.service"
 # File capabilities for the user service (ignored where the filesystem lacks xattrs).
 if [ -z "$dest" ] && command -v setcap >/dev/null; then

@@ -53,6 +53,29 @@ final class AdvertisingEventDecoderTests: XCTestCase {
     XCTAssertEqual(b.measuredPower, -59)
   }
 
+  /// A controller resolving addresses itself reports the identity with
+  /// address type 0x02 (public identity) or 0x03 (random static identity),
+  /// in legacy and extended reports alike; 0x04 is not a type.
+  func testResolvedIdentityAddressTypes() {
+    func types(_ event: [UInt8]) -> [AddressType] {
+      var got: [AddressType] = []
+      var d = AdvertisingEventDecoder()
+      _ = event.withUnsafeBytes { raw in d.decode(event: raw) { got.append($0.addressType) } }
+      return got
+    }
+    let a: [UInt8] = [0x00, 0x02, 1, 2, 3, 4, 5, 6, 0, 0xC0]
+    let b: [UInt8] = [0x00, 0x03, 1, 2, 3, 4, 5, 0xC6, 0, 0xC0]
+    XCTAssertEqual(
+      types([0x3E, UInt8(2 + a.count + b.count), 0x02, 0x02] + a + b),
+      [.publicIdentity, .randomIdentity])
+    var ext = extendedEvent(type: 0x13, data: [])
+    ext[6] = 0x02
+    XCTAssertEqual(types(ext), [.publicIdentity])
+    ext[6] = 0x03
+    XCTAssertEqual(types(ext), [.randomIdentity])
+    XCTAssertEqual(types([0x3E, 0x0C, 0x02, 0x01, 0x00, 0x04, 1, 2, 3, 4, 5, 6, 0, 0xC0]), [])
+  }
+
   func testTwoReportsLaidOutOneAfterAnother() {
     let a: [UInt8] = [0x00, 0x00, 1, 2, 3, 4, 5, 6, 3, 0x02, 0x01, 0x06, 0xC0]
     let b: [UInt8] = [0x04, 0x01, 9, 8, 7, 6, 5, 0xC4, 0, 0x7F]

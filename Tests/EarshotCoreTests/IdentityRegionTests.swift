@@ -164,6 +164,44 @@ final class IdentityRegionTests: XCTestCase {
     XCTAssertNil(m.lastSeen(device: phoneIdentity))
   }
 
+  /// A controller that resolves addresses itself (its resolving list
+  /// holds the bonded device's key) reports the identity address with
+  /// type 0x02 (public identity) or 0x03 (random static identity) instead
+  /// of the RPA: that is the bonded device, with no cipher call.
+  func testControllerResolvedIdentityReportsMatchBondedDevices() {
+    let cipher = CountingMixCipher()
+    let watchIdentity = BDAddress("C4:11:22:33:44:55")!
+    var m = RegionMonitor(
+      config: config(config: [
+        deviceRegion("phone", devices: [phoneIdentity]),
+        deviceRegion("watch", devices: [watchIdentity]),
+      ]), emitRange: false, cipher: cipher)
+    _ = m.start(at: 0, scanning: true)
+    m.updateBondedKeys([
+      BondedKey(identity: phoneIdentity, identityType: .public, irk: keyA, name: "Pixel"),
+      BondedKey(identity: watchIdentity, identityType: .staticRandom, irk: keyB, name: "Watch"),
+    ])
+    cipher.calls = 0
+    let phone = m.report(
+      at: 1_000_000, address: phoneIdentity, type: .publicIdentity, rssi: -60, txPower: nil)
+    XCTAssertEqual(phone.map(\.region), ["phone"])
+    XCTAssertEqual(phone.map(\.state), [.inside])
+    let watch = m.report(
+      at: 1_100_000, address: watchIdentity, type: .randomIdentity, rssi: -60, txPower: nil)
+    XCTAssertEqual(watch.map(\.region), ["watch"])
+    XCTAssertEqual(m.lastSeen(device: phoneIdentity), 1_000_000)
+    XCTAssertEqual(m.lastSeen(device: watchIdentity), 1_100_000)
+    XCTAssertEqual(cipher.calls, 0, "an identity report is a lookup")
+    // The identity types keep public and static apart: the watch's address
+    // as a public identity is some other device.
+    XCTAssertTrue(
+      m.report(
+        at: 1_200_000, address: watchIdentity, type: .publicIdentity, rssi: -60, txPower: nil
+      )
+      .isEmpty)
+    XCTAssertEqual(m.lastSeen(device: watchIdentity), 1_100_000)
+  }
+
   /// A known address costs a lookup, not a cipher call; a miss is
   /// remembered too; new keys forget both.
   func testResolvedAndMissedAddressesAreCached() {

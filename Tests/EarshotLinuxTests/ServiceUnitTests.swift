@@ -35,25 +35,41 @@ final class ServiceUnitTests: XCTestCase {
         FileManager.default.fileExists(atPath: root + "/dest/usr/local/share/doc/earshot/" + doc),
         doc)
     }
-    for unit in ["etc/systemd/system/earshot.service", "etc/systemd/user/earshot.service"] {
+    for unit in [
+      "etc/systemd/system/earshot.service", "etc/systemd/user/earshot.service",
+      "etc/systemd/system/earshot-keys.service",
+    ] {
       let path = root + "/dest/" + unit
       // Point ExecStart at the staged binary so verify can check it exists.
       let text = try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(
         of: "/usr/local/bin/earshot", with: binary)
-      let check = root + "/earshot.service"
+      // Under its own name (earshot-keys.service orders itself before earshot.service).
+      let name = unit.hasSuffix("earshot-keys.service") ? "earshot-keys.service" : "earshot.service"
+      let check = root + "/" + name
       try text.write(toFile: check, atomically: true, encoding: .utf8)
       let r = try Earshot.run(["verify", check], executable: analyze)
       XCTAssertEqual(r.status, 0, r.stderr)
       // Warnings about the host's own units are not ours: only lines naming our file count.
       let ours = (r.stdout + r.stderr).split(separator: "\n").filter {
-        $0.contains("earshot.service")
+        $0.contains(name)
       }
       XCTAssertTrue(ours.isEmpty, "\(unit):\n\(ours.joined(separator: "\n"))")
       XCTAssertTrue(text.contains("ProtectSystem=strict"))
-      XCTAssertTrue(text.contains("StateDirectory=earshot"))
+      if !unit.hasSuffix("earshot-keys.service") {
+        XCTAssertTrue(text.contains("StateDirectory=earshot"))
+      }
     }
     let system = try String(
       contentsOfFile: root + "/dest/etc/systemd/system/earshot.service", encoding: .utf8)
     XCTAssertTrue(system.contains("AmbientCapabilities=CAP_NET_RAW CAP_NET_ADMIN"))
+    XCTAssertTrue(system.contains("Wants=network-online.target earshot-keys.service"))
+    // The keys exporter: root, but only CAP_CHOWN, no network, and the
+    // keys file where the agent looks for it.
+    let keys = try String(
+      contentsOfFile: root + "/dest/etc/systemd/system/earshot-keys.service", encoding: .utf8)
+    XCTAssertTrue(keys.contains("CapabilityBoundingSet=CAP_CHOWN\n"))
+    XCTAssertTrue(keys.contains("PrivateNetwork=yes"))
+    XCTAssertTrue(
+      keys.contains("--follow --output /run/earshot-keys/bonded-keys --group bluetooth"))
   }
 }

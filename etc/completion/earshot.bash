@@ -2,7 +2,7 @@
 _earshot() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} opts=""
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "scan monitor check-config simulate calibrate bench shutter play pause stop run rooms status events found ring device alert sounds volume log plot ble-agent --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "scan monitor check-config simulate calibrate bench shutter play pause stop run rooms status keys devices events found ring device alert sounds volume log plot ble-agent --help --version" -- "$cur"))
     return
   fi
   case ${COMP_WORDS[1]} in
@@ -19,6 +19,8 @@ _earshot() {
     run) opts="--config --socket --no-audio --state-dir --input --pace --start-at --help" ;;
     rooms) opts="--config --naive --pace --offsets --truth --covered --end --stats --agents --beacons --seconds --first-agent --help" ;;
     status) opts="--socket --help" ;;
+    keys) opts="--store --output --group --follow --help" ;;
+    devices) opts="--socket --keys --store --format --help" ;;
     events) opts="--socket --topics --help" ;;
     found) opts="--socket --help" ;;
     ring) opts="--stop --mild --socket --help" ;;
@@ -31,7 +33,7 @@ _earshot() {
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in
-    --adapter|--agent|--agents|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--covered|--day|--db|--dense-minutes|--device|--directory|--duration|--end|--fallback|--first-agent|--format|--frequency|--input|--interval|--library|--log|--mixer-card|--monitor|--name|--offsets|--out|--pace|--player|--png|--power|--ramp|--rate|--reference|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--start-at|--state|--state-dir|--stats|--timeout|--title|--topics|--truth|--until|--wait|--write)
+    --adapter|--agent|--agents|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--covered|--day|--db|--dense-minutes|--device|--directory|--duration|--end|--fallback|--first-agent|--format|--frequency|--group|--input|--interval|--keys|--library|--log|--mixer-card|--monitor|--name|--offsets|--out|--output|--pace|--player|--png|--power|--ramp|--rate|--reference|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--start-at|--state|--state-dir|--stats|--store|--timeout|--title|--topics|--truth|--until|--wait|--write)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -7,6 +7,8 @@ public enum StatusSection: String, CaseIterable, Sendable {
   case shutter, media
   /// Shown only when [tag] sections are configured.
   case tags
+  /// Bonded devices (identity, IRK or not, last seen), when the agent follows them.
+  case devices
 
   /// What a section says when no part provides it.
   public var absent: JSONValue? {

@@ -54,6 +54,8 @@ public final class Daemon {
   var media: MediaDriver?
   var proximityLog: ProximityLogWriter?
   var tags: TagTransport?
+  /// Bonded devices' keys, followed for the monitor (BondedKeysPart.swift).
+  var bondedKeys: BondedKeysFollower?
   /// Each part's `status` section.
   var statusSections: [StatusSection: () -> JSONValue] = [:]
   /// Requests waiting for their answer (Requests.swift).
@@ -138,6 +140,7 @@ public final class Daemon {
     if find.status.state != .idle {
       for d in find.status.requesters { find.submit(.deviceStop(d)) }
     }
+    bondedKeys?.stop()
     monitor?.stop()
     media?.stop()
     for t in orderedTransports.reversed() { t.stop() }

@@ -14,6 +14,8 @@ let commands: [Command] = [
   runCommand,
   roomsCommand,
   statusCommand,
+  keysCommand,
+  devicesCommand,
   eventsCommand,
   foundCommand,
   ringCommand,

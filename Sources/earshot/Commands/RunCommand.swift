@@ -205,6 +205,10 @@ private func start(
     daemon.log("replayed \(input)")
     return
   }
+  // Regions naming devices: the bonded devices' keys, followed while running.
+  if config.regions.contains(where: { !$0.devices.isEmpty }) {
+    try daemon.follow(bondedKeys: BondedKeysSource.forAgent())
+  }
   do {
     try monitor.startLive(
       options: LiveScanOptions(config: config.scanner), waitForAdapter: true, reapOnSignal: true)
