@@ -501,14 +501,22 @@ public struct RegionMonitor: Sendable {
     // within its own timeout.
     let auto = isAuto(i)
     let horizon = t - Int64((timeout(i) * 1e6).rounded())
-    return beacons.all.lazy
-      .filter {
-        guard self.regions[i].config.matches($0.track.id) else { return false }
-        guard auto else { return $0.track.lastSeen >= horizon }
-        return $0.track.lastSeen + Int64((self.beaconTimeout($0) * 1e6).rounded()) >= t
+    // Each record read in place: a copy of every record (~550 bytes) for
+    // every region at every ranging interval was most of the cost.
+    var out: [RangedBeacon] = []
+    for position in 0..<beacons.count {
+      beacons.withRecord(at: position) { b in
+        guard regions[i].config.matches(b.track.id) else { return }
+        if auto {
+          guard b.track.lastSeen + Int64((beaconTimeout(b) * 1e6).rounded()) >= t else { return }
+        } else {
+          guard b.track.lastSeen >= horizon else { return }
+        }
+        out.append(b.track.ranged(at: t, model: ranging.model, staleAfter: ranging.staleAfter))
       }
-      .map { $0.track.ranged(at: t, model: ranging.model, staleAfter: ranging.staleAfter) }
-      .sorted(by: RangedBeacon.nearestFirst)
+    }
+    out.sort(by: RangedBeacon.nearestFirst)
+    return out
   }
 
   /// Seconds without a report before exit for region `i`.
