@@ -139,7 +139,8 @@ struct AnswerCache<Key: Hashable, Value> {
 
   mutating func removeAll() {
     answers.removeAll(keepingCapacity: true)
-    answers.removeAll()
+    resolved.removeAll()
+    unresolved.removeAll()
   }
 }
 
