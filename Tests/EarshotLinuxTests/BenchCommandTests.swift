@@ -92,6 +92,14 @@ final class BenchCommandTests: XCTestCase {
     XCTAssertTrue(cpu.contains("ratio to iBeacon "), cpu)
     XCTAssertTrue(
       lines.contains { $0.hasPrefix("identity: reports/s ratio to iBeacon ") }, r.stdout)
+    // The reference: the same advertisers as iBeacons, all in a region.
+    let matched = try XCTUnwrap(
+      lines.first { $0.hasPrefix("iBeacons all in a region (reference) ") }, r.stdout)
+    let matchedRate = try XCTUnwrap(
+      matched.split(separator: " ").dropFirst(6).first.flatMap { Double($0) })
+    XCTAssertGreaterThan(matchedRate, 0, matched)
+    XCTAssertTrue(
+      lines.contains { $0.hasPrefix("identity: ratio to matched iBeacons ") }, r.stdout)
   }
 
   func testBadOptionsSayWhatIsWrong() throws {

@@ -37,6 +37,20 @@ final class LibcryptoAESTests: XCTestCase {
     }
   }
 
+  /// More keys than contexts are kept: the ones set up again after the
+  /// contexts were dropped still encrypt right.
+  func testMoreKeysThanKeptContexts() {
+    let reused = LibcryptoAES()
+    let block = Block128(high: 0, low: 0x70_8194)
+    let keys = (0..<(LibcryptoAES.maxContexts + 44)).map {
+      Block128(high: 0x5EED &* UInt64($0 + 1), low: 0x9E37_79B9_7F4A_7C15 &* UInt64($0 + 1))
+    }
+    for (i, key) in (keys + keys.prefix(10)).enumerated() {
+      XCTAssertEqual(
+        reused.encrypt(block, key: key), LibcryptoAES().encrypt(block, key: key), "\(i)")
+    }
+  }
+
   func testAhSampleData() throws {
     // Core Specification Vol 3, Part H, Appendix D.7.
     let key = try IdentityResolvingKey(hex: "ec0234a357c8ad05341010a60a397d9b")

@@ -26,8 +26,7 @@ public struct IdentityResolver<Cipher: BlockCipher, Identity: Hashable> {
   public let capacity: Int
   public private(set) var keys: [(identity: Identity, key: IdentityResolvingKey)] = []
   private var direct: [IdentityAddress: Identity] = [:]
-  private var resolved: BoundedCache<BDAddress, Identity>
-  private var unresolved: BoundedCache<BDAddress, Void>
+  private var answers: AnswerCache<BDAddress, Identity>
 
   /// `addresses`: the identity addresses that match directly, and what each names.
   public init(
@@ -37,8 +36,7 @@ public struct IdentityResolver<Cipher: BlockCipher, Identity: Hashable> {
     precondition(capacity > 0, "a cache holds at least one address")
     self.cipher = cipher
     self.capacity = capacity
-    resolved = BoundedCache(capacity: capacity)
-    unresolved = BoundedCache(capacity: capacity)
+    answers = AnswerCache(capacity: capacity)
     setKeys(keys, addresses: addresses)
   }
 
@@ -49,16 +47,15 @@ public struct IdentityResolver<Cipher: BlockCipher, Identity: Hashable> {
   ) {
     self.keys = keys
     direct = addresses
-    resolved.removeAll()
-    unresolved.removeAll()
+    answers.removeAll()
   }
 
   /// Whether any device is known at all (else every report is a miss).
   public var isEmpty: Bool { keys.isEmpty && direct.isEmpty }
 
   /// How many resolvable addresses are remembered as resolved / as not.
-  public var resolvedCount: Int { resolved.count }
-  public var unresolvedCount: Int { unresolved.count }
+  public var resolvedCount: Int { answers.resolvedCount }
+  public var unresolvedCount: Int { answers.unresolvedCount }
 
   /// The device that sent from `address` (of `type`, as an HCI report
   /// gives it), or nil when no known device did. Non-resolvable private
@@ -76,13 +73,12 @@ public struct IdentityResolver<Cipher: BlockCipher, Identity: Hashable> {
         return direct[IdentityAddress(address: address, isPublic: false)]
       }
       guard address.isResolvablePrivate, !keys.isEmpty else { return nil }
-      if let identity = resolved[address] { return identity }
-      if unresolved[address] != nil { return nil }
+      if let answer = answers[address] { return answer }
       for (identity, key) in keys where key.resolves(address, cipher: cipher) {
-        resolved.insert(identity, for: address)
+        answers.insert(identity, for: address)
         return identity
       }
-      unresolved.insert((), for: address)
+      answers.insert(nil, for: address)
       return nil
     }
   }
@@ -110,38 +106,70 @@ extension IdentityResolver where Identity == IdentityAddress {
   }
 }
 
-/// A dictionary of fixed capacity that forgets its oldest entry to make
-/// room: the keys sit in a ring in the order they came.
-struct BoundedCache<Key: Hashable, Value> {
+/// The answers a resolver remembers, in one table so that a report costs
+/// one lookup whichever the answer: an identity, or `nil` for an address
+/// no key resolves. Each kind has its own fixed capacity and forgets its
+/// oldest entry to make room (its keys sit in a ring in the order they
+/// came), so a crowd of strangers cannot push out the known devices.
+struct AnswerCache<Key: Hashable, Value> {
   let capacity: Int
-  private var values: [Key: Value] = [:]
+  private var answers: [Key: Value?] = [:]
+  private var resolved: Ring<Key>
+  private var unresolved: Ring<Key>
+
+  init(capacity: Int) {
+    self.capacity = capacity
+    answers.reserveCapacity(2 * capacity)
+    resolved = Ring(capacity: capacity)
+    unresolved = Ring(capacity: capacity)
+  }
+
+  var resolvedCount: Int { resolved.count }
+  var unresolvedCount: Int { unresolved.count }
+
+  /// `.some(nil)`: remembered as resolving to nothing; `nil`: not remembered.
+  subscript(key: Key) -> Value?? { answers[key] }
+
+  /// Adds the answer for a key not yet present.
+  mutating func insert(_ value: Value?, for key: Key) {
+    let evicted = value == nil ? unresolved.push(key) : resolved.push(key)
+    if let evicted { answers[evicted] = nil }
+    answers[key] = .some(value)
+  }
+
+  mutating func removeAll() {
+    answers.removeAll(keepingCapacity: true)
+    resolved.removeAll()
+    unresolved.removeAll()
+  }
+}
+
+/// Keys in the order they came, at most `capacity`: pushing one more
+/// gives back the oldest, which it replaces.
+struct Ring<Key> {
+  let capacity: Int
   private var order: [Key] = []
   private var next = 0
 
   init(capacity: Int) {
     self.capacity = capacity
-    values.reserveCapacity(capacity)
     order.reserveCapacity(capacity)
   }
 
-  var count: Int { values.count }
+  var count: Int { order.count }
 
-  subscript(key: Key) -> Value? { values[key] }
-
-  /// Adds an entry for a key not yet present.
-  mutating func insert(_ value: Value, for key: Key) {
-    if order.count < capacity {
+  mutating func push(_ key: Key) -> Key? {
+    guard order.count >= capacity else {
       order.append(key)
-    } else {
-      values[order[next]] = nil
-      order[next] = key
-      next = (next + 1) % capacity
+      return nil
     }
-    values[key] = value
+    let oldest = order[next]
+    order[next] = key
+    next = (next + 1) % capacity
+    return oldest
   }
 
   mutating func removeAll() {
-    values.removeAll(keepingCapacity: true)
     order.removeAll(keepingCapacity: true)
     next = 0
   }
@@ -149,4 +177,6 @@ struct BoundedCache<Key: Hashable, Value> {
 
 extension IdentityResolver: Sendable where Cipher: Sendable, Identity: Sendable {}
 
-extension BoundedCache: Sendable where Key: Sendable, Value: Sendable {}
+extension AnswerCache: Sendable where Key: Sendable, Value: Sendable {}
+
+extension Ring: Sendable where Key: Sendable {}

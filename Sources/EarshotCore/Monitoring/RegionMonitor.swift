@@ -98,9 +98,9 @@ public struct RegionMonitor: Sendable {
   /// Whether any region names a device: if none does, a report that is
   /// not an iBeacon only moves time.
   public private(set) var watchesDevices = false
-  /// For each of `devices.entries`: the first region that names it, and
-  /// when it was last heard (so a report hashes no identity).
-  private var deviceRegion: [Int?] = []
+  /// For each of `devices.entries`: the regions that name it, and when it
+  /// was last heard (so a report hashes no identity and walks no regions).
+  private var deviceRegions: [[Int]] = []
   private var deviceLastSeen: [Int64?] = []
   private var nextForget: Int64 = .min
   private var scanningSince: Int64? = nil
@@ -229,7 +229,7 @@ public struct RegionMonitor: Sendable {
     var out = advance(to: t)
     guard watchesDevices, let n = devices.resolve(address, type: type) else { return out }
     deviceLastSeen[n] = t
-    guard let firstMatch = deviceRegion[n] else { return out }
+    guard let firstMatch = deviceRegions[n].first else { return out }
     let device = devices.entries[n]
     // The TX Power Level is the power at the antenna; 1 m of free space at
     // 2.4 GHz takes 20 log10(4π / 0.125 m) = 40 dB, and 41 dB is the usual
@@ -244,8 +244,8 @@ public struct RegionMonitor: Sendable {
       source = .region
     }
     observe(
-      .device(device), firstMatch: firstMatch, address: address, rssi: rssi, power: power,
-      source: source, at: t, into: &out)
+      .device(device), firstMatch: firstMatch, device: n, address: address, rssi: rssi,
+      power: power, source: source, at: t, into: &out)
     return out
   }
 
@@ -273,14 +273,17 @@ public struct RegionMonitor: Sendable {
   /// After the devices or the regions changed: each device's first region,
   /// and its last sighting carried over.
   private mutating func routeDevices(lastSeen: [DeviceIdentity: Int64]) {
-    deviceRegion = devices.entries.map { d in regions.firstIndex { $0.config.matches(d) } }
+    deviceRegions = devices.entries.map { d in
+      regions.indices.filter { regions[$0].config.matches(d) }
+    }
     deviceLastSeen = devices.entries.map { lastSeen[$0] }
   }
 
-  /// One report of `key`, which region `firstMatch` (and maybe later ones) counts.
+  /// One report of `key`, which region `firstMatch` (and maybe later ones)
+  /// counts; for device `n` of the directory, exactly `deviceRegions[n]`.
   private mutating func observe(
-    _ key: TrackKey, firstMatch: Int, address: BDAddress, rssi: Int8?, power: Int8,
-    source: PowerSource, at t: Int64, into out: inout [MonitorEvent]
+    _ key: TrackKey, firstMatch: Int, device n: Int? = nil, address: BDAddress, rssi: Int8?,
+    power: Int8, source: PowerSource, at t: Int64, into out: inout [MonitorEvent]
   ) {
     if !started { out += start(at: t, scanning: true) }
     if scanningSince == nil {
@@ -295,25 +298,36 @@ public struct RegionMonitor: Sendable {
       key, address: address, rssi: rssi, measuredPower: power, powerSource: source, at: t,
       floor: monitor.autoFloor, ceiling: monitor.autoCeiling, cautious: cautiousTimeout)
 
-    for i in regions.indices[firstMatch...] where regions[i].config.matches(key) {
-      regions[i].lastSeen = t
-      regions[i].lastBeacon = key
-      updateHolder(i, reporter: key, at: position)
-      if regions[i].state != .inside {
-        let kind: MonitorEvent.Kind = regions[i].known == .outside ? .enter : .state
-        regions[i].state = .inside
-        regions[i].known = .inside
-        if emitRange { regions[i].nextRange = nextTick(after: t) }
-        let trigger = beacons[position: position].track.ranged(
-          at: t, model: ranging.model, staleAfter: ranging.staleAfter)
-        out.append(event(t, kind, i, beacons: [trigger]))
+    if let n {
+      for i in deviceRegions[n] { counted(i, key, at: t, position: position, into: &out) }
+    } else {
+      for i in regions.indices[firstMatch...] where regions[i].config.matches(key) {
+        counted(i, key, at: t, position: position, into: &out)
       }
-      // Only this region's timers moved, and a deadline may come sooner
-      // (a beacon with a shorter timeout than the cautious wait).
-      if let d = exitDeadline(i) { timerFloor = min(timerFloor, d) }
-      if let d = regions[i].nextRange { timerFloor = min(timerFloor, d) }
-      timerFloorExact = false
     }
+  }
+
+  /// Region `i` counts a report of `key` (its record at `position`).
+  private mutating func counted(
+    _ i: Int, _ key: TrackKey, at t: Int64, position: Int, into out: inout [MonitorEvent]
+  ) {
+    regions[i].lastSeen = t
+    regions[i].lastBeacon = key
+    updateHolder(i, reporter: key, at: position)
+    if regions[i].state != .inside {
+      let kind: MonitorEvent.Kind = regions[i].known == .outside ? .enter : .state
+      regions[i].state = .inside
+      regions[i].known = .inside
+      if emitRange { regions[i].nextRange = nextTick(after: t) }
+      let trigger = beacons[position: position].track.ranged(
+        at: t, model: ranging.model, staleAfter: ranging.staleAfter)
+      out.append(event(t, kind, i, beacons: [trigger]))
+    }
+    // Only this region's timers moved, and a deadline may come sooner
+    // (a beacon with a shorter timeout than the cautious wait).
+    if let d = exitDeadline(i) { timerFloor = min(timerFloor, d) }
+    if let d = regions[i].nextRange { timerFloor = min(timerFloor, d) }
+    timerFloorExact = false
   }
 
   /// Fires every timer due at or before `t`, in time order.
@@ -487,14 +501,22 @@ public struct RegionMonitor: Sendable {
     // within its own timeout.
     let auto = isAuto(i)
     let horizon = t - Int64((timeout(i) * 1e6).rounded())
-    return beacons.all.lazy
-      .filter {
-        guard self.regions[i].config.matches($0.track.id) else { return false }
-        guard auto else { return $0.track.lastSeen >= horizon }
-        return $0.track.lastSeen + Int64((self.beaconTimeout($0) * 1e6).rounded()) >= t
+    // Each record read in place: a copy of every record (~550 bytes) for
+    // every region at every ranging interval was most of the cost.
+    var out: [RangedBeacon] = []
+    for position in 0..<beacons.count {
+      beacons.withRecord(at: position) { b in
+        guard regions[i].config.matches(b.track.id) else { return }
+        if auto {
+          guard b.track.lastSeen + Int64((beaconTimeout(b) * 1e6).rounded()) >= t else { return }
+        } else {
+          guard b.track.lastSeen >= horizon else { return }
+        }
+        out.append(b.track.ranged(at: t, model: ranging.model, staleAfter: ranging.staleAfter))
       }
-      .map { $0.track.ranged(at: t, model: ranging.model, staleAfter: ranging.staleAfter) }
-      .sorted(by: RangedBeacon.nearestFirst)
+    }
+    out.sort(by: RangedBeacon.nearestFirst)
+    return out
   }
 
   /// Seconds without a report before exit for region `i`.

@@ -14,7 +14,8 @@ enum BenchIdentity {
 
   static func key(_ i: Int) -> IdentityResolvingKey {
     IdentityResolvingKey(
-      Block128(high: 0x5EED_0000_0000_0000 | UInt64(i), low: 0x9E37_79B9_7F4A_7C15 &* UInt64(i + 1)))
+      Block128(high: 0x5EED_0000_0000_0000 | UInt64(i), low: 0x9E37_79B9_7F4A_7C15 &* UInt64(i + 1))
+    )
   }
 
   /// The iBeacon regions plus ten people of five keys each.
@@ -30,7 +31,12 @@ enum BenchIdentity {
   }
 
   /// `reports` advertisements, one per millisecond, from a random advertiser each.
-  static func capture(reports: Int, cipher: any BlockCipher, seed: UInt64 = 16) -> [UInt8] {
+  /// With `beacons`, the reference: the same advertisers on the same
+  /// addresses at the same moments send iBeacons of the bench room's UUID
+  /// instead (major = advertiser), so every report is in a region.
+  static func capture(
+    reports: Int, cipher: any BlockCipher, seed: UInt64 = 16, beacons: Bool = false
+  ) -> [UInt8] {
     var capture = SyntheticCapture()
     var rng = seed
     func next() -> UInt64 {
@@ -57,8 +63,14 @@ enum BenchIdentity {
           return made
         }()
       let rssi = Int8(-40 - Int(next() % 50))
-      capture.appendDevice(
-        micros: t, address: address, type: .random, rssi: rssi, txPower: a % 2 == 0 ? 8 : nil)
+      if beacons {
+        let id = BeaconID(uuid: BenchMonitor.roomUUID, major: UInt16(a), minor: 0)
+        capture.appendBeacon(
+          micros: t, beacon: IBeacon(id: id, measuredPower: -59), address: address, rssi: rssi)
+      } else {
+        capture.appendDevice(
+          micros: t, address: address, type: .random, rssi: rssi, txPower: a % 2 == 0 ? 8 : nil)
+      }
     }
     return capture.bytes
   }
