@@ -4,7 +4,7 @@
 # sighting per second per agent per beacon. Prints, per load, the sightings
 # the aggregator handled per second, its CPU (% of one core, from
 # /proc/PID/stat over the measured span), CPU per 1,000 sightings/s, its
-# VmRSS/VmHWM, and the broker's CPU.
+# VmRSS/VmHWM, the broker's CPU and the load generators' CPU (summed).
 #   scripts/rooms-scale.sh [EARSHOT] [SECONDS]     (default .build/debug/earshot, 30)
 # Loads: 10x100, 25x200, 50x500 agents x beacons (override with LOADS="AxB ...");
 # GENERATORS=N splits each load's agents over N load processes (default 1).
@@ -19,11 +19,12 @@ hz=$(getconf CLK_TCK)
 port=$(( 20000 + $$ % 20000 ))
 
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+generators_cpu() { for f in "$dir"/load*.pid; do cpu "$(cat "$f")"; done | awk '{s += $1} END {print s}'; }
 mem() { awk '/VmRSS|VmHWM/ {printf "%s %s kB  ", $1, $2}' "/proc/$1/status"; }
 
 printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nmax_queued_messages 100000\n' "$port" > "$dir/m.conf"
 printf '[mqtt]\nhost = 127.0.0.1\nport = %s\ndiscovery = false\n' "$port" > "$dir/e.conf"
-echo "agents x beacons  sightings/s  aggregator CPU  CPU per 1k/s  memory  broker CPU"
+echo "agents x beacons  sightings/s  aggregator CPU  CPU per 1k/s  memory  broker CPU  generator CPU"
 for load in $loads; do
   agents=${load%x*}
   beacons=${load#*x}
@@ -43,16 +44,17 @@ for load in $loads; do
   agg=$(cat "$dir/agg.pid")
   broker=$(cat "$dir/broker.pid")
   sleep 10  # warm-up: every beacon known, every trace full
-  a0=$(cpu "$agg"); b0=$(cpu "$broker"); l0=$(grep -c sightings "$dir/agg.log" || true)
+  a0=$(cpu "$agg"); b0=$(cpu "$broker"); g0=$(generators_cpu)
   sleep "$seconds"
-  a1=$(cpu "$agg"); b1=$(cpu "$broker")
+  a1=$(cpu "$agg"); b1=$(cpu "$broker"); g1=$(generators_cpu)
   # The aggregator's own count over its last full --stats span.
   handled=$(grep sightings "$dir/agg.log" | tail -1 | awk -v s="$seconds" '{printf "%.0f", $3 / s}')
   memory=$(mem "$agg")
   acpu=$(echo "$a0 $a1 $hz $seconds" | awk '{printf "%.1f", ($2 - $1) / $3 / $4 * 100}')
   bcpu=$(echo "$b0 $b1 $hz $seconds" | awk '{printf "%.1f", ($2 - $1) / $3 / $4 * 100}')
+  gcpu=$(echo "$g0 $g1 $hz $seconds" | awk '{printf "%.1f", ($2 - $1) / $3 / $4 * 100}')
   per=$(echo "$acpu $handled" | awk '{ if ($2 > 0) printf "%.2f %%", $1 / ($2 / 1000); else print "-" }')
-  printf '%-17s %-12s %-15s %-13s %s %s %%\n' "$load" "$handled" "$acpu %" "$per" "$memory" "$bcpu"
+  printf '%-17s %-12s %-15s %-13s %s %s %%  %s %%\n' "$load" "$handled" "$acpu %" "$per" "$memory" "$bcpu" "$gcpu"
   kill $(cat "$dir"/load*.pid) "$agg" "$broker" 2>/dev/null || true
   wait 2>/dev/null || true
   rm -f "$dir"/*.pid
