@@ -8,11 +8,17 @@
 #   scripts/rooms-scale.sh [EARSHOT] [SECONDS]     (default .build/debug/earshot, 30)
 # Loads: 10x100, 25x200, 50x500 agents x beacons (override with LOADS="AxB ...");
 # GENERATORS=N splits each load's agents over N load processes (default 1).
+# RUN=setsid starts broker, aggregator and generators each in a session of
+# its own: with the kernel's autogroup scheduling every session gets an equal
+# share of the cores, so on a machine busy with other sessions the chain
+# started from one shell shares one share (nice does not help across
+# sessions) and falls behind, each process runnable but starved.
 set -eu
 earshot=${1:-.build/debug/earshot}
 seconds=${2:-30}
 loads=${LOADS:-"10x100 25x200 50x500"}
 generators=${GENERATORS:-1}
+run="${RUN:-}"
 dir=$(mktemp -d /tmp/earshot-rooms-scale-XXXXXX)
 trap 'kill $(cat "$dir"/*.pid 2>/dev/null) 2>/dev/null || true; rm -rf "$dir"' EXIT
 hz=$(getconf CLK_TCK)
@@ -28,15 +34,15 @@ echo "agents x beacons  sightings/s  aggregator CPU  CPU per 1k/s  memory  broke
 for load in $loads; do
   agents=${load%x*}
   beacons=${load#*x}
-  mosquitto -c "$dir/m.conf" >/dev/null 2>&1 & echo $! > "$dir/broker.pid"
+  $run mosquitto -c "$dir/m.conf" >/dev/null 2>&1 & echo $! > "$dir/broker.pid"
   sleep 0.5
-  "$earshot" rooms --config "$dir/e.conf" --stats "$seconds" > /dev/null 2> "$dir/agg.log" &
+  $run "$earshot" rooms --config "$dir/e.conf" --stats "$seconds" > /dev/null 2> "$dir/agg.log" &
   echo $! > "$dir/agg.pid"
   sleep 0.5
   share=$(( agents / generators ))
   g=0
   while [ "$g" -lt "$generators" ]; do
-    "$earshot" rooms load --config "$dir/e.conf" --agents "$share" --beacons "$beacons" \
+    $run "$earshot" rooms load --config "$dir/e.conf" --agents "$share" --beacons "$beacons" \
       --first-agent $(( g * share )) --seconds $(( seconds + 15 )) > "$dir/load$g.log" 2>&1 &
     echo $! > "$dir/load$g.pid"
     g=$(( g + 1 ))
