@@ -83,6 +83,17 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertGreaterThanOrEqual(c[0].t, 15_000_000)
   }
 
+  func testAGapAtTheCurrentRoomShorterThanTwiceSwitchAfterMovesNothing() {
+    var rule = RoomRule(settings: .init(window: 4, switchAfter: 4))
+    let placed = feed(&rule, 0...10, [("kitchen", { _ in 1 }), ("hall", { _ in 8 })])
+    XCTAssertEqual(placed.map(\.room), ["kitchen"])
+    // Kitchen silent 11...19: empty window from 15, hall challenges from 15;
+    // one switch_after (19) is not enough, the kitchen is back at 20.
+    var c = feed(&rule, 11...19, [("hall", { _ in 8 })])
+    c += feed(&rule, 20...40, [("kitchen", { _ in 1 }), ("hall", { _ in 8 })])
+    XCTAssertEqual(c, [], "a missed stretch of advertisements is not a move")
+  }
+
   func testHeardByNobodyForAwayAfterIsAwayAtThatMoment() {
     var rule = RoomRule(settings: .init(awayAfter: .seconds(30)))
     _ = feed(&rule, 0...20, [("kitchen", { _ in 1 })])

@@ -14,7 +14,8 @@
 ///   taken at once.
 /// - Otherwise a challenger replaces the current room only after beating it
 ///   by `margin` at every sighting for `switchAfter` seconds; a current
-///   room that no longer hears the beacon is beaten by any challenger.
+///   room that no longer hears the beacon is beaten by any challenger
+///   after twice `switchAfter`.
 /// - Heard by no agent for `awayAfter` seconds (or, with `auto`, the
 ///   beacon's own timeout learnt from the gaps between its sightings) it
 ///   is away.
@@ -330,7 +331,12 @@ public struct RoomRule: Sendable {
       b.challenger = best.room
       b.challengerSince = t
     }
-    guard t - b.challengerSince >= switchAfter else { return nil }
+    // A current room that hears nothing in the window loses without a
+    // margin, but only after twice switch_after: a receiver close to the
+    // beacon can miss several advertisements in a row (8 s at 30 % loss
+    // happens every few hours), and a beacon that really left still moves.
+    let needed = currentScore == nil ? 2 * switchAfter : switchAfter
+    guard t - b.challengerSince >= needed else { return nil }
     b.current = best.room
     b.challenger = nil
     return .some(best.room)

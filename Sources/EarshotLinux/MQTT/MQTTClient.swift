@@ -36,6 +36,10 @@ public final class MQTTClient {
   private let mosq: OpaquePointer
   /// The library's socket while the loop watches it.
   private var watchedFD: FileDescriptor?
+  /// The events the loop watches `watchedFD` for: changed only when they
+  /// differ (a publisher calls this per message; epoll_ctl each time cost
+  /// a syscall per sighting).
+  private var watchedEvents: UInt32 = 0
   private var backoff: Double = 1
   private var reconnectTimer: EventLoop.TimerID?
   private var keepaliveTimer: EventLoop.TimerID?
@@ -194,7 +198,8 @@ public final class MQTTClient {
     let fd = FileDescriptor(rawValue: raw)
     if watchedFD != fd { unwatch() }
     watchedFD = fd
-    try? loop.watch(fd, events: interest()) { [weak self] events in self?.ready(events) }
+    watchedEvents = interest()
+    try? loop.watch(fd, events: watchedEvents) { [weak self] events in self?.ready(events) }
   }
 
   private func unwatch() {
@@ -210,7 +215,10 @@ public final class MQTTClient {
 
   private func updateWriteInterest() {
     guard let watchedFD else { return }
-    try? loop.modify(watchedFD, events: interest())
+    let events = interest()
+    guard events != watchedEvents else { return }
+    watchedEvents = events
+    try? loop.modify(watchedFD, events: events)
   }
 
   private func ready(_ events: UInt32) {

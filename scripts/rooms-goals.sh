@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The goals table of docs/rooms.md (issue 18): for each seed, simulates the
+# house spec (default scenarios/house.spec), runs `earshot calibrate` on every
+# receiver's recording of the spec's calibration beacon (held 1 m from each
+# receiver in turn), and evaluates the rule and the naive baseline twice:
+# uncalibrated (rssi_offset 0) and with the offsets calibrate printed.
+# Usage: scripts/rooms-goals.sh [SEEDS] [SPEC] [BINARY]
+#   SEEDS: space-separated list (default "18 1 2 3 4")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seeds=${1:-18 1 2 3 4}
+spec=${2:-scenarios/house.spec}
+bin=${3:-.build/debug/earshot}
+beacon=8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182:9:1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+receivers=$(awk '/^\[receiver "/ { split($0, q, "\""); print q[2] }' "$spec")
+for seed in $seeds; do
+  sed "s/^seed = .*/seed = $seed/" "$spec" >"$work/spec"
+  rm -rf "$work/house"
+  "$bin" simulate house --spec "$work/spec" --write "$work/house" >/dev/null
+  args=()
+  for name in $receivers; do args+=("$name=$work/house/$name.btsnoop"); done
+  # "NAME: beacon … heard at 1 m: … ; rssi_offset = X" -> NAME=X,…
+  offsets=$("$bin" calibrate --beacon "$beacon" "${args[@]}" |
+    awk '/rssi_offset =/ { sub(":", "", $1); printf "%s%s=%s", sep, $1, $NF; sep = "," }')
+  echo "seed $seed: calibrate --offsets $offsets"
+  "$bin" rooms evaluate "$work/house" | sed -n 's/^\(rule\|naive\): */seed '"$seed"' uncalibrated \1 /p'
+  "$bin" rooms evaluate "$work/house" --offsets "$offsets" |
+    sed -n 's/^\(rule\|naive\): */seed '"$seed"' calibrated \1 /p'
+done | tee "$work/out"
+# One row per case: the range over seeds (stationary changes listed per seed).
+echo
+echo "| | wrong-room (goal < 5 %) | stationary changes/h (goal ≤ 1) | median confirm (goal ≤ 10 s) | away latency, max (goal ≤ 35 s) |"
+echo "|---|---|---|---|---|"
+for c in "uncalibrated rule" "uncalibrated naive" "calibrated rule" "calibrated naive"; do
+  grep "^seed [0-9]* $c " "$work/out" | awk -v c="$c" '
+    function range(lo, hi, unit) { return lo == hi ? lo unit : lo "–" hi unit }
+    { w = $6 + 0; s = $13 + 0; m = $16 + 0; a = $23 + 0
+      if (NR == 1 || w < w0) w0 = w; if (NR == 1 || w > w1) w1 = w
+      if (NR == 1 || m < m0) m0 = m; if (NR == 1 || m > m1) m1 = m
+      if (NR == 1 || a < a0) a0 = a; if (NR == 1 || a > a1) a1 = a
+      list = list (NR > 1 ? ", " : "") sprintf("%.0f", s) }
+    END { printf "| %s | %s | %s | %s | %s |\n", c, range(w0, w1, " %"), list, range(m0, m1, " s"), range(a0, a1, " s") }'
+done
