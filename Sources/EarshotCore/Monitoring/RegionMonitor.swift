@@ -504,16 +504,14 @@ public struct RegionMonitor: Sendable {
     return best
   }
 
-  /// When the region is due to be declared outside: exit_after of scanning
-  /// after the later of its last report and the start of scanning. Under
-  /// `auto`, the holder's timeout after its last report; when the holder
-  /// had already gone when scanning last stopped, a cautious wait.
+  /// When the region is due to be declared outside: the later of its
+  /// reports' deadline and its tags' (each part it watches must be over).
   private func exitDeadline(_ i: Int) -> Int64? {
     guard regions[i].state != .outside else { return nil }
-    let config = regions[i].config
-    if config.tags.isEmpty { return reportDeadline(i) }
+    // Read in place: this runs for every region at each report.
+    if regions[i].config.tags.isEmpty { return reportDeadline(i) }
     guard let tags = tagDeadline(i) else { return nil }
-    guard config.watchesReports else { return tags }
+    guard regions[i].config.watchesReports else { return tags }
     return reportDeadline(i).map { max($0, tags) }
   }
 
@@ -539,7 +537,11 @@ public struct RegionMonitor: Sendable {
     }
   }
 
-  /// The deadline from the scanner's reports (beacons, devices).
+  /// The deadline from the scanner's reports (beacons, devices):
+  /// exit_after of scanning after the later of its last report and the
+  /// start of scanning. Under `auto`, the holder's timeout after its last
+  /// report; when the holder had already gone when scanning last stopped,
+  /// a cautious wait.
   private func reportDeadline(_ i: Int) -> Int64? {
     guard let since = scanningSince else { return nil }
     let start = max(since, regions[i].watchedSince ?? since)
