@@ -20,9 +20,10 @@ final class TagDBusTests: XCTestCase {
 
   /// bluetoothd with one adapter and one tag: button, Immediate Alert,
   /// Link Loss (refuses writes) and Battery (87 %). Calls go to `calls`.
-  private func fakeBlueZ(_ loop: EventLoop, _ address: String, calls: @escaping (String) -> Void)
-    throws -> DBusConnection
-  {
+  private func fakeBlueZ(
+    _ loop: EventLoop, _ address: String, connectFails: @escaping () -> Bool = { false },
+    calls: @escaping (String) -> Void
+  ) throws -> DBusConnection {
     let bluez = try DBusConnection(loop: loop, address: address)
     func props(_ pairs: [(String, DBusValue)]) -> DBusValue { .properties(pairs) }
     var tree: [(DBusValue, DBusValue)] = [
@@ -78,6 +79,8 @@ final class TagDBusTests: XCTestCase {
       switch call.member {
       case "GetManagedObjects":
         call.reply([.dict(key: "o", value: "a{sa{sv}}", tree)])
+      case "Connect" where connectFails():
+        call.replyError("org.bluez.Error.Failed", "le-connection-abort-by-local")
       case "Connect":
         call.reply()
         // Services are resolved a moment after Connect returns.
@@ -280,6 +283,78 @@ final class TagDBusTests: XCTestCase {
     XCTAssertTrue(logs.contains { $0.contains("tag keys: lost (the link dropped)") }, "\(logs)")
     // The retry (1 s later) connects again: tag_back.
     try run(loop, "back") { logs.contains { $0.contains("tag keys: back after") } }
+    tags.stop()
+  }
+
+  /// Tags are presence: the agent's TagTransport feeds a region naming
+  /// the tag (`tag = keys`, exit_after 1 s) through the monitor driver, as
+  /// `earshot run` wires them. Unknown before the first connect, inside on
+  /// connect, outside 1 s after the link drops (its retries failing), with
+  /// the same events, hooks and state file as any region.
+  func testARegionNamingATagFollowsItsLink() throws {
+    let bus = try PrivateBus()
+    self.bus = bus
+    let loop = try EventLoop()
+    var refuse = false
+    let bluez = try fakeBlueZ(loop, bus.address, connectFails: { refuse }) { _ in }
+    let dir = try makeTempDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    var options = Daemon.Options(socketPath: dir + "/t.sock", stateDirectory: dir + "/state")
+    options.handleSignals = false
+    let audio = RecordingAudio(volume: VolumeSetting(level: 0.3, muted: false))
+    audio.stateFile = dir + "/state/find-phone-volume"
+    var logs: [String] = []
+    let agent = try Daemon(
+      loop: loop, options: options, version: "test", alert: audio, volume: audio,
+      log: { logs.append($0) })
+    var config = Config()
+    var tag = TagConfig(name: "keys", line: 1)
+    tag.address = BDAddress("00:AA:01:00:00:07")
+    config.tags = [tag]
+    var region = RegionConfig(name: "keys-home", line: 5)
+    region.tags = ["keys"]
+    region.exitAfter = .seconds(1)
+    region.onExit = ["/bin/sh", "-c", "echo $EARSHOT_EVENT $EARSHOT_REGION >>\(dir)/hooks.out"]
+    config.regions = [region]
+    var events: [String] = []
+    let driver = try MonitorDriver(
+      config: config, emitRange: true, stateFile: StateFile(path: dir + "/state.json"),
+      runHooks: true, output: { events.append("\($0.kind.rawValue) \($0.state.rawValue)") },
+      log: { logs.append($0) })
+    driver.start(at: Clock.realtimeMicros(), scanning: false)
+    let tags = TagTransport(tags: [tag], agent: agent, busAddress: bus.address)
+    tags.onPresence = { driver.tag($0, connected: $1, at: Clock.realtimeMicros()) }
+    agent.attach(tags: tags, showStatus: true)
+    XCTAssertEqual(driver.monitor.state(of: "keys-home"), .unknown)
+    tags.start()
+    try run(loop, "inside on connect") { driver.monitor.state(of: "keys-home") == .inside }
+    XCTAssertEqual(events, ["state unknown", "state inside"])
+
+    // The link drops and every retry fails: outside once exit_after passed.
+    refuse = true
+    let lostAt = Clock.realtimeMicros()
+    try? bluez.emit(
+      path: Self.device, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+      [.string("org.bluez.Device1"), .properties([("Connected", .bool(false))]), .strings([])])
+    try run(loop, "outside after the loss") {
+      driver.advance(to: Clock.realtimeMicros())
+      return driver.monitor.state(of: "keys-home") == .outside
+    }
+    XCTAssertGreaterThanOrEqual(Clock.realtimeMicros() - lostAt, 1_000_000, "not before exit_after")
+    XCTAssertEqual(events, ["state unknown", "state inside", "exit outside"])
+    XCTAssertTrue(logs.contains { $0.contains("tag keys: cannot connect") }, "\(logs)")
+    try run(loop, "the on_exit hook ran") {
+      driver.hooks?.reap()
+      return (try? String(contentsOfFile: dir + "/hooks.out", encoding: .utf8))
+        == "exit keys-home\n"
+    }
+    let saved = try String(contentsOfFile: dir + "/state.json", encoding: .utf8)
+    XCTAssertTrue(saved.contains("keys-home"), saved)
+
+    // Back: inside at once, an enter.
+    refuse = false
+    try run(loop, "back inside") { driver.monitor.state(of: "keys-home") == .inside }
+    XCTAssertEqual(events.last, "enter inside")
     tags.stop()
   }
 

@@ -124,6 +124,8 @@ public struct RegionConfig: Sendable, Equatable {
   public var irks: [IdentityResolvingKey] = []
   /// dBm a device is heard at 1 m when it advertises no TX power.
   public var power: Int8 = RegionConfig.defaultDevicePower
+  /// `[tag "NAME"]`s whose connection counts as presence.
+  public var tags: [String] = []
 
   /// -59 dBm: what phones and tags commonly report as their 1 m power (the
   /// usual iBeacon calibration), a middling guess for an unknown device.
@@ -159,6 +161,10 @@ public struct RegionConfig: Sendable, Equatable {
   /// Whether the region watches devices at all.
   public var watchesDevices: Bool { !devices.isEmpty || !irks.isEmpty }
 
+  /// Whether the scanner's reports count for it (an iBeacon or a device):
+  /// a region of tags only does not depend on scanning.
+  public var watchesReports: Bool { uuid != nil || watchesDevices }
+
   /// `uuid[:major[:minor]]`, then the devices and key tags, to recognise
   /// the region in a state file (a key is named by its tag, not written).
   public var identity: String {
@@ -167,6 +173,7 @@ public struct RegionConfig: Sendable, Equatable {
     if let minor { s += ":\(minor)" }
     if !devices.isEmpty { s += "+device=" + devices.map(\.description).joined(separator: ",") }
     if !irks.isEmpty { s += "+irk=" + irks.map(\.tag).joined(separator: ",") }
+    if !tags.isEmpty { s += "+tag=" + tags.joined(separator: ",") }
     return s
   }
 }
@@ -432,7 +439,7 @@ extension Config {
   /// Keys of `[region "NAME"]`.
   public static let regionKeys: [ConfigKey<RegionConfig>] = [
     .init(
-      "uuid", "The iBeacon proximity UUID (a region needs a uuid, a device or an irk).",
+      "uuid", "The iBeacon proximity UUID (a region needs a uuid, a device, an irk or a tag).",
       set: { r, v in r.uuid = try ConfigValue.uuid(v) }, show: { $0.uuid?.description ?? "" }),
     .init(
       "major", "Narrow the region to this major (0-65535); empty = any major.",
@@ -452,6 +459,11 @@ extension Config {
       "Identity resolving keys (32 hex digits, most significant byte first), separated by spaces.",
       set: { r, v in r.irks = try ConfigValue.identityKeys(v) },
       show: { $0.irks.map(\.hex).joined(separator: " ") }),
+    .init(
+      "tag",
+      "Names of [tag \"NAME\"] sections, separated by spaces: a connected tag is inside (earshot run).",
+      set: { r, v in r.tags = try ConfigValue.tagNames(v) },
+      show: { $0.tags.joined(separator: " ") }),
     .init(
       "power",
       "dBm a device is heard at 1 m when it advertises no TX power (devices only).",

@@ -121,11 +121,20 @@ extension Config {
     for (raw, index) in regionIndex.sorted(by: { $0.value < $1.value }) {
       var r = config.regions[index]
       if r.uuid == nil, seenKeys[raw + "\u{0}uuid"] == nil, !r.watchesDevices,
-        seenKeys[raw + "\u{0}device"] == nil, seenKeys[raw + "\u{0}irk"] == nil
+        seenKeys[raw + "\u{0}device"] == nil, seenKeys[raw + "\u{0}irk"] == nil,
+        r.tags.isEmpty, seenKeys[raw + "\u{0}tag"] == nil
       {
         fail(
           r.line, raw, "uuid",
-          "a region needs a uuid (iBeacons), a device (bonded devices) or an irk")
+          "a region needs a uuid (iBeacons), a device (bonded devices), an irk or a tag")
+      }
+      let tagNames = Set(config.tags.map(\.name))
+      for name in r.tags where !tagNames.contains(name) {
+        let known = config.tags.map(\.name)
+        fail(
+          seenKeys[raw + "\u{0}tag"] ?? r.line, raw, "tag",
+          "no [tag \"\(name)\"] section (tags: \(known.isEmpty ? "none" : known.joined(separator: ", ")))"
+        )
       }
       if r.minor != nil, r.major == nil {
         fail(

@@ -223,6 +223,18 @@ public enum ConfigValue {
   }
 
   /// Bluetooth addresses separated by spaces (or commas), at least one.
+  /// `tag = keys bag`: tag names (checked against the `[tag]` sections
+  /// once the whole file is read), each once.
+  public static func tagNames(_ v: String) throws -> [String] {
+    let words = v.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," }).map(String.init)
+    guard !words.isEmpty else {
+      throw ConfigValueError("expected the name of a [tag \"NAME\"] section")
+    }
+    var out: [String] = []
+    for w in words where !out.contains(w) { out.append(w) }
+    return out
+  }
+
   public static func addresses(_ v: String) throws -> [BDAddress] {
     let words = v.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," })
     guard !words.isEmpty else {

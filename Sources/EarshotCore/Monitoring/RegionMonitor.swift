@@ -39,6 +39,16 @@ public struct MonitorEvent: Sendable, Equatable {
 /// `state` event, never an enter or exit. So a restart with the beacon still
 /// there gives no enter, and a beacon that left while the agent was down
 /// gives an exit once `exit_after` has passed since scanning resumed.
+///
+/// Tags (`tag = NAME`): a region is also inside while a tag it names is
+/// connected (`tagConnected`). A lost link (`tagAbsent`) ends it by the
+/// region's own rule: outside once `exit_after` has passed since the loss
+/// with nothing else keeping it inside (under `auto`, the cautious wait, as
+/// a connection has no advertising pace to learn), so a link that drops
+/// for a moment and reconnects changes nothing. Until a tag's first connect
+/// attempt has an answer it keeps the region from being declared outside;
+/// a failed first attempt counts its absence from when watching began. A
+/// region of tags alone does not depend on the scanner's adapter.
 public struct RegionMonitor: Sendable {
   struct Region: Sendable {
     var config: RegionConfig
@@ -109,6 +119,9 @@ public struct RegionMonitor: Sendable {
   private var scanStoppedAt: Int64? = nil
   private var now: Int64 = .min
   private var started = false
+  private var startedAt: Int64 = .min
+  /// Each named tag's link, by tag name (absent: no answer yet).
+  private var tagLinks: [String: TagLink] = [:]
   /// No timer is due before this (a lower bound, `.min` when not known):
   /// most reports are not iBeacons of a region and only move time, and
   /// then `advance` costs one comparison instead of a pass over regions.
@@ -148,6 +161,7 @@ public struct RegionMonitor: Sendable {
   public mutating func start(at t: Int64, scanning: Bool) -> [MonitorEvent] {
     started = true
     now = t
+    startedAt = t
     if scanning { scanningSince = t }
     invalidateTimers()
     return regions.map {
@@ -170,6 +184,7 @@ public struct RegionMonitor: Sendable {
     scanPaused = false
     beacons.interruptIntervals()
     for i in regions.indices where regions[i].state != .unknown {
+      guard regions[i].config.watchesReports, !tagConnected(i) else { continue }
       regions[i].state = .unknown
       regions[i].nextRange = nil
       out.append(event(t, .state, i))
@@ -247,6 +262,50 @@ public struct RegionMonitor: Sendable {
       .device(device), firstMatch: firstMatch, device: n, address: address, rssi: rssi,
       power: power, source: source, at: t, into: &out)
     return out
+  }
+
+  /// A tag's link is up: every region naming it is inside at once.
+  public mutating func tagConnected(_ name: String, at t: Int64) -> [MonitorEvent] {
+    var out = advance(to: t)
+    if !started { out += start(at: t, scanning: false) }
+    tagLinks[name] = .connected
+    for i in regions.indices where regions[i].config.tags.contains(name) {
+      regions[i].lastSeen = t
+      guard regions[i].state != .inside else { continue }
+      let kind: MonitorEvent.Kind = regions[i].known == .outside ? .enter : .state
+      regions[i].state = .inside
+      regions[i].known = .inside
+      // Range updates list beacons: a region of tags alone has none.
+      if emitRange, regions[i].config.watchesReports { regions[i].nextRange = nextTick(after: t) }
+      out.append(event(t, kind, i))
+    }
+    invalidateTimers()
+    return out
+  }
+
+  /// A tag's link went down, or a connect attempt failed: its regions
+  /// follow their exit rule from now (see the type's comment).
+  public mutating func tagAbsent(_ name: String, at t: Int64) -> [MonitorEvent] {
+    var out = advance(to: t)
+    if !started { out += start(at: t, scanning: false) }
+    switch tagLinks[name] {
+    case .connected:
+      tagLinks[name] = .absent(lostAt: t, answeredAt: t)
+      for i in regions.indices where regions[i].config.tags.contains(name) {
+        regions[i].lastSeen = t
+      }
+    case nil: tagLinks[name] = .absent(lostAt: nil, answeredAt: t)
+    case .absent: return out  // already counting
+    }
+    invalidateTimers()
+    // Its deadline may be due already (a first attempt slower than exit_after).
+    out += advance(to: t)
+    return out
+  }
+
+  /// Whether a tag region `i` names is connected now.
+  private func tagConnected(_ i: Int) -> Bool {
+    regions[i].config.tags.contains { tagLinks[$0] == .connected }
   }
 
   /// The devices bonded with this machine, whole (the bond store as it is
@@ -459,12 +518,46 @@ public struct RegionMonitor: Sendable {
     return best
   }
 
-  /// When the region is due to be declared outside: exit_after of scanning
-  /// after the later of its last report and the start of scanning. Under
-  /// `auto`, the holder's timeout after its last report; when the holder
-  /// had already gone when scanning last stopped, a cautious wait.
+  /// When the region is due to be declared outside: the later of its
+  /// reports' deadline and its tags' (each part it watches must be over).
   private func exitDeadline(_ i: Int) -> Int64? {
-    guard let since = scanningSince, regions[i].state != .outside else { return nil }
+    guard regions[i].state != .outside else { return nil }
+    // Read in place: this runs for every region at each report.
+    if regions[i].config.tags.isEmpty { return reportDeadline(i) }
+    guard let tags = tagDeadline(i) else { return nil }
+    guard regions[i].config.watchesReports else { return tags }
+    return reportDeadline(i).map { max($0, tags) }
+  }
+
+  /// When the region's tags have all been absent for its timeout: never
+  /// while one is connected or has had no answer yet.
+  private func tagDeadline(_ i: Int) -> Int64? {
+    guard started else { return nil }
+    let watched = max(startedAt, regions[i].watchedSince ?? startedAt)
+    let span = Int64((tagTimeout(i) * 1e6).rounded())
+    var latest: Int64 = .min
+    for name in regions[i].config.tags {
+      guard case .absent(let lostAt, let answeredAt) = tagLinks[name] else { return nil }
+      latest = max(latest, answeredAt, max(lostAt ?? watched, watched) + span)
+    }
+    return latest
+  }
+
+  /// A tag's absence lasts `exit_after`; under `auto`, the cautious wait.
+  private func tagTimeout(_ i: Int) -> Double {
+    switch regions[i].config.exitAfter ?? monitor.exitAfter {
+    case .seconds(let s): s
+    case .auto: cautiousTimeout
+    }
+  }
+
+  /// The deadline from the scanner's reports (beacons, devices):
+  /// exit_after of scanning after the later of its last report and the
+  /// start of scanning. Under `auto`, the holder's timeout after its last
+  /// report; when the holder had already gone when scanning last stopped,
+  /// a cautious wait.
+  private func reportDeadline(_ i: Int) -> Int64? {
+    guard let since = scanningSince else { return nil }
     let start = max(since, regions[i].watchedSince ?? since)
     if isAuto(i) {
       guard let h = regions[i].holder, h.end >= min(start, scanStoppedAt ?? start) else {
@@ -610,4 +703,12 @@ public struct RegionMonitor: Sendable {
     MonitorEvent(
       t: t, kind: kind, region: regions[i].config.name, state: regions[i].state, beacons: beacons)
   }
+}
+
+/// A tag's link as the region monitor sees it.
+enum TagLink: Sendable, Equatable {
+  case connected
+  /// Down since `lostAt` (nil: not connected since watching began), known
+  /// at `answeredAt`.
+  case absent(lostAt: Int64?, answeredAt: Int64)
 }

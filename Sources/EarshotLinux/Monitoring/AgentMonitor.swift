@@ -129,6 +129,14 @@ public final class AgentMonitor {
     rearm()
   }
 
+  /// A tag's link went up or down (`TagTransport.onPresence`): regions
+  /// naming it follow. Live only (a replay runs on capture time).
+  public func tag(_ name: String, connected: Bool) {
+    guard live else { return }
+    driver.tag(name, connected: connected, at: Clock.realtimeMicros())
+    rearm()
+  }
+
   /// Keeps one loop timer on the monitor's next deadline (wall clock) and
   /// one on the earliest hook timeout (monotonic).
   private func rearm() {

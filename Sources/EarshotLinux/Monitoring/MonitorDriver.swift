@@ -88,6 +88,11 @@ public final class MonitorDriver {
     monitor.updateBondedKeys(keys)
   }
 
+  /// A tag's link as presence (see `RegionMonitor.tagConnected`, `tagAbsent`).
+  public func tag(_ name: String, connected: Bool, at t: Int64) {
+    handle(connected ? monitor.tagConnected(name, at: t) : monitor.tagAbsent(name, at: t))
+  }
+
   public func adapterUp(at t: Int64) { handle(monitor.adapterUp(at: t)) }
   public func adapterDown(at t: Int64) { handle(monitor.adapterDown(at: t)) }
   public func advance(to t: Int64) { handle(monitor.advance(to: t)) }

@@ -19,6 +19,9 @@ public final class TagTransport: AgentTransport {
   private var hooks: HookRunner
   private var hookTimer: EventLoop.TimerID?
   private var started = false
+  /// A tag's link as presence changed: true connected, false out of reach
+  /// (lost, or a connect attempt failed). Regions naming it follow.
+  public var onPresence: ((String, Bool) -> Void)?
 
   public init(tags: [TagConfig], agent: Daemon, busAddress: String? = nil) {
     self.agent = agent
@@ -104,6 +107,13 @@ public final class TagTransport: AgentTransport {
   private func feed(_ slot: TagSlot, _ input: TagInput) {
     let actions = slot.machine.handle(input, now: Clock.now())
     for a in actions { perform(a, slot) }
+    // Connecting again is no news: presence changes on an answer.
+    let phase = slot.machine.phase
+    let present: Bool? = phase == .connected ? true : phase == .waiting ? false : nil
+    if let present, present != slot.presence {
+      slot.presence = present
+      onPresence?(slot.machine.name, present)
+    }
   }
 
   private func feedTimerNow(_ slot: TagSlot) {
@@ -412,6 +422,8 @@ final class TagSlot {
   /// Object path → "request" or "command" (from its flags).
   var writeTypes: [String: String] = [:]
   var timer: EventLoop.TimerID?
+  /// What `onPresence` last said (nil: nothing yet).
+  var presence: Bool?
   /// A pending re-listing of the characteristics (`TagTransport.added`).
   var refresh: EventLoop.TimerID?
   /// Bumped at each connect (and stop): answers to older calls are dropped.

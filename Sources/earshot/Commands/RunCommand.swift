@@ -114,7 +114,8 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
   // The parts, in any order; scanning (or the replay) starts once all are in place.
   let monitor = try attachParts(to: daemon, config: config, replay: args.value("input") != nil)
   try attachDeviceParts(
-    to: daemon, config: config, audio: audio != nil, hasMixer: audio?.volume != nil)
+    to: daemon, config: config, audio: audio != nil, hasMixer: audio?.volume != nil,
+    monitor: monitor)
   if let monitor {
     try start(monitor, config: config, input: args.value("input"), pacing: pacing, daemon: daemon)
   }

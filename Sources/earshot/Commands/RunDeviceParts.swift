@@ -7,7 +7,9 @@ import EarshotLinux
 
 /// The remote shutter, media playback and the BLE link of `earshot run`,
 /// as the config asks. Media needs audio (not with --no-audio).
-func attachDeviceParts(to daemon: Daemon, config: Config, audio: Bool, hasMixer: Bool) throws {
+func attachDeviceParts(
+  to daemon: Daemon, config: Config, audio: Bool, hasMixer: Bool, monitor: AgentMonitor?
+) throws {
   let log = daemon.log
   daemon.attach(shutter: ShutterDriver(settings: config.shutter, loop: daemon.loop))
   daemon.add(FindPhoneNotification(agent: daemon))
@@ -27,8 +29,10 @@ func attachDeviceParts(to daemon: Daemon, config: Config, audio: Bool, hasMixer:
     features.insert(.media)
   }
   // Tags connect at start; `ring ADDRESS` opens the bus when first asked.
-  daemon.attach(
-    tags: TagTransport(tags: config.tags, agent: daemon), showStatus: !config.tags.isEmpty)
+  let tags = TagTransport(tags: config.tags, agent: daemon)
+  // Tags are presence: a region naming one follows its link.
+  if let monitor { tags.onPresence = { monitor.tag($0, connected: $1) } }
+  daemon.attach(tags: tags, showStatus: !config.tags.isEmpty)
   guard config.link.enabled else { return }
   let name =
     config.link.name ?? String(hostName().utf8.prefix(LinkConfig.maxNameBytes)) ?? "earshot"

@@ -1,6 +1,7 @@
 # Shared by tag_itag.sh and tag_lost.sh (sourced): dbus, two emulated
 # controllers, one bluetoothd; the tag (tag_peripheral.py) on hci0, then
-# `earshot run` on hci1 with [tag "keys"] (plus $TAG_EXTRA), its events
+# `earshot run` on hci1 with [tag "keys"] (plus $TAG_EXTRA in it, and
+# $CONF_EXTRA at the end of the file), its events
 # subscriber, and the first connect.
 . "$RESULTS/env"
 mkdir -p /run/dbus
@@ -47,6 +48,7 @@ timeout = 60
 device = /dev/video9
 [media]
 library = /tmp/nomusic
+${CONF_EXTRA:-}
 CONF
 "$EARSHOT" run --config tag.conf --socket $SOCK --state-dir /tmp/earshot-state >agent.log 2>&1 &
 AGENT=$!
