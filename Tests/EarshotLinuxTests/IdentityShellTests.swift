@@ -105,30 +105,11 @@ final class IdentityShellTests: XCTestCase {
         """, file: "t.conf"))
 
     func replay(until: Int64) throws -> [MonitorEvent] {
-      var events: [MonitorEvent] = []
-      let driver = try MonitorDriver(
-        config: config, emitRange: false, stateFile: StateFile(path: dir + "/state"),
-        runHooks: true, output: { events.append($0) }, log: { _ in })
-      var replay = CaptureReplay()
-      var started = false
-      var last: Int64 = 0
-      try capture.withUnsafeBytes { bytes in
-        try replay.run(bytes) { t, r in
-          guard t <= until else { return }
-          if !started {
-            driver.start(at: t, scanning: true)
-            started = true
-          }
-          last = t
-          driver.report(at: t, r)
-        }
+      try replayThroughDriver(capture, config: config, stateFile: dir + "/state", until: until) {
+        XCTAssertEqual(
+          $0.monitor.devices.unresolvedCount, 0, "the stranger's addresses are never tried")
+        XCTAssertGreaterThan($0.monitor.devices.resolvedCount, 1, "each of the phone's addresses")
       }
-      driver.advance(to: last)
-      driver.finish()
-      XCTAssertEqual(
-        driver.monitor.devices.unresolvedCount, 0, "the stranger's addresses are never tried")
-      XCTAssertGreaterThan(driver.monitor.devices.resolvedCount, 1, "each of the phone's addresses")
-      return events
     }
     let first = try replay(until: s.micros(200))
     XCTAssertEqual(first.map(\.kind), [.state, .state, .enter])

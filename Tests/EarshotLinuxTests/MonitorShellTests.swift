@@ -81,27 +81,7 @@ final class MonitorShellTests: XCTestCase {
         """, file: "t.conf"))
 
     func replay(until: Int64) throws -> [MonitorEvent] {
-      var events: [MonitorEvent] = []
-      let driver = try MonitorDriver(
-        config: config, emitRange: false, stateFile: StateFile(path: dir + "/state"),
-        runHooks: true, output: { events.append($0) }, log: { _ in })
-      var replay = CaptureReplay()
-      var started = false
-      var last: Int64 = 0
-      try capture.withUnsafeBytes { bytes in
-        try replay.run(bytes) { t, r in
-          guard t <= until else { return }
-          if !started {
-            driver.start(at: t, scanning: true)
-            started = true
-          }
-          last = t
-          driver.report(at: t, r)
-        }
-      }
-      driver.advance(to: last)
-      driver.finish()
-      return events
+      try replayThroughDriver(capture, config: config, stateFile: dir + "/state", until: until)
     }
     // First run: never seen before -> state unknown, then outside, then the
     // arrival at 60 s is an enter; stop at 200 s while inside.

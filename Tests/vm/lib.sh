@@ -59,6 +59,108 @@ bluetoothd_lists() {
   for a in "$@"; do grep -qi "$a" <<<"$list" || return 1; done
 }
 
+# adapter_address hciN: the controller's public address.
+adapter_address() { hciconfig "$1" | awk '/BD Address/ {print $3}'; }
+
+# --- bluetoothd and its system bus ------------------------------------------
+
+# start_system_bus: a system D-Bus that answers before this returns
+# (DBUS_PID). The socket an earlier bus left is removed first: the wait
+# would otherwise pass at once, and a bluetoothd started before the new
+# bus listens finds no bus and exits.
+start_system_bus() {
+  mkdir -p /run/dbus
+  rm -f /run/dbus/system_bus_socket
+  dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
+  DBUS_PID=$!
+  wait_for 30 dbus-send --system --print-reply --dest=org.freedesktop.DBus / \
+    org.freedesktop.DBus.GetId >/dev/null 2>&1 || { fail "dbus-daemon did not start"; return 1; }
+}
+
+# start_bluetoothd LOG [bluetoothd options]: bluetoothd in the foreground
+# of the test (BTD), its output in LOG.
+start_bluetoothd() {
+  local log=$1; shift
+  /usr/libexec/bluetooth/bluetoothd -n "$@" >"$log" 2>&1 &
+  BTD=$!
+}
+
+# bluetoothd_with_two_controllers SECONDS [bluetoothd options]: the system
+# bus, hci0 and hci1 (btvirt -l2) with btmon recording trace.btsnoop, and
+# one bluetoothd (bluetoothd.log) serving both, which must list them
+# within SECONDS. Sets a0 and a1 to their addresses.
+bluetoothd_with_two_controllers() {
+  local seconds=$1; shift
+  start_system_bus
+  start_btvirt -l2
+  btmon -w trace.btsnoop >/dev/null 2>&1 &
+  start_bluetoothd bluetoothd.log "$@"
+  a0=$(adapter_address hci0)
+  a1=$(adapter_address hci1)
+  wait_for "$seconds" bluetoothd_lists "$a0" "$a1" || fail "bluetoothd does not list hci0 and hci1"
+}
+
+# le_only [btmgmt settings...]: both controllers powered off, set LE only
+# and connectable, then given the settings in order (e.g. "sc on"
+# "bondable on" "power on"; a test that sets privacy powers on itself).
+le_only() {
+  local i c
+  for i in hci0 hci1; do
+    for c in "power off" "le on" "bredr off" "connectable on" "$@"; do
+      mgmt -i $i $c
+    done
+  done
+}
+
+# phone_with_privacy IRK: hci1 (the "phone") gets privacy with IRK (16
+# bytes least significant first, as btmgmt takes it), both controllers are
+# powered on, hci0 (the "laptop") advertises, and one pairing agent serves
+# both (one bluetoothd): NoInputNoOutput on both sides makes pairing Just
+# Works, so the kernel asks neither (a second request while the agent
+# answers one would fail with EBUSY).
+phone_with_privacy() {
+  mgmt -i hci1 privacy on "$1"
+  mgmt -i hci0 power on
+  mgmt -i hci1 power on
+  mgmt -i hci1 info
+  mgmt -i hci0 advertising on
+  "$EARSHOT" ble-agent --accept --capability NoInputNoOutput >agent.out 2>agent.err &
+  wait_for 60 grep -q '"ready"' agent.out || { fail "pairing agent did not register"; cat agent.out agent.err; }
+}
+
+# phone_connected, phone_paired: what bluetoothd says of the laptop
+# ($laptop, set by phone_bonds_with_laptop) on the phone's side.
+phone_connected() { busctl get-property org.bluez "$laptop" org.bluez.Device1 Connected 2>/dev/null | grep -q true; }
+phone_paired() { busctl get-property org.bluez "$laptop" org.bluez.Device1 Paired 2>/dev/null | grep -q true; }
+
+# phone_bonds_with_laptop: the phone (hci1) connects to the laptop (hci0,
+# address $a0) through bluetoothd as central, from its resolvable address,
+# and Device1.Pair bonds them (three tries). Sets laptop to the D-Bus path.
+phone_bonds_with_laptop() {
+  laptop=/org/bluez/hci1/dev_${a0//:/_}
+  # (ConnectDevice, experimental: bluetoothd -E; discovery would stop as
+  # soon as busctl, its owner, leaves the bus.)
+  busctl --timeout=60 call org.bluez /org/bluez/hci1 org.bluez.Adapter1 ConnectDevice 'a{sv}' 2 \
+    Address s "$a0" AddressType s public >connect.out 2>&1
+  cat connect.out
+  check "the phone's bluetoothd connected to the laptop" wait_for 30 phone_connected
+  local try
+  for try in 1 2 3; do
+    busctl --timeout=90 call org.bluez "$laptop" org.bluez.Device1 Pair >>pair.out 2>&1 && break
+    phone_paired && break
+    sleep 1
+  done
+  check "Device1.Pair succeeded" phone_paired
+}
+
+# alert_on_loopback: an [audio] section whose alert (a 1000 Hz beep, no
+# ramp) goes to the snd-aloop loopback, recorded on hw:Loopback,1, and
+# whose mixer is snd-dummy's Master.
+alert_on_loopback() {
+  printf '%s\n' '[audio]' 'device = plughw:Loopback,0' 'mixer_card = hw:Dummy' \
+    'mixer_control = Master' 'sound = beep' 'frequency = 1000' 'ramp = 0'
+}
+
 # hci_cmd hciN OGF OCF bytes...: sends a command and prints its status byte
 # (hex, from the Command Complete).
 hci_cmd() {

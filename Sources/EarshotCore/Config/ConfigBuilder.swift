@@ -17,35 +17,35 @@ extension Config {
     var seenSingletons: [String: Int] = [:]
     var tagIndex: [String: Int] = [:]  // raw section text -> index in config.tags
     let tagTable = Dictionary(uniqueKeysWithValues: tagKeys.map { ($0.name, $0) })
+    /// A `[KIND "NAME"]` header: its name, given once per kind.
+    func declare<Element>(
+      _ h: SectionHeader, _ name: NameResult, kind: String,
+      _ list: WritableKeyPath<Config, [Element]>,
+      _ index: inout [String: Int], line: (Element) -> Int, make: (String, Int) -> Element
+    ) {
+      switch name {
+      case .failure(let message):
+        fail(h.line, h.name, nil, message)
+      case .success(let n):
+        if let first = index[h.name] {
+          fail(
+            h.line, h.name, nil,
+            "duplicate \(kind) name '\(n)' (first defined on line \(line(config[keyPath: list][first]))); give each \(kind) its own name"
+          )
+        } else {
+          index[h.name] = config[keyPath: list].count
+          config[keyPath: list].append(make(n, h.line))
+        }
+      }
+    }
     for h in doc.headers {
       if let name = regionName(h.name) {
-        switch name {
-        case .failure(let message):
-          fail(h.line, h.name, nil, message)
-        case .success(let n):
-          if let first = regionIndex[h.name] {
-            fail(
-              h.line, h.name, nil,
-              "duplicate region name '\(n)' (first defined on line \(config.regions[first].line)); give each region its own name"
-            )
-          } else {
-            regionIndex[h.name] = config.regions.count
-            config.regions.append(RegionConfig(name: n, line: h.line))
-          }
+        declare(h, name, kind: "region", \.regions, &regionIndex, line: \.line) {
+          RegionConfig(name: $0, line: $1)
         }
       } else if let name = tagName(h.name) {
-        switch name {
-        case .failure(let message): fail(h.line, h.name, nil, message)
-        case .success(let n):
-          if let first = tagIndex[h.name] {
-            fail(
-              h.line, h.name, nil,
-              "duplicate tag name '\(n)' (first defined on line \(config.tags[first].line)); give each tag its own name"
-            )
-          } else {
-            tagIndex[h.name] = config.tags.count
-            config.tags.append(TagConfig(name: n, line: h.line))
-          }
+        declare(h, name, kind: "tag", \.tags, &tagIndex, line: \.line) {
+          TagConfig(name: $0, line: $1)
         }
       } else if tables[h.name] != nil {
         if let first = seenSingletons[h.name] {
@@ -86,22 +86,22 @@ extension Config {
       }
       seenKeys[id] = e.line
       do {
+        /// A key of a `[KIND "NAME"]` section, from that kind's key table.
+        func set<Element>(
+          _ element: inout Element, kind: String, _ keys: [ConfigKey<Element>],
+          _ table: [String: ConfigKey<Element>]
+        ) throws {
+          guard let key = table[e.key] else {
+            return fail(
+              e.line, e.section, e.key,
+              "unknown key; \(kind) keys: \(keys.map(\.name).joined(separator: ", "))")
+          }
+          try key.set(&element, e.value)
+        }
         if let index = regionIndex[e.section] {
-          guard let key = regionTable[e.key] else {
-            fail(
-              e.line, e.section, e.key,
-              "unknown key; region keys: \(regionKeys.map(\.name).joined(separator: ", "))")
-            continue
-          }
-          try key.set(&config.regions[index], e.value)
+          try set(&config.regions[index], kind: "region", regionKeys, regionTable)
         } else if let index = tagIndex[e.section] {
-          guard let key = tagTable[e.key] else {
-            fail(
-              e.line, e.section, e.key,
-              "unknown key; tag keys: \(tagKeys.map(\.name).joined(separator: ", "))")
-            continue
-          }
-          try key.set(&config.tags[index], e.value)
+          try set(&config.tags[index], kind: "tag", tagKeys, tagTable)
         } else if let table = tables[e.section] {
           guard try table.set(&config, e.key, e.value) else {
             fail(

@@ -6,27 +6,14 @@
 # bluetoothd serves both adapters). SMP's ECDH needs drbg loaded first:
 # the guest does that.
 . "$RESULTS/env"
-mkdir -p /run/dbus
-dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
-wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
-start_btvirt -l2
-btmon -w trace.btsnoop >/dev/null 2>&1 &
 # One bluetoothd serves both sides here, so Earshot's side must not run a
 # GATT client of its own against the central (reverse service discovery):
 # its requests would meet the raw client's bearer there too, and the
 # "unexpected ATT response" resets the link. A phone has one bearer.
 printf '[General]\nReverseServiceDiscovery = false\n' >main.conf
-/usr/libexec/bluetooth/bluetoothd -n -d -f main.conf >bluetoothd.log 2>&1 &
-BTD=$!
-a0=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
-a1=$(hciconfig hci1 | awk '/BD Address/ {print $3}')
 # Both controllers set up by bluetoothd before they are reconfigured.
-wait_for 30 bluetoothd_lists "$a0" "$a1" || fail "bluetoothd does not list hci0 and hci1"
-for i in hci0 hci1; do
-  for c in "power off" "le on" "bredr off" "sc on" "bondable on" "connectable on" "power on"; do
-    mgmt -i $i $c
-  done
-done
+bluetoothd_with_two_controllers 30 -d -f main.conf
+le_only "sc on" "bondable on" "power on"
 mgmt -i hci1 info
 
 "$EARSHOT" ble-agent --accept >agent.out 2>agent.err &
@@ -39,13 +26,7 @@ enabled = true
 adapter = hci1
 name = vmlink
 legacy_remote_volume = true
-[audio]
-device = plughw:Loopback,0
-mixer_card = hw:Dummy
-mixer_control = Master
-sound = beep
-frequency = 1000
-ramp = 0
+$(alert_on_loopback)
 [find-phone]
 volume = 0.9
 timeout = 60
@@ -210,7 +191,7 @@ check "refusal logged with address and reason" grep -q "refused a write from $a0
 # and Earshot registers them again by itself.
 kill -9 $BTD
 check "the agent says bluetoothd left" wait_for 10 grep -q 'bluetoothd left the bus' agent.log
-/usr/libexec/bluetooth/bluetoothd -n -d -f main.conf >bluetoothd2.log 2>&1 &
+start_bluetoothd bluetoothd2.log -d -f main.conf
 check "the link registers again by itself" \
   wait_for 30 bash -c "[ \$(grep -c 'link: advertising' agent.log) -ge 2 ]"
 agent_ready_again() { grep -q '"event":"bluetoothd_gone"' agent.out && [ "$(grep -c '"event":"ready"' agent.out)" -ge 2 ]; }

@@ -7,15 +7,10 @@
 # kernel's discovery takes the scan over and when it takes it back, and the
 # agent still answers on its socket.
 EXIT_AFTER=5
-mkdir -p /run/dbus
-rm -f /run/dbus/system_bus_socket
-dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
-DBUS=$!
-wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
-/usr/libexec/bluetooth/bluetoothd -n >bluetoothd.log 2>&1 &
-BTD=$!
+start_system_bus
+start_bluetoothd bluetoothd.log
 start_btvirt -L -l2
-addr=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
+addr=$(adapter_address hci0)
 wait_for 10 bluetoothd_lists "$addr" || fail "bluetoothd does not list hci0"
 advertise_ibeacon hci1
 start_advertising_loop hci1
@@ -50,8 +45,7 @@ check "still inside with bluetoothd gone (no exit in 2x exit_after)" inside
 check "the agent is still running" kill -0 $AGENT
 
 # bluetoothd comes back (it re-initialises the adapter it finds) and discovers again.
-/usr/libexec/bluetooth/bluetoothd -n >bluetoothd2.log 2>&1 &
-BTD=$!
+start_bluetoothd bluetoothd2.log
 check "bluetoothd lists hci0 again" wait_for 15 bluetoothd_lists "$addr"
 bluetoothctl --timeout 8 scan on >ctl2.out 2>&1
 sleep $((EXIT_AFTER * 2))
@@ -68,7 +62,3 @@ kill $EVENTS $BTD 2>/dev/null
 cat agent.err events.out
 stop_advertising_loop hci1
 stop_btvirt
-# Leave nothing for the next test (scan_bluetoothd starts its own bus).
-kill $DBUS 2>/dev/null
-wait $DBUS 2>/dev/null
-rm -f /run/dbus/system_bus_socket /tmp/btd_restart_ctl

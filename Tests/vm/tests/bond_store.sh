@@ -9,40 +9,16 @@
 # started before the pairing, picks the new bond up by itself; an
 # unprivileged reader gets the documented message.
 . "$RESULTS/env"
-# The store is a tmpfs kept for the whole boot: start without bonds.
-rm -rf /var/lib/bluetooth/*
-mkdir -p /run/dbus
-dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
-wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
-start_btvirt -l2
-btmon -w trace.btsnoop >/dev/null 2>&1 &
-/usr/libexec/bluetooth/bluetoothd -n -d -E >bluetoothd.log 2>&1 &
-a0=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
-a1=$(hciconfig hci1 | awk '/BD Address/ {print $3}')
-wait_for 90 bluetoothd_lists "$a0" "$a1" || fail "bluetoothd does not list hci0 and hci1"
+bluetoothd_with_two_controllers 90 -d -E
 
 # The Core Specification's sample IRK, ec0234a3...0a397d9b most significant
 # byte first; the management interface (and so btmgmt) takes the 16 bytes
 # least significant first.
 IRK_MSB=ec0234a357c8ad05341010a60a397d9b
 IRK_MGMT=9B7D390AA610103405ADC857A33402EC
-for i in hci0 hci1; do
-  for c in "power off" "le on" "bredr off" "sc on" "bondable on" "connectable on"; do
-    mgmt -i $i $c
-  done
-done
-mgmt -i hci1 privacy on $IRK_MGMT
+le_only "sc on" "bondable on"
+phone_with_privacy $IRK_MGMT
 check "btmgmt privacy on (hci1) accepted" grep -q "btmgmt -i hci1 privacy on $IRK_MGMT: status 0" btmgmt.log
-mgmt -i hci0 power on
-mgmt -i hci1 power on
-mgmt -i hci1 info
-mgmt -i hci0 advertising on
-
-# One agent serves both adapters (one bluetoothd), and a second request
-# while it answers one fails with EBUSY: with NoInputNoOutput on both
-# sides, pairing is Just Works and the kernel asks neither.
-"$EARSHOT" ble-agent --accept --capability NoInputNoOutput >agent.out 2>agent.err &
-wait_for 60 grep -q '"ready"' agent.out || { fail "pairing agent did not register"; cat agent.out agent.err; }
 
 # The exporter follows the store from before the bond exists.
 mkdir -p /tmp/keys
@@ -52,24 +28,8 @@ FOLLOW=$!
 check "the exporter wrote a keys file at once" wait_for 10 test -e /tmp/keys/bonded-keys
 check "before pairing it lists no device" bash -c "! grep -q '^\[device' /tmp/keys/bonded-keys"
 
-# The phone pairs with the laptop through bluetoothd (central, from a
-# resolvable address): ConnectDevice, then Device1.Pair bonds, and the
-# agent confirms the numeric comparison on both sides.
-laptop=/org/bluez/hci1/dev_${a0//:/_}
-# (ConnectDevice, experimental: bluetoothd -E; discovery would stop as soon
-# as busctl, its owner, leaves the bus.)
-busctl --timeout=60 call org.bluez /org/bluez/hci1 org.bluez.Adapter1 ConnectDevice 'a{sv}' 2 \
-  Address s "$a0" AddressType s public >connect.out 2>&1
-cat connect.out
-connected() { busctl get-property org.bluez "$laptop" org.bluez.Device1 Connected 2>/dev/null | grep -q true; }
-check "the phone's bluetoothd connected to the laptop" wait_for 30 connected
-paired() { busctl get-property org.bluez "$laptop" org.bluez.Device1 Paired 2>/dev/null | grep -q true; }
-for try in 1 2 3; do
-  busctl --timeout=90 call org.bluez "$laptop" org.bluez.Device1 Pair >>pair.out 2>&1 && break
-  paired && break
-  sleep 1
-done
-check "Device1.Pair succeeded" paired
+# The phone pairs with the laptop through bluetoothd.
+phone_bonds_with_laptop
 cat pair.out
 info=/var/lib/bluetooth/$a0/$a1/info
 check "bluetoothd stored the bond under the phone's identity address" test -e "$info"
@@ -93,7 +53,7 @@ cat follow.err
 # The phone advertises from a resolvable private address; the laptop scans.
 busctl call org.bluez "$laptop" org.bluez.Device1 Disconnect >/dev/null 2>&1
 mgmt -i hci0 advertising off
-not_connected() { ! connected; }
+not_connected() { ! phone_connected; }
 wait_for 30 not_connected || fail "the phone did not disconnect"
 # Non-connectable advertising, or the laptop's kernel connects back to its
 # bonded device at the first advertisement (and advertising stops).

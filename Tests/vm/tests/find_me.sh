@@ -8,20 +8,9 @@
 # refused. Pairing: ble-agent --accept confirms for both sides (one
 # bluetoothd serves both adapters, as in ble_link.sh).
 . "$RESULTS/env"
-mkdir -p /run/dbus
-dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
-wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
-start_btvirt -l2
 printf '[General]\nReverseServiceDiscovery = false\n' >main.conf
-/usr/libexec/bluetooth/bluetoothd -n -d -f main.conf >bluetoothd.log 2>&1 &
-a0=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
-a1=$(hciconfig hci1 | awk '/BD Address/ {print $3}')
-wait_for 30 bluetoothd_lists "$a0" "$a1" || fail "bluetoothd does not list hci0 and hci1"
-for i in hci0 hci1; do
-  for c in "power off" "le on" "bredr off" "sc on" "bondable on" "connectable on" "power on"; do
-    mgmt -i $i $c
-  done
-done
+bluetoothd_with_two_controllers 30 -d -f main.conf
+le_only "sc on" "bondable on" "power on"
 "$EARSHOT" ble-agent --accept >agent.out 2>agent.err &
 wait_for 30 grep -q '"ready"' agent.out || { fail "agent did not register"; cat agent.out agent.err; }
 
@@ -31,13 +20,7 @@ cat >findme.conf <<CONF
 enabled = true
 adapter = hci1
 name = vmfindme
-[audio]
-device = plughw:Loopback,0
-mixer_card = hw:Dummy
-mixer_control = Master
-sound = beep
-frequency = 1000
-ramp = 0
+$(alert_on_loopback)
 [find-phone]
 volume = 0.9
 timeout = 120

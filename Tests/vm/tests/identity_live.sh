@@ -7,36 +7,14 @@
 # goes inside; the phone's address rotates (power cycle: a new RPA) and
 # the region stays inside; advertising stops and the region exits.
 . "$RESULTS/env"
-# The store is a tmpfs kept for the whole boot: start without bonds.
-rm -rf /var/lib/bluetooth/*
 # Under TCG on a loaded host each hcitool in the advertising loop takes
 # 1.5-4 s, so reports come 4-8 s apart, and the rotation (adapter power
 # cycle) leaves a gap of about 8 s: exit_after must be well above both.
 EXIT_AFTER=24
-mkdir -p /run/dbus
-dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
-wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
-start_btvirt -l2
-btmon -w trace.btsnoop >/dev/null 2>&1 &
-/usr/libexec/bluetooth/bluetoothd -n -d -E >bluetoothd.log 2>&1 &
-a0=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
-a1=$(hciconfig hci1 | awk '/BD Address/ {print $3}')
-wait_for 90 bluetoothd_lists "$a0" "$a1" || fail "bluetoothd does not list hci0 and hci1"
+bluetoothd_with_two_controllers 90 -d -E
 IRK_MGMT=9B7D390AA610103405ADC857A33402EC
-for i in hci0 hci1; do
-  for c in "power off" "le on" "bredr off" "sc on" "bondable on" "connectable on"; do
-    mgmt -i $i $c
-  done
-done
-mgmt -i hci1 privacy on $IRK_MGMT
-mgmt -i hci0 power on
-mgmt -i hci1 power on
-mgmt -i hci0 advertising on
-# One agent serves both adapters (one bluetoothd), and a second request
-# while it answers one fails with EBUSY: with NoInputNoOutput on both
-# sides, pairing is Just Works and the kernel asks neither.
-"$EARSHOT" ble-agent --accept --capability NoInputNoOutput >agent.out 2>agent.err &
-wait_for 60 grep -q '"ready"' agent.out || fail "pairing agent did not register"
+le_only "sc on" "bondable on"
+phone_with_privacy $IRK_MGMT
 
 cat >run.conf <<CONF
 [scanner]
@@ -55,26 +33,12 @@ check "the agent reads BlueZ's store: no bond yet" \
 "$EARSHOT" events --socket $SOCK --topics regions >events.out 2>&1 &
 
 # The bond, made while the agent runs.
-laptop=/org/bluez/hci1/dev_${a0//:/_}
-# (ConnectDevice, experimental: bluetoothd -E; discovery would stop as soon
-# as busctl, its owner, leaves the bus.)
-busctl --timeout=60 call org.bluez /org/bluez/hci1 org.bluez.Adapter1 ConnectDevice 'a{sv}' 2 \
-  Address s "$a0" AddressType s public >connect.out 2>&1
-cat connect.out
-connected() { busctl get-property org.bluez "$laptop" org.bluez.Device1 Connected 2>/dev/null | grep -q true; }
-check "the phone's bluetoothd connected to the laptop" wait_for 30 connected
-paired() { busctl get-property org.bluez "$laptop" org.bluez.Device1 Paired 2>/dev/null | grep -q true; }
-for try in 1 2 3; do
-  busctl --timeout=90 call org.bluez "$laptop" org.bluez.Device1 Pair >>pair.out 2>&1 && break
-  paired && break
-  sleep 1
-done
-check "Device1.Pair succeeded" paired
+phone_bonds_with_laptop
 check "the agent picked the new bond up (with its IRK) without a restart" \
   wait_for 30 grep -qE "bonded keys: [12] device\(s\) from BlueZ's bond store /var/lib/bluetooth, 1 with an IRK" run.log
 busctl call org.bluez "$laptop" org.bluez.Device1 Disconnect >/dev/null 2>&1
 mgmt -i hci0 advertising off
-not_connected() { ! connected; }
+not_connected() { ! phone_connected; }
 wait_for 30 not_connected || fail "the phone did not disconnect"
 # Non-connectable advertising, or the laptop's kernel connects back to its
 # bonded device at the first advertisement (and advertising stops).

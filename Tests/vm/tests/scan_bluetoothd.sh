@@ -1,12 +1,10 @@
 # With bluetoothd (and a system D-Bus) running and discovering on hci0,
 # earshot's Set Scan Parameters is refused (Command Disallowed): it says so,
 # reads the reports already flowing, and leaves bluetoothd's scan running.
-mkdir -p /run/dbus
-dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
-wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
-/usr/libexec/bluetooth/bluetoothd -n >bluetoothd.log 2>&1 &
+start_system_bus
+start_bluetoothd bluetoothd.log
 start_btvirt -L -l2
-addr=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
+addr=$(adapter_address hci0)
 wait_for 20 bluetoothd_lists "$addr" || fail "bluetoothd does not list hci0"
 
 mkfifo /tmp/ctl

@@ -4,18 +4,8 @@
 # $CONF_EXTRA at the end of the file), its events
 # subscriber, and the first connect.
 . "$RESULTS/env"
-mkdir -p /run/dbus
-dbus-daemon --system --nofork --nopidfile >dbus.log 2>&1 &
-wait_for 10 test -S /run/dbus/system_bus_socket || fail "dbus-daemon did not start"
-start_btvirt -l2
-btmon -w trace.btsnoop >/dev/null 2>&1 &
-/usr/libexec/bluetooth/bluetoothd -n -d >bluetoothd.log 2>&1 &
-a0=$(hciconfig hci0 | awk '/BD Address/ {print $3}')
-a1=$(hciconfig hci1 | awk '/BD Address/ {print $3}')
-wait_for 30 bluetoothd_lists "$a0" "$a1" || fail "bluetoothd does not list hci0 and hci1"
-for i in hci0 hci1; do
-  for c in "power off" "le on" "bredr off" "connectable on" "power on"; do mgmt -i $i $c; done
-done
+bluetoothd_with_two_controllers 30 -d
+le_only "power on"
 
 tag_up() {
   /usr/bin/python3 "$REPO/Tests/vm/tests/tag_peripheral.py" hci0 >>tag.out 2>>tag.err &
@@ -34,13 +24,7 @@ ${TAG_EXTRA:-}
 link_loss_alert = high
 hook_lost = /bin/sh -c "echo \$EARSHOT_EVENT \$EARSHOT_TAG \$EARSHOT_ADDRESS >>$PWD/hooks.out"
 hook_back = /bin/sh -c "echo \$EARSHOT_EVENT \$EARSHOT_TAG >>$PWD/hooks.out"
-[audio]
-device = plughw:Loopback,0
-mixer_card = hw:Dummy
-mixer_control = Master
-sound = beep
-frequency = 1000
-ramp = 0
+$(alert_on_loopback)
 [find-phone]
 volume = 0.9
 timeout = 60
