@@ -150,6 +150,36 @@ final class MQTTBridgeTests: XCTestCase {
     XCTAssertFalse(gaveUp, "condition not reached")
   }
 
+  /// Runs the loop 0.3 s more: time for the writes to go out, or for the
+  /// broker to register a subscription.
+  func settle(_ loop: EventLoop) throws {
+    var settled = false
+    loop.after(seconds: 0.3) { settled = true }
+    try run(loop) { settled }
+  }
+
+  /// What a bridge hands the agent.
+  final class Received {
+    var commands: [MQTTCommand] = []
+    var logs: [String] = []
+  }
+
+  /// A started bridge, connected and subscribed to its commands;
+  /// `beforeConnect` runs between start and the connection.
+  func subscribedBridge(
+    _ loop: EventLoop, _ broker: Broker, beforeConnect: (MQTTBridge) -> Void = { _ in }
+  ) throws -> (MQTTBridge, Received) {
+    let bridge = try makeBridge(loop, broker)
+    let received = Received()
+    bridge.onCommand = { received.commands.append($0) }
+    bridge.onLog = { received.logs.append($0) }
+    bridge.start()
+    beforeConnect(bridge)
+    try run(loop) { bridge.isConnected }
+    try settle(loop)
+    return (bridge, received)
+  }
+
   func testRetainedStatesAndDiscoveryReachASubscriber() throws {
     let broker = try Broker()
     let loop = try EventLoop()
@@ -161,10 +191,7 @@ final class MQTTBridgeTests: XCTestCase {
     bridge.regionState("Lab Room", state: "unknown")
     bridge.beacon(beacon, distance: 1.84, proximity: "near", rssi: -67, at: 100)
     bridge.volume(0.37, muted: false)
-    // Let the writes go out.
-    var flushed = false
-    loop.after(seconds: 0.3) { flushed = true }
-    try run(loop) { flushed }
+    try settle(loop)
 
     let r = try broker.retained()
     XCTAssertEqual(r["earshot/testhost/status"], "online")
@@ -219,9 +246,7 @@ final class MQTTBridgeTests: XCTestCase {
     try run(loop) { bridge.isConnected }
     bridge.regionState("alice", state: "unknown", tracksDevices: true)
     bridge.regionState("desk", state: "inside")
-    var flushed = false
-    loop.after(seconds: 0.3) { flushed = true }
-    try run(loop) { flushed }
+    try settle(loop)
     var r = try broker.retained()
     let payload = try XCTUnwrap(
       r["homeassistant/device_tracker/earshot_testhost/tracker_alice/config"])
@@ -240,9 +265,7 @@ final class MQTTBridgeTests: XCTestCase {
     XCTAssertNotNil(r["homeassistant/binary_sensor/earshot_testhost/region_alice/config"])
     XCTAssertNil(r["homeassistant/device_tracker/earshot_testhost/tracker_desk/config"])
     bridge.regionState("alice", state: "inside", tracksDevices: true)
-    flushed = false
-    loop.after(seconds: 0.3) { flushed = true }
-    try run(loop) { flushed }
+    try settle(loop)
     r = try broker.retained()
     XCTAssertEqual(r["earshot/testhost/region/alice/state"], "inside")
     XCTAssertEqual(r["earshot/testhost/region/alice/available"], "online")
@@ -252,25 +275,16 @@ final class MQTTBridgeTests: XCTestCase {
   func testCommandsArriveAndMalformedOnesAreLoggedAndIgnored() throws {
     let broker = try Broker()
     let loop = try EventLoop()
-    let bridge = try makeBridge(loop, broker)
-    var commands: [MQTTCommand] = []
-    var logs: [String] = []
-    bridge.onCommand = { commands.append($0) }
-    bridge.onLog = { logs.append($0) }
-    bridge.start()
-    try run(loop) { bridge.isConnected }
-    // Give the subscription a moment to be registered by the broker.
-    var ready = false
-    loop.after(seconds: 0.3) { ready = true }
-    try run(loop) { ready }
+    let (bridge, received) = try subscribedBridge(loop, broker)
     try broker.publish("earshot/testhost/command/volume", "abc")
     try broker.publish("earshot/testhost/command/ring", "PRESS")
     try broker.publish("earshot/testhost/command/volume", "42")
     try broker.publish("earshot/testhost/command/mute", "ON")
     try broker.publish("earshot/testhost/command/found", "PRESS")
-    try run(loop) { commands.count == 4 }
-    XCTAssertEqual(commands, [.ring, .setVolume(0.42), .setMute(true), .found])
-    XCTAssertTrue(logs.contains { $0.contains("expected a number from 0 to 100") }, "\(logs)")
+    try run(loop) { received.commands.count == 4 }
+    XCTAssertEqual(received.commands, [.ring, .setVolume(0.42), .setMute(true), .found])
+    XCTAssertTrue(
+      received.logs.contains { $0.contains("expected a number from 0 to 100") }, "\(received.logs)")
     bridge.close()
   }
 
@@ -279,24 +293,18 @@ final class MQTTBridgeTests: XCTestCase {
   func testRingTagCommandsAndTagEntities() throws {
     let broker = try Broker()
     let loop = try EventLoop()
-    let bridge = try makeBridge(loop, broker)
-    var commands: [MQTTCommand] = []
-    var logs: [String] = []
-    bridge.onCommand = { commands.append($0) }
-    bridge.onLog = { logs.append($0) }
-    bridge.start()
-    bridge.tag("keys", state: "connected", battery: 87)
-    try run(loop) { bridge.isConnected }
-    var ready = false
-    loop.after(seconds: 0.3) { ready = true }
-    try run(loop) { ready }
+    let (bridge, received) = try subscribedBridge(loop, broker) {
+      $0.tag("keys", state: "connected", battery: 87)
+    }
     try broker.publish("earshot/testhost/command/ring_tag/keys", "PRESS")
     try broker.publish("earshot/testhost/command/ring_tag/keys", "loud")
     try broker.publish("earshot/testhost/command/ring_tag/keys", "STOP")
-    try run(loop) { commands.count == 2 }
+    try run(loop) { received.commands.count == 2 }
     XCTAssertEqual(
-      commands, [.ringTag(slug: "keys", level: .high), .ringTag(slug: "keys", level: .none)])
-    XCTAssertTrue(logs.contains { $0.contains("expected PRESS, MILD or STOP") }, "\(logs)")
+      received.commands,
+      [.ringTag(slug: "keys", level: .high), .ringTag(slug: "keys", level: .none)])
+    XCTAssertTrue(
+      received.logs.contains { $0.contains("expected PRESS, MILD or STOP") }, "\(received.logs)")
     let r = try broker.retained()
     XCTAssertEqual(r["earshot/testhost/tag/keys/state"], "connected")
     XCTAssertEqual(r["earshot/testhost/tag/keys/battery"], "87")
@@ -317,9 +325,7 @@ final class MQTTBridgeTests: XCTestCase {
     bridge.start()
     try run(loop) { bridge.isConnected }
     bridge.regionState("desk", state: "inside")
-    var flushed = false
-    loop.after(seconds: 0.3) { flushed = true }
-    try run(loop) { flushed }
+    try settle(loop)
     XCTAssertEqual(try broker.retained()["earshot/testhost/region/desk/state"], "inside")
 
     broker.stop()  // persistence is off: the broker forgets everything
@@ -327,9 +333,7 @@ final class MQTTBridgeTests: XCTestCase {
     bridge.regionState("desk", state: "outside")  // changes while the broker is away
     try broker.start()
     try run(loop, limit: 15) { bridge.isConnected }
-    flushed = false
-    loop.after(seconds: 0.3) { flushed = true }
-    try run(loop) { flushed }
+    try settle(loop)
     let r = try broker.retained()
     XCTAssertEqual(r["earshot/testhost/region/desk/state"], "outside")
     XCTAssertEqual(r["earshot/testhost/status"], "online")
