@@ -106,6 +106,7 @@ private func runRoomsAggregator(_ args: Arguments) throws -> Int32 {
         topics: topics, aggregatorStatus: statusTopic, version: version,
         prefix: config.mqtt.discoveryPrefix) : nil,
     aggregatorStatus: statusTopic)
+  options.trackDevices = rooms.trackDevices
   options.naive = args.has("naive")
   if let pace = try args.double("pace") {
     guard pace > 0, pace <= 1000 else {
@@ -195,7 +196,7 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   let truth = try readTruth(dir + "/truth.jsonl")
   var track = config.rooms.track
   if track.isEmpty {
-    track = Array(Set(truth.map { $0.beacon.uuid })).map { BeaconMatch(uuid: $0) }
+    track = Array(Set(truth.compactMap { $0.beacon?.uuid })).map { BeaconMatch(uuid: $0) }
   }
   var sightings: [RoomSighting] = []
   var end: Int64 = 0
