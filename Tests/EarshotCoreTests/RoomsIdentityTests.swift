@@ -215,7 +215,8 @@ final class RoomsIdentityTests: XCTestCase {
     // A beacon report does not reach the device path either.
     XCTAssertNil(
       p.report(
-        at: 0, beacon: IBeacon(id: BeaconID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
+        at: 0,
+        beacon: IBeacon(id: BeaconID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
         address: phoneIdentity, rssi: -50))
   }
 
@@ -237,6 +238,16 @@ final class RoomsIdentityTests: XCTestCase {
     var (m2, p2) = agent(try config("irk:\(keyHex)"))
     m2.updateBondedKeys([BondedKey(identity: phoneIdentity, identityType: .public, irk: key)])
     XCTAssertEqual(report(&m2, &p2, at: 0, rpa)?.subject, .device(keyID))
+  }
+
+  func testAReloadKeepsResolvingTheDevicesTheSightingsWereSetUpFor() throws {
+    var (m, p) = agent(try config("phone=irk:\(keyHex)"))
+    let rpa = key.address(prand: 0x4444, cipher: cipher)
+    XCTAssertNotNil(report(&m, &p, at: 0, rpa))
+    // A reload without the device (which waits for a restart for rooms).
+    _ = m.reconfigure(try config("device:\(watch)"), at: 1_000_000)
+    XCTAssertTrue(m.watchesDevices)
+    XCTAssertNotNil(report(&m, &p, at: 2_000_000, rpa), "still resolved: still published")
   }
 
   func testDistanceUsesTxPowerElseTheRegionsPowerElseTheDefault() throws {

@@ -92,7 +92,8 @@ extension RoomsIntegrationTests {
     // The aggregator places every subject sighted (no track): whatever an
     // agent wrongly published would show up in its timeline.
     let conf = dir + "/rooms.conf"
-    try (mqtt(site, base: "earshot/aggregator", client: "earshot-rooms-test")
+    try
+      (mqtt(site, base: "earshot/aggregator", client: "earshot-rooms-test")
       + "[rooms]\naway_after = 20\n").write(toFile: conf, atomically: true, encoding: .utf8)
     let aggregator = try spawn(
       ["rooms", "--config", conf, "--pace", String(pace)], log: dir + "/rooms.log",

@@ -109,8 +109,13 @@ public struct RegionMonitor: Sendable {
   /// does, a report that is not an iBeacon only moves time.
   public private(set) var watchesDevices = false
 
-  static func watchesDevices(_ config: Config) -> Bool {
-    config.regions.contains { $0.watchesDevices } || !config.rooms.trackDevices.isEmpty
+  /// `[rooms] track`'s devices, as at start: the rooms' sightings are
+  /// set up once (a reload reports a `track` change as needing a restart),
+  /// so a reload keeps resolving these.
+  private let roomsDevices: [TrackedDevice]
+
+  static func watchesDevices(_ regions: [RegionConfig], _ rooms: [TrackedDevice]) -> Bool {
+    regions.contains { $0.watchesDevices } || !rooms.isEmpty
   }
   /// For each of `devices.entries`: the regions that name it, and when it
   /// was last heard (so a report hashes no identity and walks no regions).
@@ -145,8 +150,9 @@ public struct RegionMonitor: Sendable {
     self.emitRange = emitRange
     regions = config.regions.map { Region(config: $0) }
     devices = DeviceDirectory(cipher: cipher)
-    devices.configure(config.regions, tracked: config.rooms.trackDevices)
-    watchesDevices = Self.watchesDevices(config)
+    roomsDevices = config.rooms.trackDevices
+    devices.configure(config.regions, tracked: roomsDevices)
+    watchesDevices = Self.watchesDevices(config.regions, roomsDevices)
     routeDevices(lastSeen: [:])
     if let snapshot {
       for i in regions.indices {
@@ -436,8 +442,8 @@ public struct RegionMonitor: Sendable {
     ranging = config.ranging
     monitor = config.monitor
     let seen = lastSeenByDevice
-    devices.configure(config.regions, tracked: config.rooms.trackDevices)
-    watchesDevices = Self.watchesDevices(config)
+    devices.configure(config.regions, tracked: roomsDevices)
+    watchesDevices = Self.watchesDevices(config.regions, roomsDevices)
     var next: [Region] = []
     for rc in config.regions {
       if var r = regions.first(where: {

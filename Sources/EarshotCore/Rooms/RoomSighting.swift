@@ -64,9 +64,12 @@ public struct RoomSighting: Sendable, Equatable {
     let rssi = json["rssi"]?.number.flatMap { $0.isFinite ? $0 : nil }
     let n = json["n"]?.number.map { Int(clamping: Int64(max(0, min($0, 1e9)))) } ?? 1
     // Names only for devices, and short: they end up in Home Assistant.
-    let name = subject.device == nil ? nil : json["name"]?.string.flatMap {
-      $0.isEmpty || $0.utf8.count > 64 ? nil : $0
-    }
+    let name =
+      subject.device == nil
+      ? nil
+      : json["name"]?.string.flatMap {
+        $0.isEmpty || $0.utf8.count > 64 ? nil : $0
+      }
     return RoomSighting(
       t: Int64((t * 1e6).rounded()), subject: subject, room: room, rssi: rssi,
       distance: distance, count: n, name: name)
