@@ -240,7 +240,7 @@ final class RoomSightingTests: XCTestCase {
     XCTAssertEqual(back.t, 1_733_000_000_123_000)
     XCTAssertEqual(back.distance, 2.31)
     XCTAssertEqual(back.count, 7)
-    XCTAssertEqual(topics.beacon(inStateTopic: topics.state(tag)), tag)
+    XCTAssertEqual(topics.subject(inStateTopic: topics.state(tag)), .beacon(tag))
     for bad in ["{}", "[1]", "{\"t\":\"x\",\"room\":\"a\"}", "{\"t\":1,\"room\":\"\"}", "nonsense"]
     {
       XCTAssertNil(RoomSighting.parse(topic: topic, payload: Array(bad.utf8), topics: topics), bad)

@@ -12,7 +12,7 @@ public struct MonitorCipher: BlockCipher, @unchecked Sendable {
 }
 
 /// The devices the monitor can recognise: those the regions name
-/// (`device =`, `irk =`) and those bonded with this machine, resolved from
+/// (`device =`, `irk =`) or `[rooms] track` names, and those bonded with this machine, resolved from
 /// report addresses through an `IdentityResolver` (so a known private
 /// address costs one hash lookup). A report resolves to a position in
 /// `entries`, so the monitor keeps what it needs per device in arrays
@@ -41,15 +41,20 @@ public struct DeviceDirectory: Sendable {
   public var resolvedCount: Int { resolver.resolvedCount }
   public var unresolvedCount: Int { resolver.unresolvedCount }
 
-  /// The devices the regions name, from the config. Returns whether
-  /// `entries` changed.
+  /// The devices the regions name, and those `[rooms] track` names (one
+  /// directory, so a report is resolved once for both), from the config.
+  /// Returns whether `entries` changed.
   @discardableResult
-  public mutating func configure(_ regions: [RegionConfig]) -> Bool {
+  public mutating func configure(_ regions: [RegionConfig], tracked: [TrackedDevice] = []) -> Bool {
     var devices: [BDAddress] = []
     var irks: [IdentityResolvingKey] = []
     for r in regions {
       for d in r.devices where !devices.contains(d) { devices.append(d) }
       for k in r.irks where !irks.contains(k) { irks.append(k) }
+    }
+    for t in tracked {
+      if let d = t.address, !devices.contains(d) { devices.append(d) }
+      if let k = t.irk, !irks.contains(k) { irks.append(k) }
     }
     configured = (devices, irks)
     return rebuild()

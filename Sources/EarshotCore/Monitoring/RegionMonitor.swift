@@ -105,9 +105,18 @@ public struct RegionMonitor: Sendable {
   /// The devices regions name and those bonded here, and how their
   /// addresses resolve.
   public private(set) var devices: DeviceDirectory
-  /// Whether any region names a device: if none does, a report that is
-  /// not an iBeacon only moves time.
+  /// Whether any region (or `[rooms] track`) names a device: if none
+  /// does, a report that is not an iBeacon only moves time.
   public private(set) var watchesDevices = false
+
+  /// `[rooms] track`'s devices, as at start: the rooms' sightings are
+  /// set up once (a reload reports a `track` change as needing a restart),
+  /// so a reload keeps resolving these.
+  private let roomsDevices: [TrackedDevice]
+
+  static func watchesDevices(_ regions: [RegionConfig], _ rooms: [TrackedDevice]) -> Bool {
+    regions.contains { $0.watchesDevices } || !rooms.isEmpty
+  }
   /// For each of `devices.entries`: the regions that name it, and when it
   /// was last heard (so a report hashes no identity and walks no regions).
   private var deviceRegions: [[Int]] = []
@@ -141,8 +150,9 @@ public struct RegionMonitor: Sendable {
     self.emitRange = emitRange
     regions = config.regions.map { Region(config: $0) }
     devices = DeviceDirectory(cipher: cipher)
-    devices.configure(config.regions)
-    watchesDevices = config.regions.contains { $0.watchesDevices }
+    roomsDevices = config.rooms.trackDevices
+    devices.configure(config.regions, tracked: roomsDevices)
+    watchesDevices = Self.watchesDevices(config.regions, roomsDevices)
     routeDevices(lastSeen: [:])
     if let snapshot {
       for i in regions.indices {
@@ -241,23 +251,30 @@ public struct RegionMonitor: Sendable {
   public mutating func report(
     at t: Int64, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?
   ) -> [MonitorEvent] {
+    report(
+      at: t, device: watchesDevices ? resolveDevice(address, type: type) : nil, address: address,
+      rssi: rssi, txPower: txPower)
+  }
+
+  /// The position in `devices.entries` of the device that sent from
+  /// `address`, if known: what the shell asks once per report and hands to
+  /// both this monitor and the rooms' sightings (one resolver, one cache).
+  public mutating func resolveDevice(_ address: BDAddress, type: AddressType) -> Int? {
+    devices.resolve(address, type: type)
+  }
+
+  /// A report that is not an iBeacon, already resolved (`device`: a
+  /// position in `devices.entries`, or nil for no known device).
+  public mutating func report(
+    at t: Int64, device n: Int?, address: BDAddress, rssi: Int8?, txPower: Int8?
+  ) -> [MonitorEvent] {
     var out = advance(to: t)
-    guard watchesDevices, let n = devices.resolve(address, type: type) else { return out }
+    guard let n, n < deviceLastSeen.count else { return out }
     deviceLastSeen[n] = t
     guard let firstMatch = deviceRegions[n].first else { return out }
     let device = devices.entries[n]
-    // The TX Power Level is the power at the antenna; 1 m of free space at
-    // 2.4 GHz takes 20 log10(4π / 0.125 m) = 40 dB, and 41 dB is the usual
-    // rounding (Android's beacon libraries use it).
-    let power: Int8
-    let source: PowerSource
-    if let tx = txPower, tx > -127 {
-      power = Int8(clamping: Int(tx) - 41)
-      source = .txPower
-    } else {
-      power = regions[firstMatch].config.power
-      source = .region
-    }
+    let (power, source) = PowerSource.device(
+      txPower: txPower, fallback: regions[firstMatch].config.power)
     observe(
       .device(device), firstMatch: firstMatch, device: n, address: address, rssi: rssi,
       power: power, source: source, at: t, into: &out)
@@ -425,8 +442,8 @@ public struct RegionMonitor: Sendable {
     ranging = config.ranging
     monitor = config.monitor
     let seen = lastSeenByDevice
-    devices.configure(config.regions)
-    watchesDevices = config.regions.contains { $0.watchesDevices }
+    devices.configure(config.regions, tracked: roomsDevices)
+    watchesDevices = Self.watchesDevices(config.regions, roomsDevices)
     var next: [Region] = []
     for rc in config.regions {
       if var r = regions.first(where: {

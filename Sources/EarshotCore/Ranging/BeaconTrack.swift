@@ -6,6 +6,15 @@ public enum PowerSource: String, Sendable, Equatable {
   case txPower = "tx_power"
   /// The region's `power =` (a device that advertises no TX power).
   case region
+
+  /// A device's power at 1 m: its TX Power Level less the free-space loss
+  /// over 1 m at 2.4 GHz, 20 log10(4π / 0.125 m) = 40 dB, rounded to the
+  /// usual 41 dB (Android's beacon libraries use it); without one (or the
+  /// "no power" -127), `fallback` (a region's `power =`).
+  public static func device(txPower: Int8?, fallback: Int8) -> (power: Int8, source: PowerSource) {
+    if let tx = txPower, tx > -127 { return (Int8(clamping: Int(tx) - 41), .txPower) }
+    return (fallback, .region)
+  }
 }
 
 /// What ranging knows about one beacon identity (UUID, major, minor) or

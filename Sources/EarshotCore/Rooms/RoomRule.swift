@@ -2,7 +2,7 @@
   import Glibc
 #endif
 
-/// Decides, per beacon, which room it is in from the sightings of every
+/// Decides, per beacon (or device by identity: a subject), which room it is in from the sightings of every
 /// agent, or that it is away. Pure: sightings, agents going on and off
 /// line and the passing of time go in (message time `t`, microseconds, so
 /// a replay decides as a live site does); room changes come out.
@@ -131,8 +131,8 @@ public struct RoomRule: Sendable {
   public var capacity = RoomRule.defaultCapacity
   /// Beacon states stored densely, found through `index`.
   private var states: [BeaconState] = []
-  private var ids: [BeaconID] = []
-  private var positions: [BeaconID: Int] = [:]
+  private var ids: [RoomSubject] = []
+  private var positions: [RoomSubject: Int] = [:]
   private var roomNames: [String] = []
   private var roomIndex: [String: Int32] = [:]
   private var online: [Bool] = []
@@ -151,7 +151,7 @@ public struct RoomRule: Sendable {
     var out = advance(to: s.t)
     let room = index(of: s.room)
     if !online[Int(room)] { online[Int(room)] = true }  // it speaks: it is up
-    guard let i = position(of: s.beacon, create: true) else {
+    guard let i = position(of: s.subject, create: true) else {
       refused += 1
       return out
     }
@@ -166,7 +166,7 @@ public struct RoomRule: Sendable {
       states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
     }
     if let change = Self.decide(&states[i], at: now, settings: settings, online: online) {
-      out.append(RoomChange(t: now, beacon: s.beacon, room: change.map { roomNames[Int($0)] }))
+      out.append(RoomChange(t: now, subject: s.subject, room: change.map { roomNames[Int($0)] }))
     }
     if states[i].hasRoom, let heard = states[i].lastHeard {
       awayFloor = min(awayFloor, heard &+ Int64(timeout * 1e6))
@@ -188,7 +188,7 @@ public struct RoomRule: Sendable {
       if states[i].challenger == r { states[i].challenger = nil }
       guard states[i].current == r, states[i].hasRoom, now != .min else { continue }
       if let change = Self.decide(&states[i], at: now, settings: settings, online: online) {
-        out.append(RoomChange(t: now, beacon: ids[i], room: change.map { roomNames[Int($0)] }))
+        out.append(RoomChange(t: now, subject: ids[i], room: change.map { roomNames[Int($0)] }))
       }
     }
     return out
@@ -196,8 +196,8 @@ public struct RoomRule: Sendable {
 
   /// A room decided before a restart (the retained state): kept unless
   /// this rule already knows the beacon. Its away time counts from now.
-  public mutating func restore(_ beacon: BeaconID, room: String?) {
-    guard positions[beacon] == nil, let i = position(of: beacon, create: true) else { return }
+  public mutating func restore(_ subject: RoomSubject, room: String?) {
+    guard positions[subject] == nil, let i = position(of: subject, create: true) else { return }
     states[i].hasRoom = room != nil
     states[i].current = room.map { index(of: $0) }
     states[i].lastHeard = nil
@@ -228,7 +228,7 @@ public struct RoomRule: Sendable {
           states[i].challenger = nil
           states[i].firstHeard = nil
           states[i].traces.removeAll()
-          out.append(RoomChange(t: due, beacon: ids[i], room: nil))
+          out.append(RoomChange(t: due, subject: ids[i], room: nil))
         } else {
           next = min(next, due)
         }
@@ -239,10 +239,10 @@ public struct RoomRule: Sendable {
     }
     // Check again at the next due time, and at least every minute (forgetting).
     awayFloor = min(next, now &+ 60_000_000)
-    return out.sorted { ($0.t, $0.beacon) < ($1.t, $1.beacon) }
+    return out.sorted { ($0.t, $0.subject) < ($1.t, $1.subject) }
   }
 
-  private mutating func position(of id: BeaconID, create: Bool) -> Int? {
+  private mutating func position(of id: RoomSubject, create: Bool) -> Int? {
     if let i = positions[id] { return i }
     guard create, states.count < capacity else { return nil }
     positions[id] = states.count
@@ -269,15 +269,21 @@ public struct RoomRule: Sendable {
   /// When `advance` next has something to do.
   public var nextDeadline: Int64? { states.isEmpty ? nil : awayFloor }
 
-  public func room(of beacon: BeaconID) -> String? {
-    positions[beacon].flatMap { states[$0].current }.map { roomNames[Int($0)] }
+  public func room(of subject: RoomSubject) -> String? {
+    positions[subject].flatMap { states[$0].current }.map { roomNames[Int($0)] }
   }
 
   public var beaconCount: Int { states.count }
 
   /// Seconds of silence before `beacon` is away (under `auto`, its own).
-  public func awayTimeout(of beacon: BeaconID) -> Double? {
-    positions[beacon].map { awayTimeout(states[$0]) }
+  public func awayTimeout(of subject: RoomSubject) -> Double? {
+    positions[subject].map { awayTimeout(states[$0]) }
+  }
+
+  public func room(of beacon: BeaconID) -> String? { room(of: .beacon(beacon)) }
+  public func awayTimeout(of beacon: BeaconID) -> Double? { awayTimeout(of: .beacon(beacon)) }
+  public mutating func restore(_ beacon: BeaconID, room: String?) {
+    restore(.beacon(beacon), room: room)
   }
 
   // MARK: The decision

@@ -41,8 +41,8 @@ public struct RoomScore: Sendable, Equatable {
   ) -> RoomScore {
     var out = RoomScore()
     let settleMicros = Int64(settle * 1e6)
-    let byBeacon = Dictionary(grouping: truth, by: \.beacon)
-    let decidedBy = Dictionary(grouping: decided, by: \.beacon)
+    let byBeacon = Dictionary(grouping: truth, by: \.subject)
+    let decidedBy = Dictionary(grouping: decided, by: \.subject)
     for (beacon, lines) in byBeacon {
       let truthLine = lines.sorted { $0.t < $1.t }
       let pred = (decidedBy[beacon] ?? []).sorted { $0.t < $1.t }

@@ -1,10 +1,11 @@
-/// One agent's view of one tracked beacon over its last `[rooms] interval`:
-/// what `earshot run` publishes and `earshot rooms` decides from.
+/// One agent's view of one tracked beacon or device over its last
+/// `[rooms] interval`: what `earshot run` publishes and `earshot rooms`
+/// decides from.
 public struct RoomSighting: Sendable, Equatable {
   /// Microseconds since the Unix epoch: capture time in a replay, the
   /// agent's clock live.
   public var t: Int64
-  public var beacon: BeaconID
+  public var subject: RoomSubject
   public var room: String
   /// Filtered RSSI in dBm, after this receiver's `rssi_offset`.
   public var rssi: Double?
@@ -12,20 +13,34 @@ public struct RoomSighting: Sendable, Equatable {
   public var distance: Double?
   /// Reports heard since the previous sighting.
   public var count: Int
+  /// A device's name from the agent's `track` (`phone=device:…`).
+  public var name: String?
 
   public init(
-    t: Int64, beacon: BeaconID, room: String, rssi: Double?, distance: Double?, count: Int
+    t: Int64, subject: RoomSubject, room: String, rssi: Double?, distance: Double?, count: Int,
+    name: String? = nil
   ) {
     self.t = t
-    self.beacon = beacon
+    self.subject = subject
     self.room = room
     self.rssi = rssi
     self.distance = distance
     self.count = count
+    self.name = name
   }
 
-  /// `{"t":…,"room":"kitchen","rssi":-71.2,"distance":2.31,"n":7}`: the
-  /// beacon is in the topic. Times to the millisecond.
+  public init(
+    t: Int64, beacon: BeaconID, room: String, rssi: Double?, distance: Double?, count: Int
+  ) {
+    self.init(
+      t: t, subject: .beacon(beacon), room: room, rssi: rssi, distance: distance, count: count)
+  }
+
+  public var beacon: BeaconID? { subject.beacon }
+
+  /// `{"t":…,"room":"kitchen","rssi":-71.2,"distance":2.31,"n":7}` (plus
+  /// `"name"` for a named device): the subject is in the topic. Times to
+  /// the millisecond.
   public var payload: String {
     var j = JSONLine()
     j.add("t", Double(t) / 1e6, decimals: 3)
@@ -33,13 +48,14 @@ public struct RoomSighting: Sendable, Equatable {
     if let rssi { j.add("rssi", rssi, decimals: 1) } else { j.addNull("rssi") }
     if let distance { j.add("distance", distance, decimals: 2) } else { j.addNull("distance") }
     j.add("n", count)
+    if let name { j.add("name", name) }
     return j.line
   }
 
   /// A sighting from its topic and payload; `nil` for anything malformed
   /// (the aggregator counts and logs those, and goes on).
   public static func parse(topic: String, payload: [UInt8], topics: RoomTopics) -> RoomSighting? {
-    guard let beacon = topics.beacon(inSightingTopic: topic),
+    guard let subject = topics.subject(inSightingTopic: topic),
       let json = try? JSONParser.parse(payload),
       let t = json["t"]?.number, t.isFinite, abs(t) < 1e11,
       let room = json["room"]?.string, !room.isEmpty, room.utf8.count <= 128
@@ -47,32 +63,59 @@ public struct RoomSighting: Sendable, Equatable {
     let distance = json["distance"]?.number.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
     let rssi = json["rssi"]?.number.flatMap { $0.isFinite ? $0 : nil }
     let n = json["n"]?.number.map { Int(clamping: Int64(max(0, min($0, 1e9)))) } ?? 1
+    // Names only for devices, and short: they end up in Home Assistant.
+    let name =
+      subject.device == nil
+      ? nil
+      : json["name"]?.string.flatMap {
+        $0.isEmpty || $0.utf8.count > 64 ? nil : $0
+      }
     return RoomSighting(
-      t: Int64((t * 1e6).rounded()), beacon: beacon, room: room, rssi: rssi, distance: distance,
-      count: n)
+      t: Int64((t * 1e6).rounded()), subject: subject, room: room, rssi: rssi,
+      distance: distance, count: n, name: name)
   }
 }
 
-/// A room decision: the beacon is in `room`, or away (`nil`).
+/// A room decision: the beacon or device is in `room`, or away (`nil`).
 public struct RoomChange: Sendable, Equatable {
   public var t: Int64
-  public var beacon: BeaconID
+  public var subject: RoomSubject
   public var room: String?
+  /// A device's name (its `track` name), for the outputs.
+  public var name: String?
 
-  public init(t: Int64, beacon: BeaconID, room: String?) {
+  public init(t: Int64, subject: RoomSubject, room: String?, name: String? = nil) {
     self.t = t
-    self.beacon = beacon
+    self.subject = subject
     self.room = room
+    self.name = name
   }
 
-  /// `{"t":T,"event":"room","beacon":"UUID:MAJOR:MINOR","room":"kitchen"}`.
+  public init(t: Int64, beacon: BeaconID, room: String?) {
+    self.init(t: t, subject: .beacon(beacon), room: room)
+  }
+
+  public var beacon: BeaconID? { subject.beacon }
+
+  /// `{"t":T,"event":"room","beacon":"UUID:MAJOR:MINOR","room":"kitchen"}`,
+  /// or for a device `…,"device":"AA:BB:CC:DD:EE:FF","name":"phone",…`.
   public var json: String {
     var j = JSONLine()
     j.add("t", Double(t) / 1e6, decimals: 3)
     j.add("event", "room")
-    j.add("beacon", beacon.description)
+    addSubject(to: &j)
     if let room { j.add("room", room) } else { j.addNull("room") }
     return j.line
+  }
+
+  /// `"beacon":…`, or `"device":…` and its name when it has one.
+  func addSubject(to j: inout JSONLine) {
+    switch subject {
+    case .beacon(let b): j.add("beacon", b.description)
+    case .device(let d):
+      j.add("device", d.description)
+      if let name { j.add("name", name) }
+    }
   }
 
   /// A change line; `requireEvent: false` also takes truth.jsonl's lines
@@ -82,9 +125,12 @@ public struct RoomChange: Sendable, Equatable {
       requireEvent
         ? j["event"]?.string == "room" : (j["event"] == nil || j["event"]?.string == "room"),
       let t = j["t"]?.number, t.isFinite, abs(t) < 1e11,
-      let b = j["beacon"]?.string.flatMap(BeaconID.parse)
+      let subject = j["beacon"]?.string.flatMap(BeaconID.parse).map(RoomSubject.beacon)
+        ?? j["device"]?.string.flatMap(TrackedDeviceID.init).map(RoomSubject.device)
     else { return nil }
-    return RoomChange(t: Int64((t * 1e6).rounded()), beacon: b, room: j["room"]?.string)
+    return RoomChange(
+      t: Int64((t * 1e6).rounded()), subject: subject, room: j["room"]?.string,
+      name: j["name"]?.string)
   }
 }
 
@@ -103,7 +149,9 @@ extension BeaconID {
 /// `earshot/rooms`) shared by a site's agents and aggregators:
 ///
 /// - `PREFIX/sighting/SHARD/BEACON/ROOM`: sightings, QoS 0, not retained.
-///   SHARD = FNV-1a(BEACON) mod `shards`, so an aggregator subscribes to
+///   BEACON is the subject's slug (`RoomSubject.slug`: a beacon, or a
+///   device by identity). SHARD = FNV-1a(BEACON) mod `shards`, so an
+///   aggregator subscribes to
 ///   `PREFIX/sighting/SHARD/#` for each shard it serves and gets every
 ///   sighting of its beacons and of no others. (MQTT 5 shared
 ///   subscriptions spread messages, not beacons: one beacon's sightings
@@ -111,7 +159,8 @@ extension BeaconID {
 /// - `PREFIX/agent/ROOM`: retained, which status topic tells whether the
 ///   room's agent is online (its MQTT bridge's `…/status`, whose last
 ///   will says `offline`).
-/// - `PREFIX/beacon/BEACON/state`: the decided room, retained.
+/// - `PREFIX/beacon/BEACON/state`: the decided room, retained (devices
+///   too: one layout for every subject).
 /// - `PREFIX/aggregator/ID/status`: an aggregator's online/offline.
 public struct RoomTopics: Sendable, Equatable {
   public let prefix: String
@@ -126,16 +175,22 @@ public struct RoomTopics: Sendable, Equatable {
 
   /// A beacon's shard: FNV-1a (32 bits) of its topic segment, stable
   /// across machines and versions so agents and aggregators agree.
-  public func shard(of beacon: BeaconID) -> Int {
+  public func shard(of subject: RoomSubject) -> Int {
     var h: UInt32 = 2_166_136_261
-    for b in MQTTTopics.slug(beacon).utf8 {
+    for b in subject.slug.utf8 {
       h = (h ^ UInt32(b)) &* 16_777_619
     }
     return Int(h % UInt32(shards))
   }
 
+  public func shard(of beacon: BeaconID) -> Int { shard(of: .beacon(beacon)) }
+
+  public func sighting(_ subject: RoomSubject, room: String) -> String {
+    "\(prefix)/sighting/\(shard(of: subject))/\(subject.slug)/\(MQTTTopics.slug(room))"
+  }
+
   public func sighting(_ beacon: BeaconID, room: String) -> String {
-    "\(prefix)/sighting/\(shard(of: beacon))/\(MQTTTopics.slug(beacon))/\(MQTTTopics.slug(room))"
+    sighting(.beacon(beacon), room: room)
   }
 
   public func sightingFilter(shard: Int) -> String { "\(prefix)/sighting/\(shard)/#" }
@@ -143,31 +198,33 @@ public struct RoomTopics: Sendable, Equatable {
   public func agent(_ room: String) -> String { "\(prefix)/agent/\(MQTTTopics.slug(room))" }
   public var agentFilter: String { "\(prefix)/agent/+" }
 
-  public func state(_ beacon: BeaconID) -> String {
-    "\(prefix)/beacon/\(MQTTTopics.slug(beacon))/state"
+  public func state(_ subject: RoomSubject) -> String {
+    "\(prefix)/beacon/\(subject.slug)/state"
   }
+
+  public func state(_ beacon: BeaconID) -> String { state(.beacon(beacon)) }
   public var stateFilter: String { "\(prefix)/beacon/+/state" }
 
   public func aggregatorStatus(_ id: String) -> String {
     "\(prefix)/aggregator/\(MQTTTopics.slug(id))/status"
   }
 
-  /// The beacon named by a sighting topic's BEACON segment
-  /// (`uuid-major-minor`, lower case).
-  public func beacon(inSightingTopic topic: String) -> BeaconID? {
+  /// The subject named by a sighting topic's BEACON segment
+  /// (`uuid-major-minor`, `device-…` or `irk-…`, lower case).
+  public func subject(inSightingTopic topic: String) -> RoomSubject? {
     let head = prefix + "/sighting/"
     guard topic.hasPrefix(head) else { return nil }
     let parts = topic.dropFirst(head.count).split(separator: "/", omittingEmptySubsequences: false)
     guard parts.count == 3 else { return nil }
-    return Self.beacon(slug: parts[1])
+    return RoomSubject(slug: parts[1])
   }
 
-  /// The beacon of a `PREFIX/beacon/BEACON/state` topic.
-  public func beacon(inStateTopic topic: String) -> BeaconID? {
+  /// The subject of a `PREFIX/beacon/BEACON/state` topic.
+  public func subject(inStateTopic topic: String) -> RoomSubject? {
     let head = prefix + "/beacon/"
     guard topic.hasPrefix(head), topic.hasSuffix("/state") else { return nil }
     let mid = topic.dropFirst(head.count).dropLast("/state".count)
-    return Self.beacon(slug: mid)
+    return RoomSubject(slug: mid)
   }
 
   static func beacon(slug: Substring) -> BeaconID? {

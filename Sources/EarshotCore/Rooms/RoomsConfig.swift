@@ -5,6 +5,8 @@ public struct RoomsConfig: Sendable, Equatable {
   public var room: String? = nil
   /// Beacons to publish sightings of (agent) and to place in rooms (aggregator).
   public var track: [BeaconMatch] = []
+  /// Devices, by identity, to publish sightings of and place in rooms.
+  public var trackDevices: [TrackedDevice] = []
   /// Seconds between two sightings of one beacon from one agent.
   public var interval = 1.0
   /// Topic prefix shared by every agent and aggregator of a site.
@@ -25,9 +27,24 @@ public struct RoomsConfig: Sendable, Equatable {
   public init() {}
 
   /// Whether this agent publishes sightings (it tracks something).
-  public var publishes: Bool { !track.isEmpty }
+  public var publishes: Bool { !track.isEmpty || !trackDevices.isEmpty }
 
   public func tracks(_ id: BeaconID) -> Bool { track.contains { $0.matches(id) } }
+
+  /// Whether the aggregator places `subject`: every subject sighted when
+  /// `track` is empty, else the beacons and devices it names.
+  public func places(_ subject: RoomSubject) -> Bool {
+    guard publishes else { return true }
+    switch subject {
+    case .beacon(let b): return tracks(b)
+    case .device(let d): return trackDevices.contains { $0.id == d }
+    }
+  }
+
+  /// The name `track` gives a device (`phone=device:…`), if any.
+  public func name(of device: TrackedDeviceID) -> String? {
+    trackDevices.first { $0.id == device }?.name
+  }
 
   public func serves(shard: Int) -> Bool {
     guard let serve else { return true }
@@ -106,13 +123,11 @@ extension RoomsConfig: ConfigSection {
     .optionalText("room", "This agent's room name; empty = the host name.", \.room),
     .init(
       "track",
-      "Beacons to publish sightings of and place in rooms: UUID[:MAJOR[:MINOR]], separated by spaces; empty = none (no sightings).",
-      set: { s, v in
-        s.track = try v.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," }).map {
-          try BeaconMatch.parse(String($0))
-        }
-      },
-      show: { $0.track.map(\.description).joined(separator: " ") }),
+      "Beacons and devices to publish sightings of and place in rooms: UUID[:MAJOR[:MINOR]], [NAME=]device:ADDRESS or [NAME=]irk:KEY, separated by spaces; empty = none (no sightings).",
+      set: { s, v in try s.setTrack(v) },
+      show: { c in
+        (c.track.map(\.description) + c.trackDevices.map(\.description)).joined(separator: " ")
+      }),
     .number(
       "interval", "Seconds between two sightings of one beacon from this agent.", \.interval,
       in: 0.1...3600),
@@ -144,6 +159,33 @@ extension RoomsConfig: ConfigSection {
       "away_after", "Seconds heard by no agent before a beacon is away, or auto (as exit_after).",
       set: { s, v in s.awayAfter = try ExitAfter.parse(v) }, show: { $0.awayAfter.description }),
   ]
+
+  /// Beacons and devices in any order; a device named twice (or two
+  /// devices under one name) is refused, since topics and Home Assistant
+  /// would mix them up.
+  mutating func setTrack(_ v: String) throws {
+    var beacons: [BeaconMatch] = []
+    var devices: [TrackedDevice] = []
+    for word in v.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," }).map(String.init) {
+      guard let d = try TrackedDevice.parse(word) else {
+        do { beacons.append(try BeaconMatch.parse(word)) } catch {
+          throw ConfigValueError(
+            "\(error) (a device is device:ADDRESS or irk:KEY, optionally named first: phone=device:AA:BB:CC:DD:EE:FF)"
+          )
+        }
+        continue
+      }
+      if devices.contains(where: { $0.id == d.id }) {
+        throw ConfigValueError("device \(d.id) is tracked twice")
+      }
+      if let n = d.name, devices.contains(where: { $0.name == n }) {
+        throw ConfigValueError("two devices are named '\(n)'")
+      }
+      devices.append(d)
+    }
+    track = beacons
+    trackDevices = devices
+  }
 
   static func parseShards(_ v: String) throws -> [ClosedRange<Int>]? {
     if v == "all" { return nil }

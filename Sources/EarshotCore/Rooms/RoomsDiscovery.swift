@@ -1,4 +1,4 @@
-/// Home Assistant discovery for rooms: per beacon, a `sensor` showing its
+/// Home Assistant discovery for rooms: per beacon or device, a `sensor` showing its
 /// room (`away` when no agent hears it) and a `device_tracker` whose state
 /// is the room's name or `not_home`, both read from the beacon's retained
 /// state and grouped under one device per beacon. Available while the
@@ -16,29 +16,47 @@ public struct RoomsDiscovery: Sendable {
     self.prefix = prefix
   }
 
-  /// The beacon's room as the retained state says it.
+  /// The room as the retained state says it (`beacon`, or `device` and
+  /// its `name`).
   public static func state(_ change: RoomChange) -> String {
     var j = JSONLine()
     j.add("t", Double(change.t) / 1e6, decimals: 3)
-    j.add("beacon", change.beacon.description)
+    change.addSubject(to: &j)
     if let room = change.room { j.add("room", room) } else { j.addNull("room") }
     return j.line
   }
 
   public func messages(for beacon: BeaconID) -> [HomeAssistantDiscovery.Message] {
-    let object = "earshot_room_" + MQTTTopics.slug(beacon)
-    let label = "Beacon \(beacon.major)/\(beacon.minor)"
+    messages(for: .beacon(beacon))
+  }
+
+  /// A device is labelled by its `track` name when it has one, else by
+  /// its id; its object id comes from the id, so renaming keeps the entity.
+  public func messages(for subject: RoomSubject, name: String? = nil)
+    -> [HomeAssistantDiscovery.Message]
+  {
+    let object = "earshot_room_" + subject.slug
+    let label: String
+    let model: String
+    switch subject {
+    case .beacon(let beacon):
+      label = "Beacon \(beacon.major)/\(beacon.minor)"
+      model = "iBeacon \(beacon)"
+    case .device(let d):
+      label = name ?? "Device \(d)"
+      model = "Bluetooth device \(d)"
+    }
     func common(_ j: inout JSONLine, _ suffix: String, _ name: String) {
       j.add("name", name)
       j.add("unique_id", object + suffix)
       j.add("object_id", object + suffix)
-      j.add("state_topic", topics.state(beacon))
-      j.addRaw("json_attributes_topic", JSONLine.quoted(topics.state(beacon)))
+      j.add("state_topic", topics.state(subject))
+      j.addRaw("json_attributes_topic", JSONLine.quoted(topics.state(subject)))
       var device = JSONLine()
       device.addRaw("identifiers", "[\(JSONLine.quoted(object))]")
       device.add("name", label)
       device.add("manufacturer", "Earshot")
-      device.add("model", "iBeacon \(beacon)")
+      device.add("model", model)
       device.add("sw_version", version)
       j.addRaw("device", device.line)
       j.add("availability_topic", aggregatorStatus)

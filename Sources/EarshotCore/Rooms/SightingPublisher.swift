@@ -1,68 +1,105 @@
-/// The agent's side of rooms: turns iBeacon reports of tracked beacons
-/// into at most one sighting per beacon per `interval` (filtered RSSI,
+/// The agent's side of rooms: turns reports of tracked beacons and devices
+/// into at most one sighting per subject per `interval` (filtered RSSI,
 /// calibrated distance, reports heard since the last one). Pure; time is
 /// the report's (capture time in a replay, the clock live).
+///
+/// Devices come in already resolved: the shell asks the region monitor's
+/// directory once per report (`RegionMonitor.resolveDevice`) and hands the
+/// identity to both, so there is one resolver and one cache of addresses.
+/// A device is tracked by the `track` entry it matches, whatever private
+/// address it sends from.
 public struct SightingPublisher: Sendable {
   public let room: String
   public let track: [BeaconMatch]
+  public let trackDevices: [TrackedDevice]
   public let intervalMicros: Int64
   public let model: PathLossModel
-  /// Beacons kept at most; past this the one heard longest ago goes (a
+  /// `[region]`s, for a device's `power =` when it advertises no TX power.
+  let regions: [RegionConfig]
+  /// Subjects kept at most; past this the one heard longest ago goes (a
   /// UUID-only `track` can match any number of identities).
   public static let capacity = 10_000
 
   struct Entry: Sendable {
-    let beacon: BeaconID
+    let subject: RoomSubject
     var track: BeaconTrack
     var lastSent: Int64? = nil
     var count = 0
 
     mutating func add(
-      at t: Int64, address: BDAddress, rssi: Int8?, measuredPower: Int8, room: String,
-      interval: Int64, model: PathLossModel
+      at t: Int64, address: BDAddress, rssi: Int8?, measuredPower: Int8, source: PowerSource,
+      room: String, name: String?, interval: Int64, model: PathLossModel
     ) -> RoomSighting? {
-      track.observe(address: address, rssi: rssi, measuredPower: measuredPower, at: t)
+      track.observe(
+        address: address, rssi: rssi, measuredPower: measuredPower, powerSource: source, at: t)
       count += 1
       if let last = lastSent, t - last < interval { return nil }
       // Readings older than a few intervals say nothing about now.
       let r = track.ranged(at: t, model: model, staleAfter: max(1, 3 * Double(interval) / 1e6))
       let s = RoomSighting(
-        t: t, beacon: beacon, room: room, rssi: r.rssi.map { $0 + model.rssiOffset },
-        distance: r.accuracy, count: count)
+        t: t, subject: subject, room: room, rssi: r.rssi.map { $0 + model.rssiOffset },
+        distance: r.accuracy, count: count, name: name)
       lastSent = t
       count = 0
       return s
     }
   }
 
-  private var entries: [BeaconID: Entry] = [:]
+  private var entries: [RoomSubject: Entry] = [:]
 
   public init(room: String, config: Config) {
     self.room = room
     track = config.rooms.track
+    trackDevices = config.rooms.trackDevices
     intervalMicros = Int64((config.rooms.interval * 1e6).rounded())
     model = config.ranging.model
+    regions = config.regions
   }
 
-  /// One report; a sighting when this beacon's interval has passed.
+  /// One iBeacon report; a sighting when this beacon's interval has passed.
   public mutating func report(
     at t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?
   ) -> RoomSighting? {
     guard track.contains(where: { $0.matches(beacon.id) }) else { return nil }
-    if entries[beacon.id] == nil {
+    return add(
+      .beacon(beacon.id), key: .beacon(beacon.id), at: t, address: address, rssi: rssi,
+      power: (beacon.measuredPower, .measured), name: nil)
+  }
+
+  /// One report from a resolved device (`device`: who the monitor's
+  /// directory says sent it; nil, an unknown or unresolvable address,
+  /// publishes nothing). `txPower`: the report's TX Power Level field.
+  public mutating func report(
+    at t: Int64, device: DeviceIdentity?, address: BDAddress, rssi: Int8?, txPower: Int8?
+  ) -> RoomSighting? {
+    guard let device, let tracked = trackDevices.first(where: { $0.matches(device) }) else {
+      return nil
+    }
+    let fallback =
+      regions.first { $0.matches(device) }?.power ?? RegionConfig.defaultDevicePower
+    return add(
+      .device(tracked.id), key: .device(device), at: t, address: address, rssi: rssi,
+      power: PowerSource.device(txPower: txPower, fallback: fallback), name: tracked.name)
+  }
+
+  private mutating func add(
+    _ subject: RoomSubject, key: TrackKey, at t: Int64, address: BDAddress, rssi: Int8?,
+    power: (power: Int8, source: PowerSource), name: String?
+  ) -> RoomSighting? {
+    if entries[subject] == nil {
       if entries.count >= Self.capacity,
         let stalest = entries.min(by: { $0.value.track.lastSeen < $1.value.track.lastSeen })
       {
         entries[stalest.key] = nil
       }
-      entries[beacon.id] = Entry(
-        beacon: beacon.id,
+      entries[subject] = Entry(
+        subject: subject,
         track: BeaconTrack(
-          id: beacon.id, address: address, measuredPower: beacon.measuredPower, at: t))
+          id: key, address: address, measuredPower: power.power, powerSource: power.source, at: t))
     }
-    return entries[beacon.id]!.add(
-      at: t, address: address, rssi: rssi, measuredPower: beacon.measuredPower, room: room,
-      interval: intervalMicros, model: model)
+    return entries[subject]!.add(
+      at: t, address: address, rssi: rssi, measuredPower: power.power, source: power.source,
+      room: room, name: name, interval: intervalMicros, model: model)
   }
 
   public var trackedCount: Int { entries.count }

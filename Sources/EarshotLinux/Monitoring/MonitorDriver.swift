@@ -22,6 +22,10 @@ public final class MonitorDriver {
   public var log: (String) -> Void
   /// Every iBeacon report, before the monitor takes it (rooms' sightings).
   public var onBeacon: ((Int64, IBeacon, AdvertisingReport) -> Void)?
+  /// Every other report that the monitor's directory resolves to a known
+  /// device, with that device and the report's TX Power Level, before the
+  /// monitor takes it (rooms' sightings of devices).
+  public var onDevice: ((Int64, DeviceIdentity, AdvertisingReport, Int8?) -> Void)?
 
   /// `cipher`: AES for resolving devices' private addresses (libcrypto's
   /// by default).
@@ -73,10 +77,12 @@ public final class MonitorDriver {
       handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
     } else if monitor.watchesDevices {
       let tx = ADWalker.txPowerLevel(report.data)
+      // Resolved once, for the regions and the rooms alike.
+      let n = monitor.resolveDevice(report.address, type: report.addressType)
+      if let onDevice, let n { onDevice(t, monitor.devices.entries[n], report, tx) }
       handle(
         monitor.report(
-          at: t, address: report.address, type: report.addressType, rssi: report.rssi,
-          txPower: tx))
+          at: t, device: n, address: report.address, rssi: report.rssi, txPower: tx))
     } else {
       handle(monitor.advance(to: t))
     }

@@ -1,7 +1,7 @@
 import EarshotCore
 
-/// The agent's part in rooms: the tracked beacons' sightings, one per
-/// beacon per `[rooms] interval`, published through the agent's MQTT
+/// The agent's part in rooms: the tracked beacons' and devices' sightings,
+/// one per subject per `[rooms] interval`, published through the agent's MQTT
 /// bridge (QoS 0, not retained), and a retained record naming this room's
 /// status topic, whose last will tells the aggregators when it is gone.
 public final class RoomsAgent {
@@ -23,18 +23,37 @@ public final class RoomsAgent {
     bridge.status(topics.agent(room), j.line)
   }
 
-  /// Takes the monitor's iBeacon reports (live or replayed).
+  /// Takes the monitor's iBeacon reports and its resolved device reports
+  /// (live or replayed).
   public func attach(to driver: MonitorDriver) {
     driver.onBeacon = { t, beacon, report in  // the driver keeps this part alive
       self.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi)
     }
+    guard !publisher.trackDevices.isEmpty else { return }
+    driver.onDevice = { t, device, report, tx in
+      self.report(at: t, device: device, address: report.address, rssi: report.rssi, txPower: tx)
+    }
+  }
+
+  public func report(
+    at t: Int64, device: DeviceIdentity?, address: BDAddress, rssi: Int8?, txPower: Int8?
+  ) {
+    guard
+      let s = publisher.report(
+        at: t, device: device, address: address, rssi: rssi, txPower: txPower)
+    else { return }
+    publish(s)
   }
 
   public func report(at t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?) {
     guard let s = publisher.report(at: t, beacon: beacon, address: address, rssi: rssi) else {
       return
     }
-    bridge.stream(topics.sighting(s.beacon, room: s.room), s.payload)
+    publish(s)
+  }
+
+  private func publish(_ s: RoomSighting) {
+    bridge.stream(topics.sighting(s.subject, room: s.room), s.payload)
     published += 1
   }
 }

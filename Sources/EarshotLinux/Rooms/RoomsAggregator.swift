@@ -15,6 +15,8 @@ public final class RoomsAggregator {
     public var topics: RoomTopics
     public var settings: RoomRule.Settings
     public var track: [BeaconMatch]
+    /// `[rooms] track`'s devices; with `track`, both empty = every subject.
+    public var trackDevices: [TrackedDevice] = []
     public var serves: @Sendable (Int) -> Bool
     public var shards: [Int]
     public var discovery: RoomsDiscovery?
@@ -51,7 +53,10 @@ public final class RoomsAggregator {
   /// Agent status topic -> its room.
   private var statusRooms: [String: String] = [:]
   private var retained: [String: String] = [:]
-  private var announced: Set<BeaconID> = []
+  private var announced: Set<RoomSubject> = []
+  /// Devices' names from the sightings, for those `track` does not name
+  /// (bounded like the rule: subjects it refuses get no name).
+  private var sightedNames: [TrackedDeviceID: String] = [:]
   private var lastMessageTime: Int64? = nil
   private var lastMessageClock: UInt64 = 0
   private var tick: EventLoop.TimerID?
@@ -108,13 +113,18 @@ public final class RoomsAggregator {
         }
         return
       }
-      guard tracked(s.beacon) else { return }
+      guard tracked(s.subject) else { return }
       sightings += 1
       noteTime(s.t)
+      if let d = s.subject.device, let name = s.name, sightedNames[d] != name,
+        sightedNames[d] != nil || sightedNames.count < rule.capacity
+      {
+        sightedNames[d] = name
+      }
       apply(rule.sighting(s))
       if naive != nil { report(naive!.sighting(s), naive: true) }
-    } else if let beacon = t.beacon(inStateTopic: topic) {
-      restore(beacon, payload)
+    } else if let subject = t.subject(inStateTopic: topic) {
+      restore(subject, payload)
     } else if topic.hasPrefix(t.prefix + "/agent/") {
       guard let j = try? JSONParser.parse(payload), let room = j["room"]?.string,
         let status = j["status"]?.string, !status.contains("#"), !status.contains("+")
@@ -130,28 +140,44 @@ public final class RoomsAggregator {
     }
   }
 
-  private func tracked(_ beacon: BeaconID) -> Bool {
-    guard options.serves(options.topics.shard(of: beacon)) else { return false }
-    return options.track.isEmpty || options.track.contains { $0.matches(beacon) }
+  private func tracked(_ subject: RoomSubject) -> Bool {
+    guard options.serves(options.topics.shard(of: subject)) else { return false }
+    if options.track.isEmpty && options.trackDevices.isEmpty { return true }
+    switch subject {
+    case .beacon(let b): return options.track.contains { $0.matches(b) }
+    case .device(let d): return options.trackDevices.contains { $0.id == d }
+    }
+  }
+
+  /// A device's name: `track`'s, else the one its sightings carry.
+  private func name(of subject: RoomSubject) -> String? {
+    guard let d = subject.device else { return nil }
+    return options.trackDevices.first { $0.id == d }?.name ?? sightedNames[d]
   }
 
   /// A retained room from before a restart (ours or a predecessor's).
-  private func restore(_ beacon: BeaconID, _ payload: [UInt8]) {
-    guard tracked(beacon), rule.room(of: beacon) == nil,
-      let j = try? JSONParser.parse(payload), j["beacon"] != nil
+  private func restore(_ subject: RoomSubject, _ payload: [UInt8]) {
+    guard tracked(subject), rule.room(of: subject) == nil,
+      let j = try? JSONParser.parse(payload), j["beacon"] != nil || j["device"] != nil
     else { return }
     let room = j["room"]?.string
-    let topic = options.topics.state(beacon)
+    if let d = subject.device, let n = j["name"]?.string, !n.isEmpty, n.utf8.count <= 64,
+      sightedNames[d] == nil, sightedNames.count < rule.capacity
+    {
+      sightedNames[d] = n
+    }
+    let topic = options.topics.state(subject)
     if retained[topic] == nil { retained[topic] = String(decoding: payload, as: UTF8.self) }
-    rule.restore(beacon, room: room)
-    naive?.restore(beacon, room: room)
-    announce(beacon)
+    rule.restore(subject, room: room)
+    naive?.restore(subject, room: room)
+    announce(subject)
   }
 
   private func apply(_ changes: [RoomChange]) {
+    let changes = named(changes)
     for c in changes {
-      announce(c.beacon)
-      let topic = options.topics.state(c.beacon)
+      announce(c.subject)
+      let topic = options.topics.state(c.subject)
       let payload = RoomsDiscovery.state(c)
       retained[topic] = payload
       client.publish(topic, payload, qos: 1, retain: true)
@@ -159,15 +185,25 @@ public final class RoomsAggregator {
     report(changes, naive: false)
   }
 
+  /// The rule knows subjects, not names: devices get theirs here.
+  private func named(_ changes: [RoomChange]) -> [RoomChange] {
+    changes.map { c in
+      var c = c
+      c.name = name(of: c.subject)
+      return c
+    }
+  }
+
   private func report(_ changes: [RoomChange], naive: Bool) {
+    let changes = naive ? named(changes) : changes
     for c in changes {
       onChange?(naive ? String(c.json.dropLast()) + ",\"rule\":\"naive\"}" : c.json)
     }
   }
 
-  private func announce(_ beacon: BeaconID) {
-    guard let d = options.discovery, announced.insert(beacon).inserted else { return }
-    for m in d.messages(for: beacon) {
+  private func announce(_ subject: RoomSubject) {
+    guard let d = options.discovery, announced.insert(subject).inserted else { return }
+    for m in d.messages(for: subject, name: name(of: subject)) {
       retained[m.topic] = m.payload
       client.publish(m.topic, m.payload, qos: 1, retain: true)
     }

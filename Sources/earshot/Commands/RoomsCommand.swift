@@ -7,16 +7,19 @@ import EarshotLinux
 
 let roomsCommand = Command(
   name: "rooms",
-  summary: "Room aggregator: which room each tracked beacon is in, from every agent's sightings",
+  summary:
+    "Room aggregator: which room each tracked beacon or device is in, from every agent's sightings",
   arguments: "[evaluate DIR|score TIMELINE|load]",
   details: """
     earshot rooms               subscribes to the sightings that agents ([rooms] track) publish
-                                through the [mqtt] broker, decides each beacon's room, prints one
-                                JSON line per change {"t":T,"event":"room","beacon":"UUID:MAJOR:MINOR",
-                                "room":"kitchen"} ("room":null when away), publishes it retained on
-                                [rooms] topic/beacon/BEACON/state with Home Assistant discovery (a
-                                sensor and a device_tracker per beacon). It keeps no state: on start
-                                it reads the rooms the broker retains. Runs until SIGINT or SIGTERM.
+                                through the [mqtt] broker, decides each beacon's (or device's) room,
+                                prints one JSON line per change {"t":T,"event":"room","beacon":
+                                "UUID:MAJOR:MINOR","room":"kitchen"} (a device: "device":"ADDRESS"
+                                or "irk#TAG" and its "name"; "room":null when away), publishes it
+                                retained on [rooms] topic/beacon/BEACON/state with Home Assistant
+                                discovery (a sensor and a device_tracker per beacon or device). It
+                                keeps no state: on start it reads the rooms the broker retains.
+                                Runs until SIGINT or SIGTERM.
     earshot rooms evaluate DIR  replays DIR/*.btsnoop (one capture per receiver, as 'earshot
                                 simulate house' writes them) through each receiver's sightings and
                                 the rule, with the naive baseline beside it, and scores both against
@@ -106,6 +109,7 @@ private func runRoomsAggregator(_ args: Arguments) throws -> Int32 {
         topics: topics, aggregatorStatus: statusTopic, version: version,
         prefix: config.mqtt.discoveryPrefix) : nil,
     aggregatorStatus: statusTopic)
+  options.trackDevices = rooms.trackDevices
   options.naive = args.has("naive")
   if let pace = try args.double("pace") {
     guard pace > 0, pace <= 1000 else {
@@ -195,7 +199,7 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   let truth = try readTruth(dir + "/truth.jsonl")
   var track = config.rooms.track
   if track.isEmpty {
-    track = Array(Set(truth.map { $0.beacon.uuid })).map { BeaconMatch(uuid: $0) }
+    track = Array(Set(truth.compactMap { $0.beacon?.uuid })).map { BeaconMatch(uuid: $0) }
   }
   var sightings: [RoomSighting] = []
   var end: Int64 = 0

@@ -206,8 +206,10 @@ private func start(
     daemon.log("replayed \(input)")
     return
   }
-  // Regions naming devices: the bonded devices' keys, followed while running.
-  if config.regions.contains(where: { !$0.devices.isEmpty }) {
+  // Regions (or rooms) naming devices: the bonded devices' keys, followed while running.
+  if config.regions.contains(where: { !$0.devices.isEmpty })
+    || config.rooms.trackDevices.contains(where: { $0.address != nil })
+  {
     try daemon.follow(bondedKeys: BondedKeysSource.forAgent())
   }
   do {
