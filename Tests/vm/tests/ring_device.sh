@@ -7,7 +7,11 @@
 # --accept`), `earshot ring ADDRESS` makes its Alert Level 2 and `--stop`
 # 0, answered with the address and level and logged by the agent.
 . "$RESULTS/env"
-bluetoothd_with_two_controllers 30 -d
+# The device is found by a discovery that ends when its owner (busctl)
+# leaves the bus; bluetoothd then drops an unpaired device after
+# TemporaryTimeout (30 s by default), too soon under TCG.
+printf '[General]\nTemporaryTimeout = 600\n' >main.conf
+bluetoothd_with_two_controllers 30 -d -f main.conf
 le_only "sc on" "bondable on" "power on"
 "$EARSHOT" ble-agent --accept >agent.out 2>agent.err &
 wait_for 30 grep -q '"ready"' agent.out || { fail "the pairing agent did not register"; cat agent.out agent.err; }
