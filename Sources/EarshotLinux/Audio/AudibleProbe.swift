@@ -110,7 +110,26 @@ public final class CaptureListener {
 /// Zeros played on an output, so a sound server's sink stays awake at a
 /// low latency: an idle PulseAudio null sink runs with ~2 s of latency and
 /// a new stream is heard only after it; PipeWire suspends an idle sink.
+/// Not for a PCM on a sound card (`isOnSoundCard`): there the zeros would
+/// hold the substream a monitor hears (snd-aloop) or the only one there is.
 public final class SilenceStream {
+  /// Whether playback on `device` goes straight to a kernel sound card
+  /// (`hw:`, or `plughw:` and other plugins over one) rather than to a
+  /// sound server, whose PCMs belong to no card. False when it does not
+  /// open (the caller's own open then says why).
+  public static func isOnSoundCard(_ device: String) -> Bool {
+    var handle: OpaquePointer?
+    let err = LibraryThreads.withSignalsBlocked {
+      snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
+    }
+    guard err == 0, let handle else { return false }
+    defer { snd_pcm_close(handle) }
+    var info: OpaquePointer?
+    guard snd_pcm_info_malloc(&info) == 0, let info else { return false }
+    defer { snd_pcm_info_free(info) }
+    return snd_pcm_info(handle, info) == 0 && snd_pcm_info_get_card(info) >= 0
+  }
+
   private let output: PCMOutput
   private let zeros = [Int16](repeating: 0, count: 4800)
 

@@ -34,8 +34,9 @@ let benchCommand = Command(
     With --monitor, also request to audible: to the first sample above
     -40 dBFS captured on that ALSA PCM (a sound server's default source
     when it is the sink's monitor, e.g. default or pipewire on a null sink;
-    snd-aloop's capture side), while a stream of zeros keeps the sink
-    awake at low latency.
+    snd-aloop's capture side); on a sound server a stream of zeros keeps
+    the sink awake at low latency meanwhile (not on a sound card's PCM,
+    where the alert plays alone).
     Figures vary between runs on shared machines; compare ratios within
     one run.
     """,
@@ -278,7 +279,8 @@ func runBench(_ args: Arguments) throws -> Int32 {
         row(
           "find-phone: request -> audible", f(c[c.count / 2], 1) + " ms",
           "< 100 ms, worst < 200 (worst \(f(c.last!, 1)) ms of \(c.count); "
-            + "heard on \(args.value("monitor") ?? ""), zeros playing)")
+            + "heard on \(args.value("monitor") ?? "")"
+            + (find.zerosPlaying ? ", zeros playing)" : ")"))
         let d = find.requestToHeardRead.sorted()
         row(
           "find-phone: request -> sound read back", f(d[d.count / 2], 1) + " ms",

@@ -16,9 +16,10 @@ import EarshotLinux
 ///   stop (`snd_pcm_drop`: nothing more is played after it);
 /// - request → audible (with a `monitor` capture PCM that hears the
 ///   output): from `submit(.deviceStart)` to the capture time of the first
-///   sample above -40 dBFS. Zeros keep playing on the device meanwhile, so
-///   an idle sink's own latency (~2 s on a PulseAudio null sink) is not
-///   what is measured.
+///   sample above -40 dBFS. On a sound server zeros keep playing on the
+///   device meanwhile, so an idle sink's own latency (~2 s on a PulseAudio
+///   null sink) is not what is measured; on a sound card (snd-aloop) the
+///   alert is alone, as the zeros would take the substream heard.
 enum BenchFindPhone {
   struct Result {
     var requestToSound: [Double] = []
@@ -26,6 +27,7 @@ enum BenchFindPhone {
     var requestToAudible: [Double] = []
     var requestToHeardRead: [Double] = []
     var device = ""
+    var zerosPlaying = false
     var failure: String? = nil
   }
 
@@ -62,16 +64,20 @@ enum BenchFindPhone {
     var keeper: SilenceStream? = nil
     if let monitor {
       let l = try CaptureListener(device: monitor)
-      let k = try SilenceStream(device: device)
       try loop.watch(pollDescriptors: l.pollDescriptors()) { _ in
         do { try l.read() } catch { result.failure = "\(error)" }
       }
-      try loop.watch(pollDescriptors: k.pollDescriptors()) { _ in
-        do { try k.fill() } catch { result.failure = "\(error)" }
-      }
       listener = l
-      keeper = k
+      // A sound card has no sink to keep awake: the alert alone plays there.
+      if !SilenceStream.isOnSoundCard(device) {
+        let k = try SilenceStream(device: device)
+        try loop.watch(pollDescriptors: k.pollDescriptors()) { _ in
+          do { try k.fill() } catch { result.failure = "\(error)" }
+        }
+        keeper = k
+      }
     }
+    result.zerosPlaying = keeper != nil
     defer { keeper?.stop() }
     let output = ALSAAlertOutput(
       player: AlertPlayer(settings: .init(device: device)),

@@ -158,3 +158,29 @@ rc=$?
 cat none.err
 check "no device: exit 1" [ $rc -eq 1 ]
 check "no device: names both" bash -c "grep -q \"'hw:9,0'\" none.err && grep -q \"'earshot_no_such_pcm'\" none.err"
+
+# --- request -> audible: earshot bench on the loopback ----------------------
+# The daemon's find-phone driver rings plughw:Loopback,0 (mixer: snd-dummy's
+# Master) and the bench's own capture on hw:Loopback,1 times the first
+# sample above -40 dBFS after each start request; 10 cycles (--seconds 1),
+# the throughput stages kept short. The capture opens first, so the alert
+# is constrained to its format and plays on the substream it hears; on a
+# sound card the bench plays no zeros beside the alert (they would take
+# that substream).
+"$EARSHOT" bench --dense-minutes 0 --seconds 1 --reports 2000 --beacons 100 \
+  --alert-device "plughw:Loopback,0" --mixer-card hw:Dummy --monitor "$CAPTURE" \
+  >bench.out 2>bench.err
+rc=$?
+grep '^find-phone' bench.out
+cat bench.err
+check "bench: exit 0" [ $rc -eq 0 ]
+audible=$(grep '^find-phone: request -> audible' bench.out)
+median=$(awk '{print $5}' <<<"$audible")
+worst=$(sed -n 's/.*(worst \([0-9.]*\) ms of 10; heard on .*/\1/p' <<<"$audible")
+echo "  request -> audible on $CAPTURE: median $median ms, worst $worst ms of 10"
+check "bench: 10 cycles heard on $CAPTURE, no zeros beside the alert" \
+  grep -q "of 10; heard on $CAPTURE)\$" <<<"$audible"
+check "bench: the ring played on plughw:Loopback,0" \
+  grep -q '^find-phone: request -> first sample .* of 10, plughw:Loopback,0)' bench.out
+check "bench: request -> audible median < 100 ms ($median ms)" below "$median" 100
+check "bench: request -> audible worst < 200 ms ($worst ms)" below "$worst" 200
