@@ -24,8 +24,14 @@ public final class CaptureListener {
   /// Frames captured so far (a PulseAudio capture can take a second or
   /// more to deliver its first).
   public private(set) var framesRead = 0
+  /// Overruns recovered from (the bench fell behind reading; what was
+  /// captured meanwhile is lost, a sound in it heard late).
+  public private(set) var overruns = 0
 
-  public init(device: String, bufferMicros: Int = 20_000) throws {
+  /// The buffer only bounds how late a read may come without losing
+  /// samples (the capture time comes from `snd_pcm_delay`): 20 ms
+  /// overran dozens of times a run in the test bed's emulated VM.
+  public init(device: String, bufferMicros: Int = 100_000) throws {
     self.device = device
     var handle: OpaquePointer?
     let err = LibraryThreads.withSignalsBlocked {
@@ -84,6 +90,7 @@ public final class CaptureListener {
       if n < 0 {
         let r = snd_pcm_recover(pcm, Int32(n), 1)
         if r < 0 { throw AudioDeviceError(device: device, action: "record from", code: r) }
+        overruns += 1
         snd_pcm_start(pcm)
         continue
       }

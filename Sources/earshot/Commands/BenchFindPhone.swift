@@ -28,6 +28,7 @@ enum BenchFindPhone {
     var requestToHeardRead: [Double] = []
     var device = ""
     var zerosPlaying = false
+    var captureOverruns = 0
     var failure: String? = nil
   }
 
@@ -158,6 +159,7 @@ enum BenchFindPhone {
     loop.after(nanos: 0) { startWhenFlowing() }
     try loop.run()
     output.stopAlert()
+    result.captureOverruns = listener?.overruns ?? 0
     return result
   }
 }
