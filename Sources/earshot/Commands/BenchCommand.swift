@@ -30,7 +30,8 @@ let benchCommand = Command(
     iBeacons that are all in a region (every report reaches the monitor).
     Find-phone (only with --alert-device, since it plays the ring there):
     the daemon's find-phone driver with the ALSA alert; request to first
-    sample written and found to PCM silent, median and worst of the cycles.
+    sample written and found to PCM silent, median and worst of the cycles
+    (10, or 3 with --seconds under 1) after a first one, shown apart.
     With --monitor, also request to audible: to the first sample above
     -40 dBFS captured on that ALSA PCM (a sound server's default source
     when it is the sink's monitor, e.g. default or pipewire on a null sink;
@@ -317,6 +318,12 @@ private func printFindPhone(_ find: BenchFindPhone.Result, args: Arguments) {
         "find-phone: request -> sound read back", f(d[d.count / 2], 1) + " ms",
         "upper bound (worst \(f(d.last!, 1)) ms): when the capture delivered it"
           + (find.captureOverruns > 0 ? "; \(find.captureOverruns) capture overruns" : ""))
+    }
+    if let cold = find.cold {
+      row(
+        "find-phone: first request (not counted)", f(cold.sound, 2) + " ms",
+        "to first sample" + (cold.audible.map { ", \(f($0, 1)) ms to audible" } ?? "")
+          + " (the path's first run)")
     }
   }
 }
