@@ -10,7 +10,10 @@ BUFFER=100
 
 # record SECONDS OUT: records the loopback (48 kHz, stereo, 16-bit) in the
 # background, at most SECONDS; the playback side must then open with the
-# same parameters. end_record stops it half a second after the alert.
+# same parameters. end_record stops it half a second after the alert, so
+# SECONDS is only a cap: it leaves room for the 1-2.5 s a PCM's open and
+# first write take under TCG on a busy host (start_ms), which cut the
+# sound's end off a 4 s recording.
 end_record() {
   sleep 0.5
   kill -INT "$REC_PID" 2>/dev/null
@@ -52,7 +55,7 @@ check_freq() {
 # play SOUND SECONDS [alert options]: records while earshot plays, into SOUND.wav.
 play() {
   local sound=$1 secs=$2; shift 2
-  record "$(awk -v s="$secs" 'BEGIN {print int(s + 3)}')" "$sound.wav"
+  record "$(awk -v s="$secs" 'BEGIN {print int(s + 6)}')" "$sound.wav"
   "$EARSHOT" alert --device "$PLAY" --sound "$sound" --duration "$secs" --buffer $BUFFER "$@" \
     >"$sound.out" 2>"$sound.err"
   PLAY_RC=$?
@@ -82,7 +85,7 @@ check "beep: silent in its pause" below "$gap" 0.01
 # player's own timings, as below) is tried again with no wait; the third
 # attempt is measured as it is.
 for delay in 0.4 0 0; do
-  record 4 ring.wav
+  record 8 ring.wav
   "$EARSHOT" alert --device "$PLAY" --sound ring --buffer $BUFFER >ring.out 2>ring.err &
   pid=$!
   wait_for 10 grep -q '"event":"playing"' ring.out
@@ -139,7 +142,7 @@ t0=$(onset beep440.wav)
 check_freq "beep --frequency 440" beep440.wav "$(awk -v t="$t0" 'BEGIN {print t + 0.02}')" 0.25 440 10
 
 # --- fallback: a missing device, then the loopback -------------------------
-record 4 fallback.wav
+record 8 fallback.wav
 "$EARSHOT" alert --device hw:9,0 --fallback "earshot_no_such_pcm $PLAY" --sound beep \
   --duration 1.5 --buffer $BUFFER >fallback.out 2>fallback.err
 rc=$?
