@@ -14,13 +14,13 @@ import EarshotLinux
 ///   the PCM's first write (the player times that write itself);
 /// - found → silent: from `submit(.found)` to the return of the output's
 ///   stop (`snd_pcm_drop`: nothing more is played after it);
-/// A first cycle, shown apart, runs before the `cycles` counted ones.
 /// - request → audible (with a `monitor` capture PCM that hears the
 ///   output): from `submit(.deviceStart)` to the capture time of the first
 ///   sample above -40 dBFS. On a sound server zeros keep playing on the
 ///   device meanwhile, so an idle sink's own latency (~2 s on a PulseAudio
 ///   null sink) is not what is measured; on a sound card (snd-aloop) the
 ///   alert is alone, as the zeros would take the substream heard.
+/// A first cycle, shown apart, runs before the `cycles` counted ones.
 enum BenchFindPhone {
   struct Result {
     var requestToSound: [Double] = []
