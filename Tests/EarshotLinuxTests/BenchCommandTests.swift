@@ -85,7 +85,8 @@ final class BenchCommandTests: XCTestCase {
     let lines = r.stdout.split(separator: "\n").map(String.init)
     let identity = try XCTUnwrap(
       lines.first { $0.hasPrefix("identity: decode + resolve + monitor ") }, r.stdout)
-    let rate = try XCTUnwrap(identity.split(separator: " ").dropFirst(6).first.flatMap { Double($0) })
+    let rate = try XCTUnwrap(
+      identity.split(separator: " ").dropFirst(6).first.flatMap { Double($0) })
     XCTAssertGreaterThan(rate, 0, identity)
     XCTAssertTrue(r.stdout.contains("(identity: 13 regions, 50 keys, 200 advertisers"), r.stdout)
     let cpu = try XCTUnwrap(lines.first { $0.hasPrefix("identity: CPU at ") }, r.stdout)
@@ -102,9 +103,36 @@ final class BenchCommandTests: XCTestCase {
       lines.contains { $0.hasPrefix("identity: ratio to matched iBeacons ") }, r.stdout)
   }
 
+  /// --find-phone-only: the find-phone rows and nothing else, the first
+  /// cycle apart from the counted ones.
+  func testFindPhoneOnlyPrintsFindPhoneAlone() throws {
+    try PulseServer.require()
+    let r = try Earshot.run([
+      "bench", "--find-phone-only", "--seconds", "0.2", "--alert-device", "default",
+    ])
+    XCTAssertEqual(r.status, 0, r.stderr)
+    let lines = r.stdout.split(separator: "\n").map(String.init)
+    XCTAssertEqual(
+      lines.first?.split(separator: " ").map(String.init), ["measure", "value", "goal"], r.stdout)
+    XCTAssertEqual(
+      lines.dropFirst().map { $0.split(separator: " ").prefix(4).joined(separator: " ") },
+      [
+        "find-phone: request -> first", "find-phone: found -> PCM",
+        "find-phone: first request (not",
+      ], r.stdout)
+    XCTAssertTrue(lines[1].contains("of 3, default)"), lines[1])
+    XCTAssertTrue(lines[3].hasSuffix(" to first sample (the path's first run)"), lines[3])
+    let cold = lines[3].dropFirst("find-phone: first request (not counted)".count)
+      .split(separator: " ").first.flatMap { Double($0) }
+    XCTAssertGreaterThan(try XCTUnwrap(cold, lines[3]), 0)
+  }
+
   func testBadOptionsSayWhatIsWrong() throws {
     let r = try Earshot.run(["bench", "--rate", "0"])
     XCTAssertEqual(r.status, 2)
     XCTAssertTrue(r.stderr.contains("--rate must be 1…100000 reports/s"), r.stderr)
+    let alone = try Earshot.run(["bench", "--find-phone-only"])
+    XCTAssertEqual(alone.status, 2)
+    XCTAssertTrue(alone.stderr.contains("--find-phone-only needs --alert-device"), alone.stderr)
   }
 }

@@ -11,7 +11,7 @@ _earshot() {
     check-config) opts="--config --help" ;;
     simulate) opts="--write --reports --spec --truth --help" ;;
     calibrate) opts="--config --beacon --seconds --input --power --reference --agent --write --help" ;;
-    bench) opts="--input --seconds --reports --config --rate --beacons --dense-minutes --alert-device --mixer-card --monitor --help" ;;
+    bench) opts="--input --seconds --reports --config --rate --beacons --dense-minutes --alert-device --mixer-card --monitor --find-phone-only --help" ;;
     shutter) opts="--config --device --directory --resolution --socket --help" ;;
     play) opts="--config --library --player --device --timeout --list --socket --help" ;;
     pause) opts="--config --socket --help" ;;

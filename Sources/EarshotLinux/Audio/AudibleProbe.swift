@@ -24,8 +24,14 @@ public final class CaptureListener {
   /// Frames captured so far (a PulseAudio capture can take a second or
   /// more to deliver its first).
   public private(set) var framesRead = 0
+  /// Overruns recovered from (the bench fell behind reading; what was
+  /// captured meanwhile is lost, a sound in it heard late).
+  public private(set) var overruns = 0
 
-  public init(device: String, bufferMicros: Int = 20_000) throws {
+  /// The buffer only bounds how late a read may come without losing
+  /// samples (the capture time comes from `snd_pcm_delay`): 20 ms
+  /// overran dozens of times a run in the test bed's emulated VM.
+  public init(device: String, bufferMicros: Int = 100_000) throws {
     self.device = device
     var handle: OpaquePointer?
     let err = LibraryThreads.withSignalsBlocked {
@@ -84,6 +90,7 @@ public final class CaptureListener {
       if n < 0 {
         let r = snd_pcm_recover(pcm, Int32(n), 1)
         if r < 0 { throw AudioDeviceError(device: device, action: "record from", code: r) }
+        overruns += 1
         snd_pcm_start(pcm)
         continue
       }
@@ -110,7 +117,26 @@ public final class CaptureListener {
 /// Zeros played on an output, so a sound server's sink stays awake at a
 /// low latency: an idle PulseAudio null sink runs with ~2 s of latency and
 /// a new stream is heard only after it; PipeWire suspends an idle sink.
+/// Not for a PCM on a sound card (`isOnSoundCard`): there the zeros would
+/// hold the substream a monitor hears (snd-aloop) or the only one there is.
 public final class SilenceStream {
+  /// Whether playback on `device` goes straight to a kernel sound card
+  /// (`hw:`, or `plughw:` and other plugins over one) rather than to a
+  /// sound server, whose PCMs belong to no card. False when it does not
+  /// open (the caller's own open then says why).
+  public static func isOnSoundCard(_ device: String) -> Bool {
+    var handle: OpaquePointer?
+    let err = LibraryThreads.withSignalsBlocked {
+      snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK)
+    }
+    guard err == 0, let handle else { return false }
+    defer { snd_pcm_close(handle) }
+    var info: OpaquePointer?
+    guard snd_pcm_info_malloc(&info) == 0, let info else { return false }
+    defer { snd_pcm_info_free(info) }
+    return snd_pcm_info(handle, info) == 0 && snd_pcm_info_get_card(info) >= 0
+  }
+
   private let output: PCMOutput
   private let zeros = [Int16](repeating: 0, count: 4800)
 

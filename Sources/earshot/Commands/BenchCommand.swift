@@ -30,12 +30,16 @@ let benchCommand = Command(
     iBeacons that are all in a region (every report reaches the monitor).
     Find-phone (only with --alert-device, since it plays the ring there):
     the daemon's find-phone driver with the ALSA alert; request to first
-    sample written and found to PCM silent, median and worst of the cycles.
+    sample written and found to PCM silent, median and worst of the cycles
+    (10, or 3 with --seconds under 1) after a first one, shown apart.
     With --monitor, also request to audible: to the first sample above
     -40 dBFS captured on that ALSA PCM (a sound server's default source
     when it is the sink's monitor, e.g. default or pipewire on a null sink;
-    snd-aloop's capture side), while a stream of zeros keeps the sink
-    awake at low latency.
+    snd-aloop's capture side); on a sound server a stream of zeros keeps
+    the sink awake at low latency meanwhile (not on a sound card's PCM,
+    where the alert plays alone).
+    --find-phone-only skips every other stage (for a slow machine such as
+    the emulated test bed).
     Figures vary between runs on shared machines; compare ratios within
     one run.
     """,
@@ -53,6 +57,7 @@ let benchCommand = Command(
     .value("mixer-card", "CARD", "With --alert-device: the mixer find-phone saves and raises"),
     .value(
       "monitor", "PCM", "With --alert-device: capture PCM that hears it, for request -> audible"),
+    .flag("find-phone-only", "With --alert-device: measure find-phone alone, no other stage"),
   ],
   run: runBench)
 
@@ -84,6 +89,15 @@ func runBench(_ args: Arguments) throws -> Int32 {
   guard (1...60_000).contains(beaconCount) else { throw UsageError("--beacons must be 1…60000") }
   let denseMinutes = Int(args.value("dense-minutes") ?? "10") ?? -1
   guard (0...60).contains(denseMinutes) else { throw UsageError("--dense-minutes must be 0…60") }
+  if args.has("find-phone-only") {
+    guard let device = args.value("alert-device") else {
+      throw UsageError("--find-phone-only needs --alert-device")
+    }
+    Console.line("measure".padding(40) + "value".padding(15) + "goal")
+    let find = benchFindPhone(device: device, args: args, cycles: seconds >= 1 ? 10 : 3)
+    printFindPhone(find, args: args)
+    return find.failure == nil ? 0 : 1
+  }
   let config: Config
   if args.value("config") != nil {
     config = try loadConfig(args).0
@@ -191,13 +205,7 @@ func runBench(_ args: Arguments) throws -> Int32 {
   rows.append(matchedRow)
   var find: BenchFindPhone.Result? = nil
   if let device = args.value("alert-device") {
-    do {
-      find = try BenchFindPhone.run(
-        device: device, mixerCard: args.value("mixer-card"), monitor: args.value("monitor"),
-        cycles: seconds >= 1 ? 10 : 3)
-    } catch {
-      find = BenchFindPhone.Result(failure: "\(error)")
-    }
+    find = benchFindPhone(device: device, args: args, cycles: seconds >= 1 ? 10 : 3)
   }
 
   Console.line("earshot bench: \(source), \(events.count) HCI events")
@@ -262,33 +270,62 @@ func runBench(_ args: Arguments) throws -> Int32 {
     row("dense room", "skipped", "--dense-minutes 0")
   }
   if let find {
-    if let failure = find.failure {
-      row("find-phone", "failed", failure)
-    } else {
-      let a = find.requestToSound.sorted()
-      let b = find.foundToSilent.sorted()
-      row(
-        "find-phone: request -> first sample", f(a[a.count / 2], 2) + " ms",
-        "< 50 ms (worst \(f(a.last!, 2)) ms of \(a.count), \(find.device))")
-      row(
-        "find-phone: found -> PCM silent", f(b[b.count / 2], 2) + " ms",
-        "< 20 ms (worst \(f(b.last!, 2)) ms of \(b.count))")
-      let c = find.requestToAudible.sorted()
-      if !c.isEmpty {
-        row(
-          "find-phone: request -> audible", f(c[c.count / 2], 1) + " ms",
-          "< 100 ms, worst < 200 (worst \(f(c.last!, 1)) ms of \(c.count); "
-            + "heard on \(args.value("monitor") ?? ""), zeros playing)")
-        let d = find.requestToHeardRead.sorted()
-        row(
-          "find-phone: request -> sound read back", f(d[d.count / 2], 1) + " ms",
-          "upper bound (worst \(f(d.last!, 1)) ms): when the capture delivered it")
-      }
-    }
+    printFindPhone(find, args: args)
   } else {
     row("find-phone", "skipped", "--alert-device PCM to measure (it plays the ring)")
   }
   return 0
+}
+
+private func benchFindPhone(device: String, args: Arguments, cycles: Int)
+  -> BenchFindPhone.Result
+{
+  do {
+    return try BenchFindPhone.run(
+      device: device, mixerCard: args.value("mixer-card"), monitor: args.value("monitor"),
+      cycles: cycles)
+  } catch {
+    return BenchFindPhone.Result(failure: "\(error)")
+  }
+}
+
+/// The find-phone rows of the table.
+private func printFindPhone(_ find: BenchFindPhone.Result, args: Arguments) {
+  func row(_ what: String, _ value: String, _ goal: String) {
+    Console.line(what.padding(40) + value.padding(15) + goal)
+  }
+  func f(_ x: Double, _ d: Int) -> String { JSONLine.format(x, decimals: d) }
+  if let failure = find.failure {
+    row("find-phone", "failed", failure)
+  } else {
+    let a = find.requestToSound.sorted()
+    let b = find.foundToSilent.sorted()
+    row(
+      "find-phone: request -> first sample", f(a[a.count / 2], 2) + " ms",
+      "< 50 ms (worst \(f(a.last!, 2)) ms of \(a.count), \(find.device))")
+    row(
+      "find-phone: found -> PCM silent", f(b[b.count / 2], 2) + " ms",
+      "< 20 ms (worst \(f(b.last!, 2)) ms of \(b.count))")
+    let c = find.requestToAudible.sorted()
+    if !c.isEmpty {
+      row(
+        "find-phone: request -> audible", f(c[c.count / 2], 1) + " ms",
+        "< 100 ms, worst < 200 (worst \(f(c.last!, 1)) ms of \(c.count); "
+          + "heard on \(args.value("monitor") ?? "")"
+          + (find.zerosPlaying ? ", zeros playing)" : ")"))
+      let d = find.requestToHeardRead.sorted()
+      row(
+        "find-phone: request -> sound read back", f(d[d.count / 2], 1) + " ms",
+        "upper bound (worst \(f(d.last!, 1)) ms): when the capture delivered it"
+          + (find.captureOverruns > 0 ? "; \(find.captureOverruns) capture overruns" : ""))
+    }
+    if let cold = find.cold {
+      row(
+        "find-phone: first request (not counted)", f(cold.sound, 2) + " ms",
+        "to first sample" + (cold.audible.map { ", \(f($0, 1)) ms to audible" } ?? "")
+          + " (the path's first run)")
+    }
+  }
 }
 
 extension String {

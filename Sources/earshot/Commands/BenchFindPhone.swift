@@ -16,9 +16,11 @@ import EarshotLinux
 ///   stop (`snd_pcm_drop`: nothing more is played after it);
 /// - request → audible (with a `monitor` capture PCM that hears the
 ///   output): from `submit(.deviceStart)` to the capture time of the first
-///   sample above -40 dBFS. Zeros keep playing on the device meanwhile, so
-///   an idle sink's own latency (~2 s on a PulseAudio null sink) is not
-///   what is measured.
+///   sample above -40 dBFS. On a sound server zeros keep playing on the
+///   device meanwhile, so an idle sink's own latency (~2 s on a PulseAudio
+///   null sink) is not what is measured; on a sound card (snd-aloop) the
+///   alert is alone, as the zeros would take the substream heard.
+/// A first cycle, shown apart, runs before the `cycles` counted ones.
 enum BenchFindPhone {
   struct Result {
     var requestToSound: [Double] = []
@@ -26,6 +28,11 @@ enum BenchFindPhone {
     var requestToAudible: [Double] = []
     var requestToHeardRead: [Double] = []
     var device = ""
+    var zerosPlaying = false
+    var captureOverruns = 0
+    /// The first cycle, before the counted ones: request -> first sample
+    /// and request -> audible (nil without a listener).
+    var cold: (sound: Double, audible: Double?)? = nil
     var failure: String? = nil
   }
 
@@ -62,16 +69,20 @@ enum BenchFindPhone {
     var keeper: SilenceStream? = nil
     if let monitor {
       let l = try CaptureListener(device: monitor)
-      let k = try SilenceStream(device: device)
       try loop.watch(pollDescriptors: l.pollDescriptors()) { _ in
         do { try l.read() } catch { result.failure = "\(error)" }
       }
-      try loop.watch(pollDescriptors: k.pollDescriptors()) { _ in
-        do { try k.fill() } catch { result.failure = "\(error)" }
-      }
       listener = l
-      keeper = k
+      // A sound card has no sink to keep awake: the alert alone plays there.
+      if !SilenceStream.isOnSoundCard(device) {
+        let k = try SilenceStream(device: device)
+        try loop.watch(pollDescriptors: k.pollDescriptors()) { _ in
+          do { try k.fill() } catch { result.failure = "\(error)" }
+        }
+        keeper = k
+      }
     }
+    result.zerosPlaying = keeper != nil
     defer { keeper?.stop() }
     let output = ALSAAlertOutput(
       player: AlertPlayer(settings: .init(device: device)),
@@ -96,7 +107,7 @@ enum BenchFindPhone {
     let phone = DeviceID(link: "bench", name: "bench")
 
     func cycle(_ i: Int) {
-      guard i < cycles, result.failure == nil else {
+      guard i <= cycles, result.failure == nil else {
         loop.stop()
         return
       }
@@ -152,6 +163,18 @@ enum BenchFindPhone {
     loop.after(nanos: 0) { startWhenFlowing() }
     try loop.run()
     output.stopAlert()
+    result.captureOverruns = listener?.overruns ?? 0
+    // Cycle 0 runs the whole path for the first time (under emulation
+    // every code path is translated then, 100+ ms): shown apart, not in
+    // the figures of the cycles after it.
+    if result.failure == nil, !result.requestToSound.isEmpty {
+      result.cold = (
+        result.requestToSound.removeFirst(),
+        result.requestToAudible.isEmpty ? nil : result.requestToAudible.removeFirst()
+      )
+      result.foundToSilent.removeFirst()
+      if !result.requestToHeardRead.isEmpty { result.requestToHeardRead.removeFirst() }
+    }
     return result
   }
 }
