@@ -40,34 +40,4 @@ extension IdentityResolvingKey {
 }
 
 /// What the monitor tracks: an iBeacon identity, or a device.
-public enum TrackKey: Hashable, Sendable, Comparable, CustomStringConvertible {
-  case beacon(BeaconID)
-  case device(DeviceIdentity)
-
-  public var beacon: BeaconID? {
-    if case .beacon(let b) = self { return b }
-    return nil
-  }
-
-  public var device: DeviceIdentity? {
-    if case .device(let d) = self { return d }
-    return nil
-  }
-
-  public var description: String {
-    switch self {
-    case .beacon(let b): b.description
-    case .device(let d): d.description
-    }
-  }
-
-  /// Beacons before devices; each kind in its own order.
-  public static func < (a: TrackKey, b: TrackKey) -> Bool {
-    switch (a, b) {
-    case (.beacon(let x), .beacon(let y)): x < y
-    case (.device(let x), .device(let y)): x < y
-    case (.beacon, .device): true
-    case (.device, .beacon): false
-    }
-  }
-}
+public typealias TrackKey = BeaconOrDevice<DeviceIdentity>

@@ -1,28 +1,9 @@
 /// What rooms place: an iBeacon, or a device known by its identity (a
 /// phone or watch that advertises from rotating private addresses, each
 /// resolved by the agent that hears it).
-public enum RoomSubject: Hashable, Sendable, Comparable, CustomStringConvertible {
-  case beacon(BeaconID)
-  case device(TrackedDeviceID)
+public typealias RoomSubject = BeaconOrDevice<TrackedDeviceID>
 
-  public var beacon: BeaconID? {
-    if case .beacon(let b) = self { return b }
-    return nil
-  }
-
-  public var device: TrackedDeviceID? {
-    if case .device(let d) = self { return d }
-    return nil
-  }
-
-  /// `UUID:MAJOR:MINOR`, or the device's id (`AA:BB:CC:DD:EE:FF`, `irk#TAG`).
-  public var description: String {
-    switch self {
-    case .beacon(let b): b.description
-    case .device(let d): d.description
-    }
-  }
-
+extension BeaconOrDevice where Device == TrackedDeviceID {
   /// The topic segment: `uuid-major-minor`, `device-aabbccddeeff` or
   /// `irk-TAG`, lower case. The three never look alike, so a topic names
   /// its subject without anything else.
@@ -48,15 +29,6 @@ public enum RoomSubject: Hashable, Sendable, Comparable, CustomStringConvertible
       self = .beacon(b)
     } else {
       return nil
-    }
-  }
-
-  public static func < (a: RoomSubject, b: RoomSubject) -> Bool {
-    switch (a, b) {
-    case (.beacon(let x), .beacon(let y)): x < y
-    case (.device(let x), .device(let y)): x < y
-    case (.beacon, .device): true
-    case (.device, .beacon): false
     }
   }
 
