@@ -153,6 +153,28 @@ phone_bonds_with_laptop() {
   check "Device1.Pair succeeded" phone_paired
 }
 
+# For a raw ATT client on hci0 (the central) talking to Earshot's link on
+# hci1 ($a0, $a1 as bluetoothd_with_two_controllers sets them):
+# bluez_path hciN ADDRESS: bluetoothd's object for ADDRESS seen from hciN.
+bluez_path() { echo "/org/bluez/$1/dev_${2//:/_}"; }
+# link_down, hangup: whether hci0 has no link to hci1; drop it if it has
+# (bluetoothd on hci0 may keep the link up with its own ATT client once
+# bonded, and a second ATT socket then gets EBUSY).
+link_down() { ! hcitool -i hci0 con 2>/dev/null | grep -q "$a1"; }
+hangup() {
+  link_down && return 0
+  mgmt -i hci0 disconnect -t 1 "$a1"
+  wait_for 10 link_down || { echo "link to $a1 still up:"; hcitool -i hci0 con; }
+}
+# forget_central: the central forgets its copy of the bond. bluetoothd on
+# hci0 attaches its own ATT bearer when a device it has keys for connects,
+# and the raw client's bearer then clashes with it (the link is reset at
+# the first write); so each run pairs again, while Earshot's side (hci1)
+# keeps its bond, which is what the policy checks.
+forget_central() {
+  busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "$(bluez_path hci0 "$a1")" >/dev/null 2>&1
+}
+
 # alert_on_loopback: an [audio] section whose alert (a 1000 Hz beep, no
 # ramp) goes to the snd-aloop loopback, recorded on hw:Loopback,1, and
 # whose mixer is snd-dummy's Master.

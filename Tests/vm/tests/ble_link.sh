@@ -43,23 +43,6 @@ amixer -c Dummy get Master >mixer0.out 2>&1
 cat vol0.out mixer0.out
 "$EARSHOT" events --socket $SOCK --topics find,volume >events.out 2>&1 &
 
-# After each run, drop the LE link (bluetoothd on hci0 may keep it up with
-# its own ATT client once bonded, and a second ATT socket gets EBUSY).
-link_down() { ! hcitool -i hci0 con 2>/dev/null | grep -q "$a1"; }
-hangup() {
-  link_down && return 0
-  mgmt -i hci0 disconnect -t 1 "$a1"
-  wait_for 10 link_down || { echo "link to $a1 still up:"; hcitool -i hci0 con; }
-}
-# bluetoothd on hci0 (the central's side) attaches its own ATT bearer when a
-# device it has keys for connects, and the raw client's bearer then clashes
-# with it (the link is reset at the first write). So the central's copy of
-# the bond is forgotten after each run (each run pairs again); Earshot's
-# side (hci1) keeps its bond, which is what the policy checks.
-path() { echo "/org/bluez/$1/dev_${2//:/_}"; }
-forget_central() {
-  busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "$(path hci0 "$a1")" >/dev/null 2>&1
-}
 dev() {
   hangup
   "$EARSHOT" device --ble "$a1" --adapter hci0 --timeout 15 "$@"
@@ -121,7 +104,7 @@ check "malformed writes logged with the address" grep -q "malformed write from $
 check "the agent still serves after malformed writes" kill -0 $AGENT
 n=$(grep -c "link: $a0: " agent.log)
 check "the 6 well-formed requests other than info reached the agent ($n)" [ "$n" -eq 6 ]
-busctl get-property org.bluez "$(path hci1 "$a0")" org.bluez.Device1 Bonded >info1.out 2>&1
+busctl get-property org.bluez "$(bluez_path hci1 "$a0")" org.bluez.Device1 Bonded >info1.out 2>&1
 cat info1.out
 check "the central is bonded on the peripheral's side" grep -q 'b true' info1.out
 
@@ -177,12 +160,12 @@ check "its unacknowledged notice fails with the disconnect" \
   wait_for 10 grep -qE "notice [0-9]+ to ble:$a0 failed: the device disconnected" agent.log
 
 # An unbonded central: forget the bond on both sides, pair without bonding.
-busctl call org.bluez /org/bluez/hci1 org.bluez.Adapter1 RemoveDevice o "$(path hci1 "$a0")"
-busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "$(path hci0 "$a1")"
+busctl call org.bluez /org/bluez/hci1 org.bluez.Adapter1 RemoveDevice o "$(bluez_path hci1 "$a0")"
+busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "$(bluez_path hci0 "$a1")"
 mgmt -i hci0 bondable off
 dev --security high find start >unbonded.out 2>unbonded.err
 cat unbonded.out unbonded.err
-busctl get-property org.bluez "$(path hci1 "$a0")" org.bluez.Device1 Paired Bonded >info2.out 2>&1
+busctl get-property org.bluez "$(bluez_path hci1 "$a0")" org.bluez.Device1 Paired Bonded >info2.out 2>&1
 cat info2.out
 check "unbonded central refused: ATT 0x08" grep -q '"att_error":"0x08"' unbonded.out
 check "refusal logged with address and reason" grep -q "refused a write from $a0: the device is not bonded" agent.log

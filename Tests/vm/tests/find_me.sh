@@ -34,19 +34,6 @@ wait_for 20 grep -q 'link: advertising' agent.log
 "$EARSHOT" events --socket $SOCK --topics find,volume >events.out 2>&1 &
 
 me="findme:$a0"
-link_down() { ! hcitool -i hci0 con 2>/dev/null | grep -q "$a1"; }
-hangup() {
-  link_down && return 0
-  mgmt -i hci0 disconnect -t 1 "$a1"
-  wait_for 10 link_down || { echo "link to $a1 still up:"; hcitool -i hci0 con; }
-}
-# As in ble_link.sh: the central forgets its copy of the bond after each
-# run (bluetoothd's own ATT bearer on hci0 would clash with the raw
-# client's); Earshot's side keeps its bond, which is what the policy checks.
-path() { echo "/org/bluez/$1/dev_${2//:/_}"; }
-forget_central() {
-  busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "$(path hci0 "$a1")" >/dev/null 2>&1
-}
 # locate OUT ARGS...: one locator session.
 locate() {
   local out=$1; shift
@@ -129,7 +116,7 @@ check "the loopback is silent afterwards (peak $p)" awk -v p="$p" 'BEGIN {exit !
 
 # An unbonded locator: bonds forgotten on both sides, paired without
 # bonding. Its writes are refused (logged) and ring nothing.
-busctl call org.bluez /org/bluez/hci1 org.bluez.Adapter1 RemoveDevice o "$(path hci1 "$a0")"
+busctl call org.bluez /org/bluez/hci1 org.bluez.Adapter1 RemoveDevice o "$(bluez_path hci1 "$a0")"
 mgmt -i hci0 bondable off
 hangup
 timeout 60 "$EARSHOT" device --ble "$a1" --adapter hci0 --timeout 15 --security high --wait 1 \
