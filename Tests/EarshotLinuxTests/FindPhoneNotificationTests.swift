@@ -53,8 +53,9 @@ private final class DesktopSession {
     let pick = directory + "/pick.sh"
     try """
     #!/bin/sh
-    cat > '\(menuFile)'
-    grep -m1 -F "$(cat '\(choiceFile)')" '\(menuFile)'
+    cat > '\(menuFile).part'
+    grep -m1 -F "$(cat '\(choiceFile)')" '\(menuFile).part'
+    mv '\(menuFile).part' '\(menuFile)'
     """.write(toFile: pick, atomically: true, encoding: .utf8)
     chmod(pick, 0o755)
     try "[global]\n    dmenu = \(pick)\n".write(
@@ -118,9 +119,21 @@ private final class DesktopSession {
   /// Opens the context menu of the notification on screen and picks the
   /// action whose line holds `action`; returns the menu shown.
   func pick(_ action: String) throws -> String {
+    try? FileManager.default.removeItem(atPath: menuFile)
     try action.write(toFile: choiceFile, atomically: true, encoding: .utf8)
-    _ = try ctl(["context"])
-    return (try? String(contentsOfFile: menuFile, encoding: .utf8)) ?? ""
+    // dunst runs the menu on its own, so dunstctl returns before the menu
+    // script has read it; and a busy dunst can drop the request. So wait
+    // for the script's whole copy, asking again every 2 s, 10 s at most.
+    let deadline = Date().addingTimeInterval(10)
+    while Date() < deadline {
+      _ = try ctl(["context"])
+      let retry = Date().addingTimeInterval(2)
+      while Date() < retry {
+        if let menu = try? String(contentsOfFile: menuFile, encoding: .utf8) { return menu }
+        usleep(20_000)
+      }
+    }
+    return ""
   }
 
   deinit {
