@@ -403,7 +403,9 @@ extension MQTTConfig: ConfigSection {
     .optionalText("ca", "CA certificate file for TLS; empty = the system's CAs.", \.ca),
     .optionalText("cert", "Client certificate file for TLS.", \.cert),
     .optionalText("key", "Client key file for TLS.", \.key),
-    .optionalText("client_id", "MQTT client id; empty = earshot-HOSTNAME.", \.clientID),
+    .optionalText(
+      "client_id", "MQTT client id; empty = earshot-HOSTNAME-USER-PID (unique per agent).",
+      \.clientID),
     .optionalText("base_topic", "Topic prefix; empty = earshot/HOSTNAME.", \.baseTopic),
     .integer("qos", "QoS of published messages (0, 1 or 2).", \.qos, in: 0...2),
     .bool("retain", "Retain state messages (region states, beacons, volume).", \.retain),

@@ -117,7 +117,7 @@ public enum FindReply: Equatable, Sendable {
 
 /// What subscribers and `find status` see.
 public struct FindStatus: Equatable, Sendable {
-  public enum State: String, Sendable {
+  public enum State: String, Sendable, CaseIterable {
     case idle
     /// Restoring a volume left behind by a crash.
     case recovering

@@ -129,6 +129,23 @@ public struct HomeAssistantDiscovery: Sendable {
     ]
   }
 
+  /// Find-phone's state (idle, starting, ringing, stopping, recovering),
+  /// with the devices it rings for as attributes.
+  public func findPhone() -> Message {
+    var j = JSONLine()
+    common(&j, object: "find_phone", name: "Find phone")
+    j.add("device_class", "enum")
+    j.addRaw(
+      "options",
+      "[" + FindStatus.State.allCases.map { JSONLine.quoted($0.rawValue) }.joined(separator: ",")
+        + "]")
+    j.add("icon", "mdi:cellphone-sound")
+    j.add("state_topic", topics.findState)
+    j.add("json_attributes_topic", topics.findAttributes)
+    j.addRaw("availability", availability())
+    return Message(topic: topic("sensor", "find_phone"), payload: j.line)
+  }
+
   /// The fixed entities: ring and found buttons, volume number, mute switch.
   public func controls() -> [Message] {
     var ring = JSONLine()
@@ -186,4 +203,7 @@ public struct BeaconRateLimiter: Sendable {
     last[id] = (time, proximity)
     return true
   }
+
+  /// The beacon is no longer shown: its next report publishes at once.
+  public mutating func forget(_ id: BeaconID) { last[id] = nil }
 }

@@ -26,6 +26,8 @@ public struct MQTTTopics: Sendable, Equatable {
   public var volumeState: String { base + "/volume/state" }
   public var muteState: String { base + "/mute/state" }
   public var findState: String { base + "/find/state" }
+  /// `{"requesters":[…]}`: who find-phone rings for (the sensor's attributes).
+  public var findAttributes: String { base + "/find/attributes" }
 
   /// A key-finder tag: `connected`, `connecting`, `waiting` (out of reach)...
   public func tagState(_ tag: String) -> String { base + "/tag/" + Self.slug(tag) + "/state" }

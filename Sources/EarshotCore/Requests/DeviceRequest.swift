@@ -118,4 +118,6 @@ public enum AgentEvent: Sendable {
   case monitor(MonitorEvent)
   /// A key-finder tag was lost, came back, pressed, refused...
   case tag(TagEvent)
+  /// A reload applied these regions (what the agent monitors from now on).
+  case reloaded(regions: [RegionConfig])
 }

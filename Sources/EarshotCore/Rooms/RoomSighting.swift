@@ -203,6 +203,14 @@ public struct RoomTopics: Sendable, Equatable {
   }
 
   public func state(_ beacon: BeaconID) -> String { state(.beacon(beacon)) }
+
+  /// The room as plain text, `not_home` when away: what every Home
+  /// Assistant's MQTT device_tracker takes as its state (2024.3 uses a
+  /// value_template only to compare with payload_home/payload_not_home, so
+  /// it cannot read the room out of the JSON state).
+  public func location(_ subject: RoomSubject) -> String {
+    "\(prefix)/beacon/\(subject.slug)/location"
+  }
   public var stateFilter: String { "\(prefix)/beacon/+/state" }
 
   public func aggregatorStatus(_ id: String) -> String {

@@ -1,8 +1,11 @@
-/// Home Assistant discovery for rooms: per beacon or device, a `sensor` showing its
-/// room (`away` when no agent hears it) and a `device_tracker` whose state
-/// is the room's name or `not_home`, both read from the beacon's retained
-/// state and grouped under one device per beacon. Available while the
-/// aggregator that decides them is online.
+/// Home Assistant discovery for rooms: per beacon or device, a `sensor`
+/// "Room" showing its room (`away` when no agent hears it), read from the
+/// retained JSON state, and a `device_tracker` named as its device, whose
+/// state is the room's name or `not_home`, read from the plain `location`
+/// topic; both grouped under one device per beacon. Home Assistant prefixes
+/// the device's name, so the entities are "Beacon 1/10 Room" and
+/// "Beacon 1/10". Available while the aggregator that decides them is
+/// online.
 public struct RoomsDiscovery: Sendable {
   public let topics: RoomTopics
   public let aggregatorStatus: String
@@ -26,6 +29,9 @@ public struct RoomsDiscovery: Sendable {
     return j.line
   }
 
+  /// The room as the tracker's plain `location` topic says it.
+  public static func location(_ change: RoomChange) -> String { change.room ?? "not_home" }
+
   public func messages(for beacon: BeaconID) -> [HomeAssistantDiscovery.Message] {
     messages(for: .beacon(beacon))
   }
@@ -46,11 +52,12 @@ public struct RoomsDiscovery: Sendable {
       label = name ?? "Device \(d)"
       model = "Bluetooth device \(d)"
     }
-    func common(_ j: inout JSONLine, _ suffix: String, _ name: String) {
-      j.add("name", name)
+    // `name` nil: the entity is the device itself (JSON null).
+    func common(_ j: inout JSONLine, _ suffix: String, _ name: String?, state: String) {
+      if let name { j.add("name", name) } else { j.addNull("name") }
       j.add("unique_id", object + suffix)
       j.add("object_id", object + suffix)
-      j.add("state_topic", topics.state(subject))
+      j.add("state_topic", state)
       j.addRaw("json_attributes_topic", JSONLine.quoted(topics.state(subject)))
       var device = JSONLine()
       device.addRaw("identifiers", "[\(JSONLine.quoted(object))]")
@@ -64,13 +71,12 @@ public struct RoomsDiscovery: Sendable {
       j.add("payload_not_available", "offline")
     }
     var sensor = JSONLine()
-    common(&sensor, "", "\(label) room")
+    common(&sensor, "", "Room", state: topics.state(subject))
     sensor.add("icon", "mdi:home-map-marker")
     sensor.add("value_template", "{{ value_json.room if value_json.room else 'away' }}")
     var tracker = JSONLine()
-    common(&tracker, "_tracker", label)
+    common(&tracker, "_tracker", nil, state: topics.location(subject))
     tracker.add("source_type", "bluetooth_le")
-    tracker.add("value_template", "{{ value_json.room if value_json.room else 'not_home' }}")
     tracker.add("payload_home", "home")
     tracker.add("payload_not_home", "not_home")
     return [

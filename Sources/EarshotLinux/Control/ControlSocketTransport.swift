@@ -173,6 +173,8 @@ public final class ControlSocketTransport: AgentTransport {
       publish(e.kind == .range ? .ranging : .regions, MonitorEventFormatter.json(e))
     case .tag(let e):
       publish(.tags, ControlProtocol.tagEvent(e))
+    case .reloaded:
+      break
     }
   }
 

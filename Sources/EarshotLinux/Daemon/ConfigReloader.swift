@@ -59,6 +59,7 @@ public final class ConfigReloader {
     }
     daemon.find.settings = new.findPhone
     config = effective
+    daemon.dispatch(.reloaded(regions: effective.regions))
     daemon.log("reload: \(path): \(plan.summary)")
     return plan
   }

@@ -27,32 +27,33 @@ public final class MQTTBridge {
 
   private let settings: Options
   private let client: MQTTClient
-  /// Retained topics in first-publication order, with their latest payload.
-  private var retained: [String: String] = [:]
-  private var retainedOrder: [String] = []
-  /// Retained whatever `[mqtt] retain` says (`status`).
-  private var statuses: [String: String] = [:]
+  /// What the broker should hold; every publication comes from it.
+  private var shown: MQTTShownState
   private var limiter: BeaconRateLimiter
-  private var announcedBeacons: Set<BeaconID> = []
-  private var announcedRegions: Set<String> = []
-  private var announcedTrackers: Set<String> = []
-  private var announcedTags: Set<String> = []
 
   public init(loop: EventLoop, settings: Options) throws {
     var options = settings.client
     options.will = (settings.topics.availability, "offline")
     self.settings = settings
     limiter = BeaconRateLimiter(interval: settings.beaconInterval)
+    shown = MQTTShownState(
+      availabilityTopic: settings.topics.availability, eventsTopic: settings.topics.events,
+      retain: settings.retain)
     client = try MQTTClient(loop: loop, options: options)
-    client.onConnect = { [weak self] in self?.republish() }
+    client.onConnect = { [weak self] in self?.connected() }
+    client.onDisconnect = { [weak self] in self?.shown.disconnected() }
     client.onMessage = { [weak self] topic, payload in self?.received(topic, payload) }
     client.onLog = { [weak self] line in self?.onLog?(line) }
     if let d = settings.discovery {
-      for m in d.controls() { keep(m.topic, m.payload) }
+      send(shown.show(.controls, d.controls().map { .init($0.topic, $0.payload, .discovery) }))
+      send(shown.show(.findPhone, [.init(d.findPhone().topic, d.findPhone().payload, .discovery)]))
     }
   }
 
   public var isConnected: Bool { client.isConnected }
+
+  /// The entities shown now (tests; what a reload may remove).
+  public var entities: Set<MQTTEntity> { shown.entities }
 
   public func start() {
     client.subscribe(settings.topics.commandPrefix + "+")
@@ -62,29 +63,54 @@ public final class MQTTBridge {
 
   /// Says `offline` and disconnects (a clean stop; kill -9 leaves it to the will).
   public func close() {
-    client.publish(settings.topics.availability, "offline", qos: settings.qos, retain: true)
+    send(shown.stopping())
     client.close()
   }
 
   // MARK: What Earshot reports
 
   /// `tracksDevices`: an identity region, which is also a device_tracker.
+  /// Unknown is said by the region's availability alone: its state topic
+  /// keeps the last known state (Home Assistant has no payload for unknown).
   public func regionState(_ region: String, state: String, tracksDevices: Bool = false) {
-    if let d = settings.discovery, announcedRegions.insert(region).inserted {
+    let t = settings.topics
+    if let d = settings.discovery {
       let m = d.region(region)
-      keep(m.topic, m.payload)
+      send(shown.show(.region(region), [.init(m.topic, m.payload, .discovery)]))
+      if tracksDevices {
+        let m = d.deviceTracker(region)
+        send(shown.show(.tracker(region), [.init(m.topic, m.payload, .discovery)]))
+      }
     }
-    if tracksDevices, let d = settings.discovery, announcedTrackers.insert(region).inserted {
-      let m = d.deviceTracker(region)
-      keep(m.topic, m.payload)
-    }
-    keep(settings.topics.regionState(region), state)
-    keep(settings.topics.regionAvailability(region), state == "unknown" ? "offline" : "online")
+    var items: [MQTTShownState.Item] = []
+    if state != "unknown" { items.append(.init(t.regionState(region), state, .state)) }
+    items.append(
+      .init(t.regionAvailability(region), state == "unknown" ? "offline" : "online", .availability))
+    send(shown.show(.region(region), items))
   }
 
-  /// A region event or find-phone state change, as a JSON line.
+  /// Takes a region off the broker and out of Home Assistant (a reload
+  /// removed it): its discovery configs, state and availability are cleared.
+  public func removeRegion(_ region: String) {
+    send(shown.remove(.tracker(region)))
+    send(shown.remove(.region(region)))
+  }
+
+  /// Takes a beacon's distance sensor away (no region tracks it any more).
+  public func removeBeacon(_ id: BeaconID) {
+    send(shown.remove(.beacon(id)))
+    limiter.forget(id)
+  }
+
+  /// The beacons with a distance sensor now.
+  public var shownBeacons: [BeaconID] {
+    shown.entities.compactMap { if case .beacon(let id) = $0 { id } else { nil } }
+  }
+
+  /// A region event or find-phone state change, as a JSON line; kept
+  /// while the broker is away and sent after the next `online`.
   public func event(_ json: String) {
-    client.publish(settings.topics.events, json, qos: settings.qos, retain: false)
+    send(shown.event(json))
   }
 
   /// A ranged beacon; rate-limited per beacon except on proximity changes.
@@ -92,9 +118,10 @@ public final class MQTTBridge {
     _ id: BeaconID, distance: Double?, proximity: String, rssi: Int?, at time: Double
   ) {
     guard limiter.shouldPublish(id, proximity: proximity, at: time) else { return }
-    if let d = settings.discovery, announcedBeacons.insert(id).inserted {
+    var items: [MQTTShownState.Item] = []
+    if let d = settings.discovery {
       let m = d.beacon(id)
-      keep(m.topic, m.payload)
+      items.append(.init(m.topic, m.payload, .discovery))
     }
     var j = JSONLine()
     if let distance { j.add("distance", distance, decimals: 2) } else { j.addNull("distance") }
@@ -103,7 +130,8 @@ public final class MQTTBridge {
     j.add("uuid", id.uuid.description)
     j.add("major", Int(id.major))
     j.add("minor", Int(id.minor))
-    keep(settings.topics.beaconState(id), j.line)
+    items.append(.init(settings.topics.beaconState(id), j.line, .state))
+    send(shown.show(.beacon(id), items))
   }
 
   /// A message of a stream (rooms' sightings): QoS 0, never retained,
@@ -113,49 +141,73 @@ public final class MQTTBridge {
   }
 
   /// A retained status message of another part (rooms' agent record),
-  /// published again after every reconnect.
+  /// retained whatever `[mqtt] retain` says and published again after
+  /// every reconnect.
   public func status(_ topic: String, _ payload: String) {
-    statuses[topic] = payload
-    client.publish(topic, payload, qos: settings.qos, retain: true)
+    send(shown.show(.record(topic), [.init(topic, payload, .state)]))
   }
 
   /// This agent's `online`/`offline` topic (its last will says `offline`).
   public var availabilityTopic: String { settings.topics.availability }
 
   public func volume(_ level: Double, muted: Bool) {
-    keep(settings.topics.volumeState, String(Int((level * 100).rounded())))
-    keep(settings.topics.muteState, muted ? "ON" : "OFF")
+    send(
+      shown.show(
+        .controls,
+        [
+          .init(settings.topics.volumeState, String(Int((level * 100).rounded())), .state),
+          .init(settings.topics.muteState, muted ? "ON" : "OFF", .state),
+        ]))
+  }
+
+  /// Sends the volume and mute states again: a refused command leaves
+  /// Home Assistant's number and switch where the agent really is.
+  public func resendVolume() {
+    send(shown.resend(settings.topics.volumeState))
+    send(shown.resend(settings.topics.muteState))
   }
 
   /// A tag's link state and battery; its Home Assistant entities the first time.
   public func tag(_ name: String, state: String, battery: Int?) {
-    if let d = settings.discovery, announcedTags.insert(name).inserted {
-      for m in d.tag(name) { keep(m.topic, m.payload) }
+    var items: [MQTTShownState.Item] = []
+    if let d = settings.discovery {
+      items += d.tag(name).map { .init($0.topic, $0.payload, .discovery) }
     }
-    keep(settings.topics.tagState(name), state)
-    if let battery { keep(settings.topics.tagBattery(name), String(battery)) }
+    items.append(.init(settings.topics.tagState(name), state, .state))
+    if let battery {
+      items.append(.init(settings.topics.tagBattery(name), String(battery), .state))
+    }
+    send(shown.show(.tag(name), items))
   }
 
-  public func findState(_ state: String) {
-    keep(settings.topics.findState, state)
+  /// Find-phone's state, and who asked (the sensor's attributes).
+  public func findState(_ state: String, requesters: [String] = []) {
+    var j = JSONLine()
+    j.addRaw("requesters", "[" + requesters.map(JSONLine.quoted).joined(separator: ",") + "]")
+    send(
+      shown.show(
+        .findPhone,
+        [
+          .init(settings.topics.findState, state, .state),
+          .init(settings.topics.findAttributes, j.line, .state),
+        ]))
   }
 
   // MARK: Internals
 
-  private func keep(_ topic: String, _ payload: String) {
-    if retained.updateValue(payload, forKey: topic) == nil { retainedOrder.append(topic) }
-    client.publish(topic, payload, qos: settings.qos, retain: settings.retain)
+  private func send(_ messages: [MQTTShownState.Message]) {
+    for m in messages {
+      client.publish(m.topic, m.payload, qos: settings.qos, retain: m.retain)
+    }
   }
 
-  private func republish() {
-    client.publish(settings.topics.availability, "online", qos: settings.qos, retain: true)
-    for (topic, payload) in statuses {
-      client.publish(topic, payload, qos: settings.qos, retain: true)
-    }
-    for topic in retainedOrder {
-      if let payload = retained[topic] {
-        client.publish(topic, payload, qos: settings.qos, retain: settings.retain)
-      }
+  private func connected() {
+    let dropped = shown.takeDroppedEvents()
+    send(shown.connected())
+    if dropped > 0 {
+      onLog?(
+        "mqtt: \(dropped) event(s) raised while the broker was away were dropped "
+          + "(the oldest; \(shown.eventCapacity) are kept)")
     }
   }
 

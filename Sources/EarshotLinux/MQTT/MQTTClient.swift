@@ -1,4 +1,5 @@
 import CMosquitto
+import EarshotCore
 
 #if canImport(Glibc)
   import Glibc
@@ -27,6 +28,8 @@ public final class MQTTClient {
   }
 
   public var onConnect: (() -> Void)?
+  /// The connection was lost or refused after it was up (not on `close`).
+  public var onDisconnect: (() -> Void)?
   public var onMessage: ((String, [UInt8]) -> Void)?
   public var onLog: ((String) -> Void)?
   public private(set) var isConnected = false
@@ -45,6 +48,7 @@ public final class MQTTClient {
   private var keepaliveTimer: EventLoop.TimerID?
   private var subscriptions: [String] = []
   private var closed = false
+  private var takeover = SessionTakeoverDetector()
 
   public init(loop: EventLoop, options: Options) throws {
     mosquitto_lib_init()
@@ -177,6 +181,7 @@ public final class MQTTClient {
     }
     isConnected = true
     backoff = 1
+    takeover.connected(at: Clock.now())
     for s in subscriptions { _ = mosquitto_subscribe(mosq, nil, s, 1) }
     onConnect?()
     updateWriteInterest()
@@ -186,7 +191,16 @@ public final class MQTTClient {
     let was = isConnected
     isConnected = false
     guard !closed else { return }
-    if was { onLog?("mqtt: connection to \(options.host):\(options.port) lost; reconnecting") }
+    if was {
+      onDisconnect?()
+      onLog?("mqtt: connection to \(options.host):\(options.port) lost; reconnecting")
+      if takeover.disconnected(at: Clock.now()) {
+        onLog?(
+          SessionTakeoverDetector.message(
+            clientID: options.clientID, threshold: takeover.threshold,
+            shortSpan: takeover.shortSpan))
+      }
+    }
     scheduleReconnect(first: false)
   }
 

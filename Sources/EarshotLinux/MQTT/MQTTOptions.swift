@@ -5,14 +5,17 @@ import EarshotCore
 #endif
 
 extension MQTTBridge.Options {
-  /// The bridge's settings from `[mqtt]`: client id `earshot-<hostname>`
-  /// and base topic `earshot/<hostname>` unless set, the password from
+  /// The bridge's settings from `[mqtt]`: client id
+  /// `earshot-<hostname>-<user>-<pid>` (unique per agent: a system and a
+  /// user agent on one laptop, or several in a test, never take each
+  /// other's session) and base topic `earshot/<hostname>` unless set, the password from
   /// `password_file` (its first line), TLS with the system CAs unless `ca`.
   public init(config: MQTTConfig, hostname: String, version: String) throws {
     guard let host = config.host else {
       throw MQTTError("[mqtt] host is not set; set it to the broker's name or address")
     }
-    var client = MQTTClient.Options(clientID: config.clientID ?? "earshot-\(hostname)")
+    var client = MQTTClient.Options(
+      clientID: config.clientID ?? Self.uniqueClientID("earshot", hostname: hostname))
     client.host = host
     client.port = Int32(config.port)
     client.username = config.username
@@ -43,6 +46,13 @@ extension MQTTBridge.Options {
     qos = Int32(config.qos)
     retain = config.retain
     beaconInterval = config.beaconInterval
+  }
+
+  /// `PREFIX-<hostname>-<user>-<pid>`: unique per running agent. The
+  /// session is clean, so a new id each start loses nothing.
+  public static func uniqueClientID(_ prefix: String, hostname: String) -> String {
+    let user = getpwuid(geteuid()).flatMap { $0.pointee.pw_name.map { String(cString: $0) } }
+    return "\(prefix)-\(hostname)-\(user ?? "uid\(geteuid())")-\(getpid())"
   }
 
   /// This machine's host name (the defaults' `<hostname>`).

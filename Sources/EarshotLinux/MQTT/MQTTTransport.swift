@@ -25,7 +25,7 @@ public final class MQTTTransport: AgentTransport {
 
   /// Publishes what is known now, then connects (in the background, with backoff).
   public func start() {
-    bridge.findState(agent.find.status.state.rawValue)
+    findChanged(agent.find.status)
     if let v = agent.currentVolume() { bridge.volume(v.level, muted: v.muted) }
     for t in agent.tags?.snapshots ?? [] { bridge.tag(t.name, state: t.state, battery: t.battery) }
     for r in agent.monitor?.regionStates ?? [] {
@@ -56,10 +56,14 @@ public final class MQTTTransport: AgentTransport {
       (request, what) = (.ring(target: tag, level: level), "ring_tag \(tag) \(level)")
     }
     agent.perform(request, from: Requester(device: link.device, name: "mqtt")) {
-      [unowned agent] outcome in
+      [unowned agent, bridge] outcome in
       switch outcome {
       case .refused(let e) where e.code == .notRinging: agent.log("mqtt: \(what): \(e.message)")
-      case .refused(let e): agent.log("mqtt: \(what) ignored: \(e.message)")
+      case .refused(let e):
+        agent.log("mqtt: \(what) ignored: \(e.message)")
+        // Home Assistant's number and switch go back to what is true.
+        if case .setVolume = command { bridge.resendVolume() }
+        if case .setMute = command { bridge.resendVolume() }
       case .rang(_, let device, _): agent.log("mqtt: \(what): written to \(device)")
       case .find(let reply, _):
         agent.log("mqtt: \(what): \(reply.map { ControlProtocol.json($0).encoded } ?? "queued")")
@@ -71,7 +75,7 @@ public final class MQTTTransport: AgentTransport {
   public func agentEvent(_ event: AgentEvent) {
     switch event {
     case .find(let status):
-      bridge.findState(status.state.rawValue)
+      findChanged(status)
       bridge.event(
         ControlProtocol.event(
           "find", [("find", ControlProtocol.json(status, now: Clock.now()))]))
@@ -99,6 +103,28 @@ public final class MQTTTransport: AgentTransport {
           e.region, state: e.state.rawValue,
           tracksDevices: agent.monitor?.tracksDevices(region: e.region) ?? false)
         bridge.event(MonitorEventFormatter.json(e))
+      }
+    case .reloaded(let regions):
+      reloaded(regions)
+    }
+  }
+
+  private func findChanged(_ status: FindStatus) {
+    bridge.findState(status.state.rawValue, requesters: status.requesters.map(\.description))
+  }
+
+  /// Regions a reload removed leave the broker and Home Assistant, and so
+  /// do beacons no remaining region tracks.
+  private func reloaded(_ regions: [RegionConfig]) {
+    let names = Set(regions.map(\.name))
+    for entity in bridge.entities {
+      switch entity {
+      case .region(let name) where !names.contains(name):
+        bridge.removeRegion(name)
+        agent.log("mqtt: region \(name) removed from the broker and Home Assistant")
+      case .beacon(let id) where !regions.contains(where: { $0.matches(id) }):
+        bridge.removeBeacon(id)
+      default: break
       }
     }
   }

@@ -52,7 +52,9 @@ public final class RoomsAggregator {
   private var naive: RoomRule?
   /// Agent status topic -> its room.
   private var statusRooms: [String: String] = [:]
-  private var retained: [String: String] = [:]
+  /// What the broker should hold: rooms and their discovery configs,
+  /// published discovery first and `online` last on every connect.
+  private var shown: MQTTShownState
   private var announced: Set<RoomSubject> = []
   /// Devices' names from the sightings, for those `track` does not name
   /// (bounded like the rule: subjects it refuses get no name).
@@ -71,7 +73,10 @@ public final class RoomsAggregator {
     var c = options.client
     c.will = (options.aggregatorStatus, "offline")
     client = try MQTTClient(loop: loop, options: c)
-    client.onConnect = { [unowned self] in self.connected() }
+    shown = MQTTShownState(
+      availabilityTopic: options.aggregatorStatus, eventsTopic: options.topics.prefix + "/events")
+    client.onConnect = { [unowned self] in self.send(self.shown.connected()) }
+    client.onDisconnect = { [unowned self] in self.shown.disconnected() }
     client.onMessage = { [unowned self] topic, payload in self.received(topic, payload) }
     client.onLog = { [unowned self] in self.onLog?($0) }
   }
@@ -92,15 +97,14 @@ public final class RoomsAggregator {
 
   public func close() {
     if let tick { loop.cancel(tick) }
-    client.publish(options.aggregatorStatus, "offline", qos: 1, retain: true)
+    send(shown.stopping())
     client.close()
   }
 
   // MARK: Messages
 
-  private func connected() {
-    client.publish(options.aggregatorStatus, "online", qos: 1, retain: true)
-    for (topic, payload) in retained { client.publish(topic, payload, qos: 1, retain: true) }
+  private func send(_ messages: [MQTTShownState.Message]) {
+    for m in messages { client.publish(m.topic, m.payload, qos: 1, retain: m.retain) }
   }
 
   private func received(_ topic: String, _ payload: [UInt8]) {
@@ -166,21 +170,33 @@ public final class RoomsAggregator {
     {
       sightedNames[d] = n
     }
+    announce(subject)
     let topic = options.topics.state(subject)
-    if retained[topic] == nil { retained[topic] = String(decoding: payload, as: UTF8.self) }
+    if shown.payload(of: topic) == nil {
+      // The location topic too: a room retained by an older version has none.
+      send(
+        shown.show(
+          .room(subject),
+          [
+            .init(topic, String(decoding: payload, as: UTF8.self), .state),
+            .init(options.topics.location(subject), room ?? "not_home", .state),
+          ]))
+    }
     rule.restore(subject, room: room)
     naive?.restore(subject, room: room)
-    announce(subject)
   }
 
   private func apply(_ changes: [RoomChange]) {
     let changes = named(changes)
     for c in changes {
       announce(c.subject)
-      let topic = options.topics.state(c.subject)
-      let payload = RoomsDiscovery.state(c)
-      retained[topic] = payload
-      client.publish(topic, payload, qos: 1, retain: true)
+      send(
+        shown.show(
+          .room(c.subject),
+          [
+            .init(options.topics.state(c.subject), RoomsDiscovery.state(c), .state),
+            .init(options.topics.location(c.subject), RoomsDiscovery.location(c), .state),
+          ]))
     }
     report(changes, naive: false)
   }
@@ -203,10 +219,12 @@ public final class RoomsAggregator {
 
   private func announce(_ subject: RoomSubject) {
     guard let d = options.discovery, announced.insert(subject).inserted else { return }
-    for m in d.messages(for: subject, name: name(of: subject)) {
-      retained[m.topic] = m.payload
-      client.publish(m.topic, m.payload, qos: 1, retain: true)
-    }
+    send(
+      shown.show(
+        .room(subject),
+        d.messages(for: subject, name: name(of: subject)).map {
+          .init($0.topic, $0.payload, .discovery)
+        }))
   }
 
   // MARK: Time
