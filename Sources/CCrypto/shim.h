@@ -1,2 +1,5 @@
-// OpenSSL's libcrypto: AES-128 for resolving private addresses (EVP API only).
+// OpenSSL's libcrypto (EVP API only): AES-128 for resolving private
+// addresses; X25519, ChaCha20-Poly1305, SHA-256 and HMAC for the ESPHome
+// proxy's Noise handshake.
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
