@@ -18,6 +18,7 @@ public struct Config: Sendable {
   /// `[tag "NAME"]` sections, in file order.
   public var tags: [TagConfig] = []
   public var rooms = RoomsConfig()
+  public var esphome = ESPHomeConfig()
 
   public init(paths: ConfigPaths = .system) {
     control.socket = paths.controlSocket
@@ -252,6 +253,21 @@ public struct MQTTConfig: Sendable, Equatable {
   public var enabled: Bool { host != nil }
 }
 
+/// `[esphome]`: the Home Assistant Bluetooth proxy (ESPHome native API); off by default.
+public struct ESPHomeConfig: Sendable, Equatable {
+  public var enabled = false
+  /// Loopback by default: the API reaches the network only when asked.
+  public var bind = "127.0.0.1"
+  public var port = 6053
+  /// A file holding the base64 pre-shared key (Noise); required unless plaintext is allowed.
+  public var keyFile: String? = nil
+  public var insecurePlaintext = false
+  /// `nil`: from the host name.
+  public var name: String? = nil
+  public var maxClients = 8
+  public init() {}
+}
+
 public struct StateConfig: Sendable, Equatable {
   public var path = ""
   public init() {}
@@ -276,6 +292,7 @@ extension Config {
     .make({ $0.mqtt }, { $0.mqtt = $1 }),
     .make({ $0.log }, { $0.log = $1 }),
     .make({ $0.rooms }, { $0.rooms = $1 }),
+    .make({ $0.esphome }, { $0.esphome = $1 }),
   ]
 }
 
@@ -414,6 +431,28 @@ extension MQTTConfig: ConfigSection {
     .number(
       "beacon_interval", "Seconds between two distance updates of one beacon.",
       \.beaconInterval, in: 0...3600),
+  ]
+}
+
+extension ESPHomeConfig: ConfigSection {
+  public static let section = "esphome"
+  public static let summary =
+    "A Home Assistant Bluetooth proxy: the ESPHome native API, raw advertisements from the shared scanner."
+  public static let keys: [ConfigKey<ESPHomeConfig>] = [
+    .bool("enabled", "Serve the ESPHome native API (docs/esphome-proxy.md).", \.enabled),
+    .text(
+      "bind", "Address to listen on: 127.0.0.1 = this machine only; 0.0.0.0 or :: = the network.",
+      \.bind),
+    .integer("port", "TCP port (Home Assistant's default is 6053).", \.port, in: 1...65535),
+    .optionalText(
+      "key_file", "File holding the base64 32-byte encryption key Home Assistant is given.",
+      \.keyFile),
+    .bool(
+      "insecure_plaintext",
+      "Serve without encryption when no key_file is set (anyone who can connect reads the advertisements).",
+      \.insecurePlaintext),
+    .optionalText("name", "Node name shown in Home Assistant; empty = from the host name.", \.name),
+    .integer("max_clients", "Clients served at once; more are refused.", \.maxClients, in: 1...64),
   ]
 }
 

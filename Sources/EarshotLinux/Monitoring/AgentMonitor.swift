@@ -25,6 +25,7 @@ public final class AgentMonitor {
   public var onAdapterState: ((AdapterState) -> Void)?
 
   private var observers: [(MonitorEvent) -> Void] = []
+  private var reportObservers: [(AdvertisingReport) -> Void] = []
   private var started = false
   private var receiving = false
   private var live = false
@@ -62,6 +63,13 @@ public final class AgentMonitor {
     observers.append(receiver)
   }
 
+  /// Adds a receiver of every advertising report the monitor is given,
+  /// live or replayed, before the monitor sees it (the Bluetooth proxy).
+  /// The report's data is valid only during the call.
+  public func observeReports(_ receiver: @escaping (AdvertisingReport) -> Void) {
+    reportObservers.append(receiver)
+  }
+
   private func dispatch(_ e: MonitorEvent) {
     if let proximityLog {
       for p in ProximityEvent.from(e) { proximityLog.record(p) }
@@ -97,6 +105,7 @@ public final class AgentMonitor {
     let s = LiveScanner(
       loop: loop, options: options,
       onReport: { [unowned self] micros, report in
+        for o in self.reportObservers { o(report) }
         self.driver.report(at: micros, report)
         self.rearm()
       },
@@ -227,6 +236,7 @@ public final class AgentMonitor {
       record,
       report: { t, r in
         self.beginReplay(at: t)
+        for o in self.reportObservers { o(r) }
         self.driver.report(at: t, r)
       },
       event: { t, _ in

@@ -24,6 +24,8 @@ let runCommand = Command(
     subscribers get region and ranging events. [log] enabled = true writes the
     proximity log; [mqtt] host set bridges to MQTT (Home Assistant discovery).
     [link] enabled = true serves the BLE device link through bluetoothd.
+    [esphome] enabled = true makes the agent a Home Assistant Bluetooth proxy
+    (the ESPHome native API; docs/esphome-proxy.md) on the same scanner.
     Device requests (socket, BLE, MQTT) go through one find-phone
     coordinator and mixer; shutter events drive [shutter]'s camera and play
     requests the [media] library (paused while find-phone rings).
@@ -113,6 +115,18 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
   }
   // The parts, in any order; scanning (or the replay) starts once all are in place.
   let monitor = try attachParts(to: daemon, config: config, replay: args.value("input") != nil)
+  // [esphome]: the Home Assistant Bluetooth proxy, fed by the monitor's scanner.
+  var proxy: ESPHomeProxy? = nil
+  if config.esphome.enabled, let monitor {
+    do {
+      proxy = try ESPHomeProxy(
+        loop: loop, config: config.esphome, hostname: MQTTBridge.Options.hostname(),
+        version: version, log: log)
+    } catch {
+      throw CommandFailure("\(error)")
+    }
+    proxy?.attach(to: monitor)
+  }
   try attachDeviceParts(
     to: daemon, config: config, audio: audio != nil, hasMixer: audio?.volume != nil,
     monitor: monitor)
@@ -124,7 +138,8 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
     path: args.value("config") ?? ConfigLocation.defaultPath(), config: config, daemon: daemon,
     paths: ConfigLocation.paths())
   try reloader.attach()
-  try withExtendedLifetime(reloader) { try daemon.run() }
+  try withExtendedLifetime((reloader, proxy)) { try daemon.run() }
+  proxy?.shutdown()
   return 0
 }
 
@@ -159,10 +174,11 @@ private func attachParts(to daemon: Daemon, config: Config, replay: Bool) throws
     throw CommandFailure(
       "[rooms] track needs [mqtt] host: sightings go to the aggregator through the broker")
   }
-  guard !config.regions.isEmpty || rooms != nil else {
+  // The Bluetooth proxy needs the scanner even with nothing to monitor.
+  guard !config.regions.isEmpty || rooms != nil || config.esphome.enabled else {
     if replay {
       throw CommandFailure(
-        "--input needs [region \"NAME\"]s or [rooms] track in the config to monitor")
+        "--input needs [region \"NAME\"]s, [rooms] track or [esphome] enabled in the config")
     }
     return nil
   }
