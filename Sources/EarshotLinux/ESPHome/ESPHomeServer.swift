@@ -56,6 +56,9 @@ public final class ESPHomeServer {
     }
   }
 
+  /// Bytes the kernel buffers per client (it doubles the number for its bookkeeping).
+  public static let socketSendBuffer = 32 * 1024
+
   public let options: Options
   /// The port listened on (the chosen one when `options.port` is 0).
   public private(set) var port: Int = 0
@@ -161,6 +164,11 @@ public final class ESPHomeServer {
       fd.setNonblocking()
       var nodelay: Int32 = 1
       setsockopt(raw, Int32(IPPROTO_TCP), TCP_NODELAY, &nodelay, socklen_t(MemoryLayout<Int32>.size))
+      // A fixed send buffer (no autotuning to megabytes): what a client
+      // that stops reading holds in the kernel stays small, and the
+      // session's queue (drop oldest) takes over.
+      var sendBuffer = Int32(Self.socketSendBuffer)
+      setsockopt(raw, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
       let peer = Self.describe(a)
       guard clients.count < options.maxClients else {
         onLog?(
@@ -237,7 +245,9 @@ public final class ESPHomeServer {
       if n < 0 {
         if errno == EINTR { continue }
         if errno == EAGAIN || errno == EWOULDBLOCK { return }
-        drop(client.id, reason: "read failed (errno \(errno))")
+        drop(
+          client.id,
+          reason: errno == ECONNRESET ? "the client closed the connection" : "read failed (errno \(errno))")
         return
       }
       if n == 0 {
@@ -301,7 +311,10 @@ public final class ESPHomeServer {
       if n < 0 {
         if errno == EINTR { continue }
         if errno == EAGAIN || errno == EWOULDBLOCK { break }
-        drop(client.id, reason: "write failed (errno \(errno))")
+        drop(
+          client.id,
+          reason: errno == ECONNRESET || errno == EPIPE
+            ? "the client closed the connection" : "write failed (errno \(errno))")
         return
       }
       client.outOffset += n

@@ -1,0 +1,156 @@
+import EarshotCore
+import EarshotLinux
+import EarshotTestSupport
+import Foundation
+import XCTest
+
+/// The real `earshot run --input CAPTURE --pace N` with [esphome] on,
+/// against Home Assistant's own client library, aioesphomeapi, from the
+/// test venv (`scripts/deps.sh test` makes it; missing fails in CI). The
+/// client side is Tests/esphome/proxy_client.py, which parses the capture
+/// itself (not with Earshot's decoder) to know what must arrive.
+final class ESPHomeProxyIntegrationTests: XCTestCase {
+  static let venvPython =
+    ProcessInfo.processInfo.environment["EARSHOT_ESPHOME_VENV"].map { $0 + "/bin/python" }
+    ?? "/usr/local/lib/earshot-test/esphome-venv/bin/python"
+  let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+  var script: String { repo.appendingPathComponent("Tests/esphome/proxy_client.py").path }
+  var dir = ""
+
+  override func setUpWithError() throws {
+    guard FileManager.default.isExecutableFile(atPath: Self.venvPython),
+      (try? Earshot.run(
+        ["-c", "import aioesphomeapi, noise"], executable: Self.venvPython))?.status == 0
+    else {
+      try requireResource(
+        "aioesphomeapi in \(Self.venvPython) (scripts/deps.sh test makes the venv)")
+    }
+    dir = try makeTempDirectory()
+  }
+
+  override func tearDown() {
+    try? FileManager.default.removeItem(atPath: dir)
+  }
+
+  /// A free TCP port on loopback (bound and released: the agent takes it next).
+  func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var a = sockaddr_in()
+    a.sin_family = sa_family_t(AF_INET)
+    a.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    var n = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &a) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, n) }
+    }
+    _ = withUnsafeMutablePointer(to: &a) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &n) }
+    }
+    return Int(UInt16(bigEndian: a.sin_port))
+  }
+
+  /// A python helper run in the background; its stdout lines as they come.
+  final class Helper {
+    let process = Process()
+    let out = Pipe()
+    private var buffer = Data()
+
+    init(_ python: String, _ args: [String]) throws {
+      process.executableURL = URL(fileURLWithPath: python)
+      process.arguments = ["-W", "ignore"] + args
+      process.standardOutput = out
+      process.standardError = FileHandle.nullDevice
+      try process.run()
+    }
+
+    /// The next line (nil at the end of its output).
+    func line() -> String? {
+      while !buffer.contains(0x0A) {
+        let chunk = out.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        buffer += chunk
+      }
+      guard !buffer.isEmpty else { return nil }
+      let end = buffer.firstIndex(of: 0x0A) ?? buffer.endIndex
+      let text = String(decoding: buffer[..<end], as: UTF8.self)
+      buffer = end < buffer.endIndex ? Data(buffer[(end + 1)...]) : Data()
+      return text
+    }
+
+    func json() -> [String: Any]? {
+      guard let l = line() else { return nil }
+      return try? JSONSerialization.jsonObject(with: Data(l.utf8)) as? [String: Any]
+    }
+
+    func stop() {
+      if process.isRunning { process.terminate() }
+      process.waitUntilExit()
+    }
+
+    deinit { stop() }
+  }
+
+  func testAioesphomeapiGetsTheCaptureByteForByteBesideAStalledAWrongKeyAndAGarbageClient()
+    throws
+  {
+    // The office scenario: 5688 reports over 898 s, played at 100 times capture time.
+    let capture = dir + "/office.btsnoop"
+    let sim = try Earshot.run([
+      "simulate", "scenario", "--spec", repo.appendingPathComponent("scenarios/office.scenario").path,
+      "--write", capture, "--truth", dir + "/truth",
+    ])
+    XCTAssertEqual(sim.status, 0, sim.stderr)
+    let regions = try String(
+      contentsOf: repo.appendingPathComponent("scenarios/office.conf"), encoding: .utf8)
+    let key = Data((0..<32).map { UInt8($0 * 7 + 3) }).base64EncodedString()
+    try (key + "\n").write(toFile: dir + "/key", atomically: true, encoding: .utf8)
+    chmod(dir + "/key", 0o600)
+    let port = try freePort()
+    let start = Int(Date().timeIntervalSince1970) + 8
+    let agent = try AgentProcess(
+      config: regions
+        + "\n[esphome]\nenabled = true\nport = \(port)\nkey_file = \(dir)/key\nname = earshot-test\n",
+      arguments: ["--input", capture, "--pace", "100", "--start-at", String(start)])
+    XCTAssertTrue(agent.waitForLog("Bluetooth proxy 'earshot-test' on 127.0.0.1:\(port) (encrypted)"))
+
+    // Before the replay starts: a client that subscribes and stops reading,
+    // a wrong key, garbage, and the client that must get everything.
+    let stalled = try Helper(Self.venvPython, [script, "stall", String(port), key])
+    XCTAssertEqual(stalled.line(), "subscribed")
+    let wrongKey = try Helper(
+      Self.venvPython,
+      [script, "wrong-key", String(port), Data(repeating: 1, count: 32).base64EncodedString()])
+    let wrong = try XCTUnwrap(wrongKey.json())
+    XCTAssertEqual(wrong["error"] as? String, "InvalidEncryptionKeyAPIError", "\(wrong)")
+    let garbage = try XCTUnwrap(try Helper(Self.venvPython, [script, "garbage", String(port)]).json())
+    XCTAssertEqual(garbage["closed"] as? Bool, true, "\(garbage)")
+    let receiver = try Helper(Self.venvPython, [script, "receive", String(port), key, capture, "40"])
+    let subscribed = try XCTUnwrap(receiver.json()?["subscribed"] as? Double)
+    XCTAssertLessThan(subscribed, Double(start), "subscribed after the replay began: raise the lead")
+
+    let result = try XCTUnwrap(receiver.json(), agent.log)
+    XCTAssertEqual(result["expected"] as? Int, 5688)
+    XCTAssertEqual(result["received"] as? Int, 5688, "\(result)")
+    XCTAssertEqual(result["mismatches"] as? Int, 0, "\(result)")
+    XCTAssertEqual(result["bluetooth_proxy_feature_flags"] as? Int, 1 | 32)
+    XCTAssertEqual(result["name"] as? String, "earshot-test")
+    XCTAssertEqual(result["model"] as? String, "Linux")
+    // Presence went on meanwhile: the office's final states.
+    XCTAssertTrue(agent.waitForLog("replayed \(capture)"))
+    let status = try agent.client().ok(.status)
+    XCTAssertTrue(status.encoded.contains("\"desk\""), status.encoded)
+
+    stalled.stop()
+    XCTAssertTrue(agent.waitForLog("gone: the client closed the connection (", limit: 10))
+    XCTAssertTrue(agent.log.contains("wrong encryption key (handshake MAC failure)"), agent.log)
+    XCTAssertTrue(agent.log.contains("bad frame indicator 0x47"), agent.log)
+    let stalledTally = agent.log.split(separator: "\n").last {
+      $0.contains("gone: the client closed the connection (")
+    }
+    print("esphome figures: \(result); stalled client: \(stalledTally ?? "?")")
+    // It got what its socket took, then lost the oldest batches, counted.
+    XCTAssertFalse(stalledTally?.contains(" 0 dropped") ?? true, agent.log)
+    XCTAssertEqual(agent.stop(), 0)
+  }
+}
