@@ -11,7 +11,7 @@ build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev li
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
       qemu-system-x86 busybox-static kmod cpio dbus util-linux mosquitto mosquitto-clients
       librsvg2-bin dbus-daemon dbus-bin libjpeg-turbo-progs dunst xvfb socat
-      pipewire pipewire-bin wireplumber pipewire-pulse python3-dbus python3-gi)
+      pipewire pipewire-bin wireplumber pipewire-pulse python3-dbus python3-gi python3-venv)
 deb=(debhelper dpkg-dev fakeroot lintian libcap2-bin systemd)
 want=("${build[@]}")
 [ "$mode" = deb ] && want+=("${deb[@]}")
@@ -39,4 +39,19 @@ if [ "$mode" = test ] && ! dpkg-query -W -f='${Status}' pipewire-alsa 2>/dev/nul
   $SUDO mkdir -p "$private_alsa"
   $SUDO dpkg -x "$tmp"/pipewire-alsa_*.deb "$private_alsa"
   rm -rf "$tmp"
+fi
+# Home Assistant's ESPHome client library for the Bluetooth proxy's tests
+# (ESPHomeProxyIntegrationTests, Tests/esphome/proxy_client.py), pinned, in
+# its own venv: made only if missing (or at another pin).
+esphome_venv=/usr/local/lib/earshot-test/esphome-venv
+esphome_pins="aioesphomeapi==46.23.0 noiseprotocol==0.3.1"
+if [ "$mode" = test ] && ! { [ -x "$esphome_venv/bin/python" ] \
+  && [ "$(cat "$esphome_venv/earshot-pins" 2>/dev/null)" = "$esphome_pins" ]; }; then
+  echo "Making $esphome_venv ($esphome_pins)"
+  $SUDO rm -rf "$esphome_venv"
+  # Debian's python3 (python3-venv above), not whichever is first on PATH.
+  $SUDO /usr/bin/python3 -m venv "$esphome_venv"
+  # shellcheck disable=SC2086 # the pins are words
+  $SUDO "$esphome_venv/bin/pip" install -q --disable-pip-version-check $esphome_pins
+  echo "$esphome_pins" | $SUDO tee "$esphome_venv/earshot-pins" >/dev/null
 fi
