@@ -35,7 +35,8 @@ final class ESPHomeTests: XCTestCase {
     var d = ESPHomeFrameDecoder(framing: .plaintext)
     var frames: [ESPHomeFrame] = []
     for b in wire { frames += try d.push([b]) }
-    XCTAssertEqual(frames, [.plaintext(type: 1, body: [0x0A, 0x01, 0x78]), .plaintext(type: 7, body: [])])
+    XCTAssertEqual(
+      frames, [.plaintext(type: 1, body: [0x0A, 0x01, 0x78]), .plaintext(type: 7, body: [])])
   }
 
   func testBadFramesAreErrors() {
@@ -64,7 +65,8 @@ final class ESPHomeTests: XCTestCase {
       try ESPHomeClientMessage.decode(type: 1, body: [0x0A, 0x01, 0x78, 0x10, 0x01, 0x18, 0x13]),
       .hello(clientInfo: "x", major: 1, minor: 19))
     XCTAssertEqual(
-      try ESPHomeClientMessage.decode(type: 66, body: [0x08, 0x01]), .subscribeAdvertisements(flags: 1))
+      try ESPHomeClientMessage.decode(type: 66, body: [0x08, 0x01]),
+      .subscribeAdvertisements(flags: 1))
     XCTAssertEqual(try ESPHomeClientMessage.decode(type: 4242, body: []), .ignored(type: 4242))
     XCTAssertThrowsError(try ESPHomeClientMessage.decode(type: 1, body: [0x0A, 0x09]))
   }
@@ -131,7 +133,8 @@ final class ESPHomeTests: XCTestCase {
   }
 
   func testGarbageClosesWithAFrameTheOtherFramingUnderstands() {
-    var s = ESPHomeSession(info: Self.info(encrypted: false), serverInfo: "e", psk: nil, crypto: nil)
+    var s = ESPHomeSession(
+      info: Self.info(encrypted: false), serverInfo: "e", psk: nil, crypto: nil)
     let events = s.receive([0x01, 0x00, 0x00])
     XCTAssertTrue(s.isClosing)
     XCTAssertEqual(events.count, 1)
@@ -145,7 +148,8 @@ final class ESPHomeTests: XCTestCase {
     XCTAssertEqual(s.receive([0x01, 0x00, 0x00]), [])
     let mac = Array("020000000001".utf8)
     XCTAssertEqual(
-      s.takeOutput(), [0x01, 0x00, UInt8(1 + 6 + 1 + 12 + 1), 0x01] + Array("laptop".utf8) + [0] + mac + [0])
+      s.takeOutput(),
+      [0x01, 0x00, UInt8(1 + 6 + 1 + 12 + 1), 0x01] + Array("laptop".utf8) + [0] + mac + [0])
     let events = s.receive([0x01, 0x00, 49, 0x00] + Array(repeating: 7, count: 48))
     XCTAssertEqual(events, [.closing(reason: "wrong encryption key (handshake MAC failure)")])
     let refusal = Array("Handshake MAC failure".utf8)
@@ -167,6 +171,7 @@ final class FakeCrypto: NoiseCrypto {
     plaintext + Array(repeating: 0xAA, count: 16)
   }
   func open(key: [UInt8], nonce: UInt64, ad: [UInt8], ciphertext: [UInt8]) -> [UInt8]? {
-    ciphertext.suffix(16) == Array(repeating: 0xAA, count: 16)[...] ? Array(ciphertext.dropLast(16)) : nil
+    ciphertext.suffix(16) == Array(repeating: 0xAA, count: 16)[...]
+      ? Array(ciphertext.dropLast(16)) : nil
   }
 }

@@ -97,7 +97,8 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     // The office scenario: 5688 reports over 898 s, played at 100 times capture time.
     let capture = dir + "/office.btsnoop"
     let sim = try Earshot.run([
-      "simulate", "scenario", "--spec", repo.appendingPathComponent("scenarios/office.scenario").path,
+      "simulate", "scenario", "--spec",
+      repo.appendingPathComponent("scenarios/office.scenario").path,
       "--write", capture, "--truth", dir + "/truth",
     ])
     XCTAssertEqual(sim.status, 0, sim.stderr)
@@ -112,7 +113,8 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
       config: regions
         + "\n[esphome]\nenabled = true\nport = \(port)\nkey_file = \(dir)/key\nname = earshot-test\n",
       arguments: ["--input", capture, "--pace", "100", "--start-at", String(start)])
-    XCTAssertTrue(agent.waitForLog("Bluetooth proxy 'earshot-test' on 127.0.0.1:\(port) (encrypted)"))
+    XCTAssertTrue(
+      agent.waitForLog("Bluetooth proxy 'earshot-test' on 127.0.0.1:\(port) (encrypted)"))
 
     // Before the replay starts: a client that subscribes and stops reading,
     // a wrong key, garbage, and the client that must get everything.
@@ -123,11 +125,14 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
       [script, "wrong-key", String(port), Data(repeating: 1, count: 32).base64EncodedString()])
     let wrong = try XCTUnwrap(wrongKey.json())
     XCTAssertEqual(wrong["error"] as? String, "InvalidEncryptionKeyAPIError", "\(wrong)")
-    let garbage = try XCTUnwrap(try Helper(Self.venvPython, [script, "garbage", String(port)]).json())
+    let garbage = try XCTUnwrap(
+      try Helper(Self.venvPython, [script, "garbage", String(port)]).json())
     XCTAssertEqual(garbage["closed"] as? Bool, true, "\(garbage)")
-    let receiver = try Helper(Self.venvPython, [script, "receive", String(port), key, capture, "40"])
+    let receiver = try Helper(
+      Self.venvPython, [script, "receive", String(port), key, capture, "40"])
     let subscribed = try XCTUnwrap(receiver.json()?["subscribed"] as? Double)
-    XCTAssertLessThan(subscribed, Double(start), "subscribed after the replay began: raise the lead")
+    XCTAssertLessThan(
+      subscribed, Double(start), "subscribed after the replay began: raise the lead")
 
     let result = try XCTUnwrap(receiver.json(), agent.log)
     XCTAssertEqual(result["expected"] as? Int, 5688)

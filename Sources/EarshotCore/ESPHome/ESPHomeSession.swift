@@ -143,7 +143,8 @@ public struct ESPHomeSession {
       } catch {
         return [
           fail(
-            error == .macFailure ? "wrong encryption key (handshake MAC failure)" : error.description,
+            error == .macFailure
+              ? "wrong encryption key (handshake MAC failure)" : error.description,
             errorFrame: noiseFrame([0x01] + Array(error.description.utf8)))
         ]
       }
@@ -170,7 +171,8 @@ public struct ESPHomeSession {
     var events: [Event] = []
     switch m {
     case .hello(let clientInfo, _, _):
-      reply(.helloResponse, ESPHomeServerMessage.helloResponse(serverInfo: serverInfo, name: info.name))
+      reply(
+        .helloResponse, ESPHomeServerMessage.helloResponse(serverInfo: serverInfo, name: info.name))
       events.append(.connected(clientInfo: clientInfo))
     case .authenticate:
       reply(.authenticationResponse, [])  // no password: invalid_password = false

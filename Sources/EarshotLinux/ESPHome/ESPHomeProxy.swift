@@ -25,7 +25,10 @@ public final class ESPHomeProxy {
   public private(set) var forwarded = 0
   public private(set) var skipped = 0
 
-  public init(loop: EventLoop, config: ESPHomeConfig, hostname: String, version: String, log: @escaping (String) -> Void)
+  public init(
+    loop: EventLoop, config: ESPHomeConfig, hostname: String, version: String,
+    log: @escaping (String) -> Void
+  )
     throws
   {
     self.loop = loop

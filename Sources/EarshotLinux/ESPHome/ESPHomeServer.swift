@@ -121,7 +121,9 @@ public final class ESPHomeServer {
           "cannot listen on \(where_) for the ESPHome API (another proxy or ESPHome tool on that port? set [esphome] port)"
         )
       }
-      guard listen(raw, 16) == 0 else { throw SystemError(errno: errno, "cannot listen on \(where_)") }
+      guard listen(raw, 16) == 0 else {
+        throw SystemError(errno: errno, "cannot listen on \(where_)")
+      }
       var a = sockaddr_in6()
       var n = socklen_t(MemoryLayout<sockaddr_in6>.size)
       _ = withUnsafeMutablePointer(to: &a) {
@@ -137,7 +139,9 @@ public final class ESPHomeServer {
   }
 
   public var clientCount: Int { clients.count }
-  public var subscriberCount: Int { clients.values.reduce(0) { $0 + ($1.session.subscribed ? 1 : 0) } }
+  public var subscriberCount: Int {
+    clients.values.reduce(0) { $0 + ($1.session.subscribed ? 1 : 0) }
+  }
 
   /// Stops listening and closes every client.
   public func shutdown() {
@@ -163,7 +167,8 @@ public final class ESPHomeServer {
       fd.setCloseOnExec()
       fd.setNonblocking()
       var nodelay: Int32 = 1
-      setsockopt(raw, Int32(IPPROTO_TCP), TCP_NODELAY, &nodelay, socklen_t(MemoryLayout<Int32>.size))
+      setsockopt(
+        raw, Int32(IPPROTO_TCP), TCP_NODELAY, &nodelay, socklen_t(MemoryLayout<Int32>.size))
       // A fixed send buffer (no autotuning to megabytes): what a client
       // that stops reading holds in the kernel stays small, and the
       // session's queue (drop oldest) takes over.
@@ -247,7 +252,8 @@ public final class ESPHomeServer {
         if errno == EAGAIN || errno == EWOULDBLOCK { return }
         drop(
           client.id,
-          reason: errno == ECONNRESET ? "the client closed the connection" : "read failed (errno \(errno))")
+          reason: errno == ECONNRESET
+            ? "the client closed the connection" : "read failed (errno \(errno))")
         return
       }
       if n == 0 {
@@ -341,7 +347,9 @@ public final class ESPHomeServer {
     let tally =
       s.subscribed || s.sentBatches > 0
       ? " (\(s.sentBatches) batches sent, \(s.droppedBatches) dropped)" : ""
-    if let reason { onLog?("esphome: \(client.peer) gone: \(reason)\(tally)") } else if !tally.isEmpty {
+    if let reason {
+      onLog?("esphome: \(client.peer) gone: \(reason)\(tally)")
+    } else if !tally.isEmpty {
       onLog?("esphome: \(client.peer) closed\(tally)")
     }
   }
