@@ -17,6 +17,7 @@ final class ESPHomeNoiseTests: XCTestCase {
       }
       let psk: String
       let prologue: String
+      let initiator_ephemeral_private: String
       let responder_ephemeral_private: String
       let responder_ephemeral_public: String
       let message1: String
@@ -63,6 +64,47 @@ final class ESPHomeNoiseTests: XCTestCase {
       }
     }
     XCTAssertEqual(checkedFrames, 18)
+  }
+
+  func testInitiatorMatchesTheVectorsToo() throws {
+    let crypto = LibcryptoNoise()
+    for v in try Self.load().vectors {
+      var initiator = NoiseInitiatorHandshake(
+        crypto: crypto, psk: hex(v.psk), prologue: hex(v.prologue))
+      let priv = hex(v.initiator_ephemeral_private)
+      let pub = try XCTUnwrap(crypto.publicKey(privateKey: priv))
+      XCTAssertEqual(initiator.start(ephemeral: (priv, pub)), hex(v.message1))
+      var (send, receive) = try initiator.finish(hex(v.message2))
+      XCTAssertEqual(initiator.handshakeHash, hex(v.handshake_hash))
+      for t in v.transport {
+        if t.from == "initiator" {
+          XCTAssertEqual(send.encrypt(crypto, hex(t.payload)), hex(t.ciphertext))
+        } else {
+          XCTAssertEqual(receive.decrypt(crypto, hex(t.ciphertext)), hex(t.payload))
+        }
+      }
+    }
+  }
+
+  /// The server's session and the Swift client, end to end with libcrypto.
+  func testSessionAndClientTalk() throws {
+    let crypto = LibcryptoNoise()
+    let psk = [UInt8](repeating: 9, count: 32)
+    let info = ESPHomeDeviceInfo(
+      name: "laptop", friendlyName: "Laptop", macAddress: "02:00:00:00:00:01",
+      bluetoothMacAddress: "02:00:00:00:00:01", compilationTime: "t", projectVersion: "0.1",
+      encrypted: true)
+    var server = ESPHomeSession(info: info, serverInfo: "earshot", psk: psk, crypto: crypto)
+    var client = ESPHomeNoiseClient(crypto: crypto, psk: psk)
+    _ = server.receive(client.start())
+    XCTAssertEqual(try client.receive(server.takeOutput() ?? []).count, 0)
+    XCTAssertTrue(client.isReady)
+    XCTAssertEqual(client.serverName, "laptop")
+    XCTAssertEqual(server.receive(client.message(1) + client.message(66, [0x08, 0x01])).count, 2)
+    server.offer(batch: [0x0A, 0x00])
+    let got = try client.receive((server.takeOutput() ?? []) + (server.takeOutput() ?? []))
+    XCTAssertEqual(got.map(\.0), [2, 93])
+    XCTAssertEqual(got.last?.1, [0x0A, 0x00])
   }
 
   func testAWrongKeyIsAMACFailure() throws {

@@ -18,7 +18,7 @@ public struct NoiseCipherState {
   let key: [UInt8]
   public private(set) var nonce: UInt64 = 0
 
-  init(key: [UInt8]) { self.key = key }
+  init(key: [UInt8]) { self.key = Array(key.prefix(32)) }
 
   public mutating func encrypt(_ crypto: NoiseCrypto, _ plaintext: [UInt8]) -> [UInt8] {
     defer { nonce += 1 }
@@ -49,34 +49,26 @@ public enum NoiseError: Error, Equatable, CustomStringConvertible {
   }
 }
 
-/// The responder's side of Noise_NNpsk0_25519_ChaChaPoly_SHA256 (Noise
-/// specification revision 34): `-> psk, e` then `<- e, ee`, then split.
-/// Guarantees: the responder answers only a first message whose tag
-/// verified under the pre-shared key, and the two cipher states it returns
-/// are the initiator's, swapped.
-public struct NoiseResponderHandshake {
-  public static let protocolName = Array("Noise_NNpsk0_25519_ChaChaPoly_SHA256".utf8)
+/// Noise's SymmetricState (specification revision 34, section 5.2) for
+/// one handshake: the chaining key, the handshake hash, the current key.
+struct NoiseSymmetricState {
   let crypto: NoiseCrypto
-  let psk: [UInt8]
   private(set) var h: [UInt8]
   private var ck: [UInt8]
   private var k: [UInt8]? = nil
   private var n: UInt64 = 0
 
-  public init(crypto: NoiseCrypto, psk: [UInt8], prologue: [UInt8]) {
-    precondition(psk.count == 32, "a Noise PSK is 32 bytes")
+  init(crypto: NoiseCrypto, protocolName: [UInt8], prologue: [UInt8]) {
     self.crypto = crypto
-    self.psk = psk
-    // The name is longer than a hash: h starts as its hash.
-    h = crypto.sha256(Self.protocolName)
+    // A name longer than a hash is hashed; shorter ones are zero-padded.
+    h =
+      protocolName.count > 32
+      ? crypto.sha256(protocolName) : protocolName + [UInt8](repeating: 0, count: 32 - protocolName.count)
     ck = h
     mixHash(prologue)
   }
 
-  /// The handshake hash (for tests against vectors).
-  public var handshakeHash: [UInt8] { h }
-
-  private mutating func mixHash(_ data: [UInt8]) { h = crypto.sha256(h + data) }
+  mutating func mixHash(_ data: [UInt8]) { h = crypto.sha256(h + data) }
 
   private func hkdf(_ ikm: [UInt8], outputs: Int) -> [[UInt8]] {
     let temp = crypto.hmacSHA256(key: ck, ikm)
@@ -89,20 +81,60 @@ public struct NoiseResponderHandshake {
     return out
   }
 
-  private mutating func mixKey(_ ikm: [UInt8]) {
+  mutating func mixKey(_ ikm: [UInt8]) {
     let o = hkdf(ikm, outputs: 2)
     ck = o[0]
     k = o[1]
     n = 0
   }
 
-  private mutating func mixKeyAndHash(_ ikm: [UInt8]) {
+  mutating func mixKeyAndHash(_ ikm: [UInt8]) {
     let o = hkdf(ikm, outputs: 3)
     ck = o[0]
     mixHash(o[1])
     k = o[2]
     n = 0
   }
+
+  mutating func encryptAndHash(_ plaintext: [UInt8]) -> [UInt8] {
+    let c = crypto.seal(key: k!, nonce: n, ad: h, plaintext: plaintext)
+    n += 1
+    mixHash(c)
+    return c
+  }
+
+  mutating func decryptAndHash(_ ciphertext: [UInt8]) -> [UInt8]? {
+    guard let p = crypto.open(key: k!, nonce: n, ad: h, ciphertext: ciphertext) else { return nil }
+    n += 1
+    mixHash(ciphertext)
+    return p
+  }
+
+  /// The initiator's sending cipher first, then the responder's.
+  func split() -> (NoiseCipherState, NoiseCipherState) {
+    let o = hkdf([], outputs: 2)
+    return (NoiseCipherState(key: o[0]), NoiseCipherState(key: o[1]))
+  }
+}
+
+public let noiseNNpsk0Name = Array("Noise_NNpsk0_25519_ChaChaPoly_SHA256".utf8)
+
+/// The responder's side of Noise_NNpsk0_25519_ChaChaPoly_SHA256:
+/// `-> psk, e` then `<- e, ee`, then split. Guarantees: it answers only a
+/// first message whose tag verified under the pre-shared key, and its two
+/// cipher states are the initiator's, swapped.
+public struct NoiseResponderHandshake {
+  private var state: NoiseSymmetricState
+  let psk: [UInt8]
+
+  public init(crypto: NoiseCrypto, psk: [UInt8], prologue: [UInt8]) {
+    precondition(psk.count == 32, "a Noise PSK is 32 bytes")
+    state = NoiseSymmetricState(crypto: crypto, protocolName: noiseNNpsk0Name, prologue: prologue)
+    self.psk = psk
+  }
+
+  /// The handshake hash (for tests against vectors).
+  public var handshakeHash: [UInt8] { state.h }
 
   /// Reads `-> psk, e` and writes `<- e, ee`; returns the reply and the
   /// cipher states (receive: from the client; send: to it). `ephemeral`
@@ -116,33 +148,65 @@ public struct NoiseResponderHandshake {
     guard message.count >= 32 + 16 else {
       throw .badMessage("first message is \(message.count) bytes, at least 48 expected")
     }
-    mixKeyAndHash(psk)
+    state.mixKeyAndHash(psk)
     let re = Array(message[0..<32])
-    mixHash(re)
-    mixKey(re)  // psk handshakes mix each ephemeral into the key too
-    let sealed = Array(message[32...])
-    guard let clientPayload = crypto.open(key: k!, nonce: n, ad: h, ciphertext: sealed) else {
+    state.mixHash(re)
+    state.mixKey(re)  // psk handshakes mix each ephemeral into the key too
+    guard let clientPayload = state.decryptAndHash(Array(message[32...])) else {
       throw .macFailure
     }
-    n += 1
-    mixHash(sealed)
-
-    let e = ephemeral ?? crypto.generateKeyPair()
-    var reply = e.publicKey
-    mixHash(e.publicKey)
-    mixKey(e.publicKey)
-    guard let shared = crypto.dh(privateKey: e.privateKey, publicKey: re) else {
+    let e = ephemeral ?? state.crypto.generateKeyPair()
+    state.mixHash(e.publicKey)
+    state.mixKey(e.publicKey)
+    guard let shared = state.crypto.dh(privateKey: e.privateKey, publicKey: re) else {
       throw .badMessage("the client's ephemeral key is not a valid X25519 key")
     }
-    mixKey(shared)
-    let c = crypto.seal(key: k!, nonce: n, ad: h, plaintext: payload)
-    n += 1
-    mixHash(c)
-    reply += c
-    let split = hkdf([], outputs: 2)
-    return (
-      reply, NoiseCipherState(key: Array(split[0].prefix(32))),
-      NoiseCipherState(key: Array(split[1].prefix(32))), clientPayload
-    )
+    state.mixKey(shared)
+    let reply = e.publicKey + state.encryptAndHash(payload)
+    let (fromInitiator, toInitiator) = state.split()
+    return (reply, fromInitiator, toInitiator, clientPayload)
+  }
+}
+
+/// The initiator's side (what aioesphomeapi does), for tests and the
+/// bench: `-> psk, e`, then reads `<- e, ee`.
+public struct NoiseInitiatorHandshake {
+  private var state: NoiseSymmetricState
+  let psk: [UInt8]
+  private var ephemeral: (privateKey: [UInt8], publicKey: [UInt8])? = nil
+
+  public init(crypto: NoiseCrypto, psk: [UInt8], prologue: [UInt8]) {
+    precondition(psk.count == 32, "a Noise PSK is 32 bytes")
+    state = NoiseSymmetricState(crypto: crypto, protocolName: noiseNNpsk0Name, prologue: prologue)
+    self.psk = psk
+  }
+
+  public var handshakeHash: [UInt8] { state.h }
+
+  public mutating func start(ephemeral fixed: (privateKey: [UInt8], publicKey: [UInt8])? = nil)
+    -> [UInt8]
+  {
+    state.mixKeyAndHash(psk)
+    let e = fixed ?? state.crypto.generateKeyPair()
+    ephemeral = e
+    state.mixHash(e.publicKey)
+    state.mixKey(e.publicKey)
+    return e.publicKey + state.encryptAndHash([])
+  }
+
+  /// Reads the responder's reply; returns (send, receive) cipher states.
+  public mutating func finish(_ reply: [UInt8]) throws(NoiseError) -> (
+    send: NoiseCipherState, receive: NoiseCipherState
+  ) {
+    guard let e = ephemeral, reply.count >= 48 else { throw .badMessage("bad reply") }
+    let re = Array(reply[0..<32])
+    state.mixHash(re)
+    state.mixKey(re)
+    guard let shared = state.crypto.dh(privateKey: e.privateKey, publicKey: re) else {
+      throw .badMessage("the server's ephemeral key is not a valid X25519 key")
+    }
+    state.mixKey(shared)
+    guard state.decryptAndHash(Array(reply[32...])) != nil else { throw .macFailure }
+    return state.split()
   }
 }

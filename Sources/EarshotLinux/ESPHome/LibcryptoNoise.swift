@@ -44,6 +44,18 @@ public final class LibcryptoNoise: NoiseCrypto {
     return (priv, pub)
   }
 
+  /// The X25519 public key of a private one (for test vectors).
+  public func publicKey(privateKey: [UInt8]) -> [UInt8]? {
+    guard let key = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nil, privateKey, 32) else {
+      return nil
+    }
+    defer { EVP_PKEY_free(key) }
+    var pub = [UInt8](repeating: 0, count: 32)
+    var n = 32
+    guard EVP_PKEY_get_raw_public_key(key, &pub, &n) == 1, n == 32 else { return nil }
+    return pub
+  }
+
   public func dh(privateKey: [UInt8], publicKey: [UInt8]) -> [UInt8]? {
     guard privateKey.count == 32, publicKey.count == 32,
       let priv = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nil, privateKey, 32)
