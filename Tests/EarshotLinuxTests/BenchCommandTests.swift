@@ -93,6 +93,13 @@ final class BenchCommandTests: XCTestCase {
     XCTAssertTrue(cpu.contains("ratio to iBeacon "), cpu)
     XCTAssertTrue(
       lines.contains { $0.hasPrefix("identity: reports/s ratio to iBeacon ") }, r.stdout)
+    // The Bluetooth proxy: advertisements forwarded to 1 and to 10 clients.
+    for proxy in ["esphome proxy: 1 client ", "esphome proxy: 10 clients "] {
+      let row = try XCTUnwrap(lines.first { $0.hasPrefix(proxy) }, r.stdout)
+      let forwarded = try XCTUnwrap(
+        row.dropFirst(proxy.count).split(separator: " ").first.flatMap { Double($0) }, row)
+      XCTAssertGreaterThan(forwarded, 0, row)
+    }
     // The reference: the same advertisers as iBeacons, all in a region.
     let matched = try XCTUnwrap(
       lines.first { $0.hasPrefix("iBeacons all in a region (reference) ") }, r.stdout)

@@ -42,7 +42,9 @@ public struct ESPHomeNoiseClient {
   }
 
   /// The server's bytes: the messages they complete, as (type, body).
-  public mutating func receive(_ bytes: some Collection<UInt8>) throws(Failure) -> [(UInt32, [UInt8])] {
+  public mutating func receive(_ bytes: some Collection<UInt8>) throws(Failure) -> [(
+    UInt32, [UInt8]
+  )] {
     let frames: [ESPHomeFrame]
     do { frames = try decoder.push(bytes) } catch { throw .protocolError(error.description) }
     var out: [(UInt32, [UInt8])] = []

@@ -63,7 +63,8 @@ struct NoiseSymmetricState {
     // A name longer than a hash is hashed; shorter ones are zero-padded.
     h =
       protocolName.count > 32
-      ? crypto.sha256(protocolName) : protocolName + [UInt8](repeating: 0, count: 32 - protocolName.count)
+      ? crypto.sha256(protocolName)
+      : protocolName + [UInt8](repeating: 0, count: 32 - protocolName.count)
     ck = h
     mixHash(prologue)
   }

@@ -28,6 +28,9 @@ let benchCommand = Command(
     ratio to the iBeacon figures of the same run is the cost of resolving.
     For reference, the same advertisers, addresses and times sending
     iBeacons that are all in a region (every report reaches the monitor).
+    Bluetooth proxy ([esphome], docs/esphome-proxy.md): decode, batch 16
+    to a message, seal and frame for 1 and for 10 encrypted clients
+    (no sockets); reports/s is advertisements forwarded to every client.
     Find-phone (only with --alert-device, since it plays the ring there):
     the daemon's find-phone driver with the ALSA alert; request to first
     sample written and found to PCM silent, median and worst of the cycles
@@ -203,6 +206,9 @@ func runBench(_ args: Arguments) throws -> Int32 {
     stage: "iBeacons all in a region (reference)", reports: matchedRow.reports,
     nanos: matchedRow.nanos)
   rows.append(matchedRow)
+  // The Bluetooth proxy: every report forwarded to 1 and to 10 clients.
+  rows.append(try BenchESPHome.stage(bytes: bytes, clients: 1, seconds: seconds))
+  rows.append(try BenchESPHome.stage(bytes: bytes, clients: 10, seconds: seconds))
   var find: BenchFindPhone.Result? = nil
   if let device = args.value("alert-device") {
     find = benchFindPhone(device: device, args: args, cycles: seconds >= 1 ? 10 : 3)
