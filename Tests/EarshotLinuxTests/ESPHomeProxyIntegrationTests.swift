@@ -144,7 +144,15 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     // Presence went on meanwhile: the office's final states.
     XCTAssertTrue(agent.waitForLog("replayed \(capture)"))
     let status = try agent.client().ok(.status)
-    XCTAssertTrue(status.encoded.contains("\"desk\""), status.encoded)
+    let states = try XCTUnwrap(status["regions"]?.array).map {
+      "\($0["region"]?.string ?? "?")=\($0["state"]?.string ?? "?")"
+    }
+    XCTAssertEqual(states, ["desk=inside", "lab=outside"], status.encoded)
+    // The proxy's own account: every report forwarded; the stalled client's losses counted.
+    let proxy = try XCTUnwrap(status["esphome"], status.encoded)
+    XCTAssertEqual(proxy["forwarded"], .number(5688), status.encoded)
+    XCTAssertEqual(proxy["encrypted"], .bool(true))
+    XCTAssertGreaterThan(proxy["batches_dropped"]?.number ?? 0, 0, status.encoded)
 
     stalled.stop()
     XCTAssertTrue(agent.waitForLog("gone: the client closed the connection (", limit: 10))

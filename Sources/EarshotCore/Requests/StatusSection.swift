@@ -5,6 +5,8 @@ public enum StatusSection: String, CaseIterable, Sendable {
   case agent, find, volume
   case monitoring, regions, beacons, adapter
   case shutter, media
+  /// The Home Assistant Bluetooth proxy, when [esphome] is enabled.
+  case esphome
   /// Shown only when [tag] sections are configured.
   case tags
   /// Bonded devices (identity, IRK or not, last seen), when the agent follows them.

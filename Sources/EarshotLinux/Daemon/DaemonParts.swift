@@ -37,6 +37,12 @@ extension Daemon {
     }
   }
 
+  /// The Home Assistant Bluetooth proxy: shown in `status` (clients, what
+  /// it forwarded and dropped); stopped with the loop by its owner.
+  public func attach(esphome proxy: ESPHomeProxy) {
+    statusSections[.esphome] = { proxy.statusJSON }
+  }
+
   /// Media: play requests go to this driver, each answered by its one
   /// completion; pause, resume and stop act on what plays; find-phone
   /// pauses it while ringing.

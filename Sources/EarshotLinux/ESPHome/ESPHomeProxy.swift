@@ -108,6 +108,20 @@ public final class ESPHomeProxy {
     }
   }
 
+  /// The `esphome` section of `status`.
+  public var statusJSON: JSONValue {
+    .object([
+      ("port", .number(Double(server.port))),
+      ("encrypted", .bool(server.options.psk != nil)),
+      ("clients", .number(Double(server.clientCount))),
+      ("subscribed", .number(Double(server.subscriberCount))),
+      ("forwarded", .number(Double(forwarded))),
+      ("skipped", .number(Double(skipped))),
+      ("batches_offered", .number(Double(server.batchesOffered))),
+      ("batches_dropped", .number(Double(server.batchesDropped))),
+    ])
+  }
+
   /// Sends the pending batch now (the timer's job; also at the end of a replay).
   public func flush() {
     if let batch = batcher.flush() { server.broadcast(batch: batch) }

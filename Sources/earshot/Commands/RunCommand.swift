@@ -126,6 +126,7 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
       throw CommandFailure("\(error)")
     }
     proxy?.attach(to: monitor)
+    if let proxy { daemon.attach(esphome: proxy) }
   }
   try attachDeviceParts(
     to: daemon, config: config, audio: audio != nil, hasMixer: audio?.volume != nil,
