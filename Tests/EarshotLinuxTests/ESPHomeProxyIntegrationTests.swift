@@ -166,4 +166,33 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     XCTAssertFalse(stalledTally?.contains(" 0 dropped") ?? true, agent.log)
     XCTAssertEqual(agent.stop(), 0)
   }
+
+  /// `insecure_plaintext = true`: aioesphomeapi without a key gets the
+  /// demo's 400 advertisements; a client with a key is told the device is
+  /// plaintext; the agent warned at start.
+  func testPlaintextOnlyWhenAskedAndLoudly() throws {
+    let capture = repo.appendingPathComponent("captures/demo.btsnoop").path
+    let port = try freePort()
+    let start = Int(Date().timeIntervalSince1970) + 6
+    let agent = try AgentProcess(
+      config: "[esphome]\nenabled = true\nport = \(port)\ninsecure_plaintext = true\n",
+      arguments: ["--input", capture, "--pace", "1", "--start-at", String(start)])
+    XCTAssertTrue(agent.waitForLog("WITHOUT encryption on 127.0.0.1:\(port)"), agent.log)
+    let keyed = try XCTUnwrap(
+      try Helper(
+        Self.venvPython,
+        [script, "wrong-key", String(port), Data(repeating: 1, count: 32).base64EncodedString()]
+      ).json())
+    XCTAssertEqual(keyed["error"] as? String, "EncryptionPlaintextAPIError", "\(keyed)")
+    let receiver = try Helper(
+      Self.venvPython, [script, "receive", String(port), "", capture, "20"])
+    let subscribed = try XCTUnwrap(receiver.json()?["subscribed"] as? Double)
+    XCTAssertLessThan(subscribed, Double(start))
+    let result = try XCTUnwrap(receiver.json(), agent.log)
+    XCTAssertEqual(result["expected"] as? Int, 400)
+    XCTAssertEqual(result["received"] as? Int, 400, "\(result)")
+    XCTAssertEqual(result["mismatches"] as? Int, 0, "\(result)")
+    XCTAssertEqual(result["bluetooth_proxy_feature_flags"] as? Int, 33)
+    XCTAssertEqual(agent.stop(), 0)
+  }
 }

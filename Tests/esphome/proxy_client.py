@@ -2,7 +2,7 @@
 """Home Assistant's side of ESPHomeProxyIntegrationTests, with aioesphomeapi
 (HA's own client library) from the test venv (scripts/deps.sh test).
 
-  proxy_client.py receive PORT KEY CAPTURE SECONDS
+  proxy_client.py receive PORT KEY CAPTURE SECONDS   (KEY "" = plaintext)
       connects with the key, reads the device info, subscribes to raw
       advertisements and compares what arrives, in order, with the
       capture's LE advertising reports (parsed here, independently of
@@ -69,7 +69,7 @@ async def receive(port, key, capture, seconds):
     from aioesphomeapi import APIClient
 
     expected = capture_reports(capture)
-    cli = APIClient("127.0.0.1", port, None, noise_psk=key, client_info="earshot-test")
+    cli = APIClient("127.0.0.1", port, None, noise_psk=key or None, client_info="earshot-test")
     await cli.connect(login=True)
     info = await cli.device_info()
     got = []
@@ -143,7 +143,7 @@ def stall(port, key):
 async def wrong_key(port, key):
     from aioesphomeapi import APIClient
 
-    cli = APIClient("127.0.0.1", port, None, noise_psk=key, client_info="earshot-test")
+    cli = APIClient("127.0.0.1", port, None, noise_psk=key or None, client_info="earshot-test")
     try:
         await asyncio.wait_for(cli.connect(login=True), 10)
         print(json.dumps({"error": None}))
