@@ -265,7 +265,12 @@ public struct ESPHomeConfig: Sendable, Equatable {
   /// `nil`: from the host name.
   public var name: String? = nil
   public var maxClients = 8
+  /// Announce over mDNS through Avahi (only when `bind` is not loopback).
+  public var mdns = true
   public init() {}
+
+  /// Loopback addresses: nothing to announce to the network.
+  public var bindsLoopback: Bool { bind.hasPrefix("127.") || bind == "::1" }
 }
 
 public struct StateConfig: Sendable, Equatable {
@@ -453,6 +458,10 @@ extension ESPHomeConfig: ConfigSection {
       \.insecurePlaintext),
     .optionalText("name", "Node name shown in Home Assistant; empty = from the host name.", \.name),
     .integer("max_clients", "Clients served at once; more are refused.", \.maxClients, in: 1...64),
+    .bool(
+      "mdns",
+      "Announce as _esphomelib._tcp through Avahi where avahi-daemon runs (not on a loopback bind).",
+      \.mdns),
   ]
 }
 

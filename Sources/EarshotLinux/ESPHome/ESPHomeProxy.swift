@@ -79,6 +79,20 @@ public final class ESPHomeProxy {
     return BDAddress(raw: h.prefix(6).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }).description
   }
 
+  private var bus: DBusConnection?
+  private var announcement: AvahiAnnouncement?
+
+  /// Announces the proxy through Avahi on the system bus; silent without
+  /// a bus or an avahi-daemon.
+  public func announce(on bus: DBusConnection, log: @escaping (String) -> Void) {
+    let a = AvahiAnnouncement(
+      bus: bus, name: server.options.info.name, port: server.port,
+      txt: AvahiAnnouncement.records(server.options.info), log: log)
+    do { try a.start() } catch { return }
+    self.bus = bus
+    announcement = a
+  }
+
   /// Feeds the proxy from the monitor's reports.
   public func attach(to monitor: AgentMonitor) {
     monitor.observeReports { [unowned self] report in self.forward(report) }

@@ -127,6 +127,12 @@ func runDaemon(_ args: Arguments) throws -> Int32 {
     }
     proxy?.attach(to: monitor)
     if let proxy { daemon.attach(esphome: proxy) }
+    // mDNS through Avahi, where the system bus and avahi-daemon are.
+    if let proxy, config.esphome.mdns, !config.esphome.bindsLoopback,
+      let bus = try? DBusConnection(loop: loop)
+    {
+      proxy.announce(on: bus, log: log)
+    }
   }
   try attachDeviceParts(
     to: daemon, config: config, audio: audio != nil, hasMixer: audio?.volume != nil,
