@@ -9,6 +9,9 @@ then, with `earshot run` serving [esphome] on PORT:
   /tmp/ha-venv/bin/python Tests/esphome/ha_scanner.py PORT KEY SECONDS
 Prints the registered remote scanner and the devices the manager discovered.
 """
+import asyncio
+import sys
+
 from aioesphomeapi import APIClient
 from bleak_esphome import connect_scanner
 from habluetooth import BluetoothManager, set_manager
