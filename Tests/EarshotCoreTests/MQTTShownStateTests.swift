@@ -47,7 +47,7 @@ final class MQTTShownStateTests: XCTestCase {
   /// raised, only dropped when the queue was full; and after a last
   /// connect the broker holds exactly what the model says.
   func testRandomSequencesKeepTheOrderAndTheBrokerAgrees() {
-    var rng = SplitMix(seed: 24)
+    var rng = SeededRandom(state: 24)
     let topics = [
       "ha/binary_sensor/n/region_a/config", "e/region/a/state", "e/region/a/available",
       "ha/sensor/n/beacon_b/config", "e/beacon/b/state",
@@ -244,17 +244,4 @@ final class MQTTShownStateTests: XCTestCase {
   private let beacon = BeaconID(
     uuid: BeaconUUID(high: 0x8F2C_1A3E_5B7D_4E90, low: 0xA1C2_3D4E_5F60_7182), major: 1,
     minor: 10)
-}
-
-/// A small deterministic generator for the property test.
-private struct SplitMix {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
 }
