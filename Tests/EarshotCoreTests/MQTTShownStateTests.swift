@@ -81,9 +81,10 @@ final class MQTTShownStateTests: XCTestCase {
       }
       for step in 0..<40 {
         var out: [MQTTShownState.Message] = []
-        switch rng.next() % 6 {
+        switch rng.next() % 7 {
         case 0: connect()
         case 1: m.disconnected()
+        case 6: out = m.takeDeferredClears()
         case 2:
           raised.append("ev\(step)")
           out = m.event("ev\(step)")
@@ -100,6 +101,8 @@ final class MQTTShownStateTests: XCTestCase {
       }
       m.disconnected()
       connect()
+      apply(m.takeDeferredClears())
+      XCTAssertFalse(m.hasDeferredClears)
       XCTAssertEqual(raised.count - events.count, dropped)
       var rest = events[...]
       for r in raised where rest.first == r { rest = rest.dropFirst() }
@@ -131,7 +134,7 @@ final class MQTTShownStateTests: XCTestCase {
     XCTAssertEqual(m.event("5"), [.init("e/events", "5", retain: false)])
   }
 
-  func testRemovingClearsEveryTopicOfTheEntityDiscoveryFirst() {
+  func testRemovingClearsDiscoveryAtOnceAndTheOtherTopicsAfter() {
     var m = model()
     _ = m.connected()
     _ = m.show(
@@ -142,15 +145,20 @@ final class MQTTShownStateTests: XCTestCase {
         .init("e/region/lab/available", "online", .availability),
       ])
     _ = m.show(.region("desk"), [.init("e/region/desk/state", "outside", .state)])
+    XCTAssertFalse(m.hasDeferredClears)
     XCTAssertEqual(
-      m.remove(.region("lab")),
+      m.remove(.region("lab")), [.init("ha/binary_sensor/n/region_lab/config", "", retain: true)])
+    XCTAssertTrue(m.hasDeferredClears)
+    XCTAssertEqual(m.entities, [.region("desk")])
+    XCTAssertNil(m.payload(of: "e/region/lab/state"))
+    XCTAssertEqual(
+      m.takeDeferredClears(),
       [
-        .init("ha/binary_sensor/n/region_lab/config", "", retain: true),
         .init("e/region/lab/state", "", retain: true),
         .init("e/region/lab/available", "", retain: true),
       ])
-    XCTAssertEqual(m.entities, [.region("desk")])
-    XCTAssertNil(m.payload(of: "e/region/lab/state"))
+    XCTAssertFalse(m.hasDeferredClears)
+    XCTAssertEqual(m.takeDeferredClears(), [])
     m.disconnected()
     XCTAssertEqual(m.connected().map(\.topic), ["e/region/desk/state", "e/status"])
   }
@@ -163,15 +171,26 @@ final class MQTTShownStateTests: XCTestCase {
     _ = m.connected()
     m.disconnected()
     XCTAssertEqual(m.remove(.region("lab")), [])
+    XCTAssertEqual(m.takeDeferredClears(), [], "nothing while disconnected")
     XCTAssertEqual(
       m.connected(),
       [
         .init("ha/binary_sensor/n/region_lab/config", "", retain: true),
-        .init("e/region/lab/state", "", retain: true),
         .init("e/region/desk/state", "outside", retain: true),
         .init("e/status", "online", retain: true),
       ])
+    XCTAssertEqual(m.takeDeferredClears(), [.init("e/region/lab/state", "", retain: true)])
     XCTAssertEqual(m.connected().filter { $0.payload.isEmpty }, [], "cleared once")
+  }
+
+  func testShowingARemovedTopicAgainCancelsItsClear() {
+    var m = model()
+    _ = m.connected()
+    _ = m.show(.region("lab"), [.init("e/region/lab/state", "inside", .state)])
+    _ = m.remove(.region("lab"))
+    _ = m.show(.region("lab"), [.init("e/region/lab/state", "outside", .state)])
+    XCTAssertEqual(m.takeDeferredClears(), [])
+    XCTAssertEqual(m.payload(of: "e/region/lab/state"), "outside")
   }
 
   func testStoppingSaysOfflineOnlyWhileConnected() {
