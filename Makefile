@@ -31,7 +31,12 @@ install: build
 	scripts/install.sh $(PREFIX)
 
 # The Debian package: .build/deb/earshot_VERSION_amd64.deb (debhelper; VERSION
-# is what `earshot --version` prints). Needs no root and no network.
+# is what `earshot --version` prints), built in its own .build/deb-build and
+# failing on a lintian error. Needs no root and no network.
 deb:
 	scripts/deps.sh deb
+	# clean first: debhelper's build stamp from an earlier run would skip
+	# the build and package whatever binary is there now.
+	SWIFT=$(SWIFT) debian/rules clean
 	SWIFT=$(SWIFT) debian/rules binary
+	lintian --fail-on error .build/deb/earshot_*_amd64.deb

@@ -3,7 +3,8 @@
 # machine: lintian (no errors or warnings), the file list, the conffile and
 # maintainer scripts, `earshot --version` from the unpacked tree (dpkg -x into
 # a temporary directory) and `systemd-analyze verify` on the unpacked units.
-# Run by scripts/test.sh after the release build (so `make deb` only links).
+# Run by scripts/test.sh after the release build in .build/deb-build (so
+# `make deb` only checks it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail() { echo "deb-test: $*" >&2; exit 1; }
@@ -13,7 +14,7 @@ make deb >/tmp/earshot-deb.log 2>&1 || { tail -30 /tmp/earshot-deb.log; fail "ma
 debs=(.build/deb/earshot_*_amd64.deb)
 [ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || fail "expected one .deb, got: ${debs[*]}"
 deb=${debs[0]}
-version=$(.build/release/earshot --version | awk '{print $2}')
+version=$(.build/deb-build/release/earshot --version | awk '{print $2}')
 [ "$deb" = ".build/deb/earshot_${version}_amd64.deb" ] || fail "$deb is not earshot_${version}_amd64.deb"
 [ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || fail "package version differs from earshot --version"
 
@@ -39,6 +40,9 @@ grep -q 'setcap cap_net_raw,cap_net_admin+eip /usr/bin/earshot' "$root/control/p
 grep -q 'rm -rf /var/lib/private/earshot' "$root/control/postrm" ||
   fail "postrm does not remove the state on purge"
 [ "$("$root/tree/usr/bin/earshot" --version)" = "earshot $version" ] || fail "unpacked binary's --version"
+# It runs without the toolchain: no RUNPATH into it, and the Swift runtime linked in.
+if readelf -d "$root/tree/usr/bin/earshot" | grep -qE 'R(UN)?PATH.*swift'; then fail "the packaged binary has a RUNPATH into the toolchain"; fi
+if ldd "$root/tree/usr/bin/earshot" | grep -q 'libswift'; then fail "the packaged binary loads the toolchain's Swift libraries"; fi
 cmp -s etc/earshot.conf "$root/tree/etc/earshot/earshot.conf" || fail "packaged config differs from etc/"
 if grep -rq /usr/local "$root/tree/usr/lib/systemd"; then fail "a unit still points at /usr/local"; fi
 
@@ -55,4 +59,17 @@ else
   echo "deb-test: systemd-analyze not found; units not verified" >&2
   [ "${CI:-}" = true ] && fail "systemd-analyze missing in CI"
 fi
-echo "deb-test: $deb passes (lintian clean, contents, --version, units)"
+# A binary that needs the toolchain left where the package builds (as a
+# `swift build -c release` without --static-swift-stdlib would leave it)
+# must not be shipped by the next `make deb`: it relinks, or fails.
+dynamic=.build/debug/earshot
+[ -x "$dynamic" ] || fail "$dynamic missing: run swift build first (scripts/test.sh does)"
+readelf -d "$dynamic" | grep -qE 'RUNPATH.*swift' || fail "$dynamic has no toolchain RUNPATH to test with"
+cp "$dynamic" .build/deb-build/release/earshot
+make deb >/tmp/earshot-deb2.log 2>&1 || { tail -30 /tmp/earshot-deb2.log; fail "make deb after a dynamic build failed"; }
+rm -rf "$root/tree2"
+dpkg-deb -x "$deb" "$root/tree2"
+if readelf -d "$root/tree2/usr/bin/earshot" | grep -qE 'R(UN)?PATH.*swift'; then
+  fail "make deb after a dynamic build shipped a binary with a RUNPATH into the toolchain"
+fi
+echo "deb-test: $deb passes (lintian clean, contents, --version, units, relinked after a dynamic build)"

@@ -47,7 +47,7 @@ final class MQTTShownStateTests: XCTestCase {
   /// raised, only dropped when the queue was full; and after a last
   /// connect the broker holds exactly what the model says.
   func testRandomSequencesKeepTheOrderAndTheBrokerAgrees() {
-    var rng = SplitMix(seed: 24)
+    var rng = SeededRandom(state: 24)
     let topics = [
       "ha/binary_sensor/n/region_a/config", "e/region/a/state", "e/region/a/available",
       "ha/sensor/n/beacon_b/config", "e/beacon/b/state",
@@ -81,9 +81,10 @@ final class MQTTShownStateTests: XCTestCase {
       }
       for step in 0..<40 {
         var out: [MQTTShownState.Message] = []
-        switch rng.next() % 6 {
+        switch rng.next() % 7 {
         case 0: connect()
         case 1: m.disconnected()
+        case 6: out = m.takeDeferredClears()
         case 2:
           raised.append("ev\(step)")
           out = m.event("ev\(step)")
@@ -100,6 +101,8 @@ final class MQTTShownStateTests: XCTestCase {
       }
       m.disconnected()
       connect()
+      apply(m.takeDeferredClears())
+      XCTAssertFalse(m.hasDeferredClears)
       XCTAssertEqual(raised.count - events.count, dropped)
       var rest = events[...]
       for r in raised where rest.first == r { rest = rest.dropFirst() }
@@ -131,7 +134,7 @@ final class MQTTShownStateTests: XCTestCase {
     XCTAssertEqual(m.event("5"), [.init("e/events", "5", retain: false)])
   }
 
-  func testRemovingClearsEveryTopicOfTheEntityDiscoveryFirst() {
+  func testRemovingClearsDiscoveryAtOnceAndTheOtherTopicsAfter() {
     var m = model()
     _ = m.connected()
     _ = m.show(
@@ -142,15 +145,20 @@ final class MQTTShownStateTests: XCTestCase {
         .init("e/region/lab/available", "online", .availability),
       ])
     _ = m.show(.region("desk"), [.init("e/region/desk/state", "outside", .state)])
+    XCTAssertFalse(m.hasDeferredClears)
     XCTAssertEqual(
-      m.remove(.region("lab")),
+      m.remove(.region("lab")), [.init("ha/binary_sensor/n/region_lab/config", "", retain: true)])
+    XCTAssertTrue(m.hasDeferredClears)
+    XCTAssertEqual(m.entities, [.region("desk")])
+    XCTAssertNil(m.payload(of: "e/region/lab/state"))
+    XCTAssertEqual(
+      m.takeDeferredClears(),
       [
-        .init("ha/binary_sensor/n/region_lab/config", "", retain: true),
         .init("e/region/lab/state", "", retain: true),
         .init("e/region/lab/available", "", retain: true),
       ])
-    XCTAssertEqual(m.entities, [.region("desk")])
-    XCTAssertNil(m.payload(of: "e/region/lab/state"))
+    XCTAssertFalse(m.hasDeferredClears)
+    XCTAssertEqual(m.takeDeferredClears(), [])
     m.disconnected()
     XCTAssertEqual(m.connected().map(\.topic), ["e/region/desk/state", "e/status"])
   }
@@ -163,15 +171,26 @@ final class MQTTShownStateTests: XCTestCase {
     _ = m.connected()
     m.disconnected()
     XCTAssertEqual(m.remove(.region("lab")), [])
+    XCTAssertEqual(m.takeDeferredClears(), [], "nothing while disconnected")
     XCTAssertEqual(
       m.connected(),
       [
         .init("ha/binary_sensor/n/region_lab/config", "", retain: true),
-        .init("e/region/lab/state", "", retain: true),
         .init("e/region/desk/state", "outside", retain: true),
         .init("e/status", "online", retain: true),
       ])
+    XCTAssertEqual(m.takeDeferredClears(), [.init("e/region/lab/state", "", retain: true)])
     XCTAssertEqual(m.connected().filter { $0.payload.isEmpty }, [], "cleared once")
+  }
+
+  func testShowingARemovedTopicAgainCancelsItsClear() {
+    var m = model()
+    _ = m.connected()
+    _ = m.show(.region("lab"), [.init("e/region/lab/state", "inside", .state)])
+    _ = m.remove(.region("lab"))
+    _ = m.show(.region("lab"), [.init("e/region/lab/state", "outside", .state)])
+    XCTAssertEqual(m.takeDeferredClears(), [])
+    XCTAssertEqual(m.payload(of: "e/region/lab/state"), "outside")
   }
 
   func testStoppingSaysOfflineOnlyWhileConnected() {
@@ -244,17 +263,4 @@ final class MQTTShownStateTests: XCTestCase {
   private let beacon = BeaconID(
     uuid: BeaconUUID(high: 0x8F2C_1A3E_5B7D_4E90, low: 0xA1C2_3D4E_5F60_7182), major: 1,
     minor: 10)
-}
-
-/// A small deterministic generator for the property test.
-private struct SplitMix {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
 }

@@ -342,14 +342,20 @@ final class RoomsDiscoveryTests: XCTestCase {
       ])
     for msg in m {
       let j = try JSONParser.parse(msg.payload)
-      XCTAssertEqual(j["state_topic"]?.string, topics.state(tag))
+      XCTAssertEqual(j["json_attributes_topic"]?.string, topics.state(tag))
       XCTAssertEqual(j["availability_topic"]?.string, "earshot/rooms/aggregator/pi/status")
       XCTAssertEqual(
         j["device"]?["identifiers"]?.array?.first?.string,
         "earshot_room_8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10")
     }
-    XCTAssertTrue(
-      try JSONParser.parse(m[1].payload)["value_template"]?.string?.contains("not_home") ?? false)
+    // The sensor reads the JSON state; the tracker the plain location, as is.
+    XCTAssertEqual(try JSONParser.parse(m[0].payload)["state_topic"]?.string, topics.state(tag))
+    XCTAssertEqual(
+      try JSONParser.parse(m[1].payload)["state_topic"]?.string, topics.location(.beacon(tag)))
+    XCTAssertNil(try JSONParser.parse(m[1].payload)["value_template"])
+    XCTAssertEqual(RoomsDiscovery.location(RoomChange(t: 5, beacon: tag, room: nil)), "not_home")
+    XCTAssertEqual(
+      RoomsDiscovery.location(RoomChange(t: 5, beacon: tag, room: "kitchen")), "kitchen")
     XCTAssertNotEqual(
       try JSONParser.parse(m[0].payload)["unique_id"],
       try JSONParser.parse(m[1].payload)["unique_id"])

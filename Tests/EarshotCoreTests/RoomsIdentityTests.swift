@@ -160,13 +160,15 @@ final class RoomsIdentityTests: XCTestCase {
         "homeassistant/device_tracker/earshot_rooms/earshot_room_device-001a7dda7113/config",
       ])
     let sensor = try JSONParser.parse(m[0].payload)
-    XCTAssertEqual(sensor["name"]?.string, "phone room")
+    // Home Assistant puts the device's name first: "phone Room", and the
+    // tracker (name null) is "phone".
+    XCTAssertEqual(sensor["name"]?.string, "Room")
     XCTAssertEqual(sensor["device"]?["name"]?.string, "phone")
     XCTAssertEqual(sensor["state_topic"]?.string, topics.state(subject))
-    XCTAssertEqual(try JSONParser.parse(m[1].payload)["name"]?.string, "phone")
-    // Unnamed: labelled by its id.
+    XCTAssertEqual(try JSONParser.parse(m[1].payload)["name"], .null)
+    // Unnamed: the device is labelled by its id.
     let unnamed = try JSONParser.parse(d.messages(for: subject)[1].payload)
-    XCTAssertEqual(unnamed["name"]?.string, "Device 00:1A:7D:DA:71:13")
+    XCTAssertEqual(unnamed["device"]?["name"]?.string, "Device 00:1A:7D:DA:71:13")
   }
 
   // MARK: The agent's sightings

@@ -146,6 +146,10 @@ final class AgentIntegrationTests: XCTestCase {
       try eventually {
         try broker.retained("\(base)/find/state")["\(base)/find/state"] == "ringing"
       })
+    // Home Assistant's "Find phone" sensor says for whom.
+    XCTAssertEqual(
+      try broker.retained("\(base)/find/attributes")["\(base)/find/attributes"],
+      "{\"requesters\":[\"mqtt:button\"]}")
 
     try broker.publish("\(base)/command/found", "PRESS")
     XCTAssertTrue(

@@ -11,10 +11,15 @@ final class BrokerStream {
   let process = Process()
   let path: String
 
-  init(_ broker: Broker, dir: String, topics: [String]) throws {
+  static func subscriber() throws -> String {
     guard let sub = Earshot.tool("mosquitto_sub") else {
       try requireResource("mosquitto_sub (package mosquitto-clients)")
     }
+    return sub
+  }
+
+  init(_ broker: Broker, dir: String, topics: [String]) throws {
+    let sub = try Self.subscriber()
     path = dir + "/stream-\(UUID().uuidString).txt"
     _ = FileManager.default.createFile(atPath: path, contents: nil)
     process.executableURL = URL(fileURLWithPath: sub)

@@ -167,7 +167,9 @@ extension RoomsIntegrationTests {
     let tracker = try XCTUnwrap(
       discovery["homeassistant/device_tracker/earshot_rooms/earshot_room_\(phone.slug)/config"],
       "\(discovery.keys)")
-    XCTAssertEqual(try JSONParser.parse(tracker)["name"]?.string, "phone")
+    // The tracker is the device itself (name null): Home Assistant shows "phone".
+    XCTAssertEqual(try JSONParser.parse(tracker)["name"], .null)
+    XCTAssertEqual(try JSONParser.parse(tracker)["device"]?["name"]?.string, "phone")
     XCTAssertNotNil(
       discovery["homeassistant/sensor/earshot_rooms/earshot_room_\(watch.slug)/config"])
     for a in agents where a.isRunning { a.terminate() }

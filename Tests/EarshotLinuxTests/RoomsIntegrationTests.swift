@@ -245,6 +245,19 @@ final class RoomsIntegrationTests: XCTestCase {
       XCTAssertEqual(json["room"]?.string, decided.room, state)
       XCTAssertGreaterThanOrEqual(t, before.last { $0.beacon == b }?.t ?? .max, state)
     }
+    // The device_tracker's plain-text location says the same room (read
+    // together; the two are published back to back, so retry a moment).
+    for b in [walker, keys] {
+      var pair: [String: String] = [:]
+      var agree = false
+      for _ in 0..<20 where !agree {
+        pair = try site.broker.retained("earshot/rooms/beacon/\(MQTTTopics.slug(b))/+")
+        let room = try pair[topics.state(b)].map { try JSONParser.parse($0)["room"]?.string }
+        agree = room != nil && pair[topics.location(.beacon(b))] == (room! ?? "not_home")
+        if !agree { usleep(100_000) }
+      }
+      XCTAssertTrue(agree, "\(pair)")
+    }
     XCTAssertGreaterThanOrEqual(now.count, before.count)
     // Home Assistant discovery is back too: a sensor and a device_tracker per beacon.
     let discovery = try site.broker.retained("homeassistant/#")

@@ -34,10 +34,13 @@ public enum MQTTEntity: Hashable, Sendable {
 /// - Events raised while disconnected are kept in order, at most
 ///   `eventCapacity` (the oldest dropped and counted), and sent after the
 ///   `online` of the next connection.
-/// - Removing an entity clears each of its retained topics with an empty
-///   retained payload, its discovery configs first (Home Assistant then
-///   removes the entity), and forgets them; removed while disconnected,
-///   they are cleared first thing on the next connection.
+/// - Removing an entity forgets it and clears each of its retained topics
+///   with an empty retained payload: its discovery configs at once (or
+///   first thing on the next connection), its other topics only through
+///   `takeDeferredClears`, which the shell calls a moment later. Home
+///   Assistant removes an entity in a task of its own, and an empty state
+///   payload that reaches the entity first is an error in its log
+///   ("Erroneous JSON", an undefined `value_json`).
 public struct MQTTShownState: Sendable {
   public enum Layer: Int, Comparable, Sendable {
     case discovery, state, availability
@@ -92,8 +95,8 @@ public struct MQTTShownState: Sendable {
   /// Topics in first-show order (stable publication order within a layer).
   private var order: [String] = []
   private var pendingEvents: [String] = []
-  /// Topics of removed entities still to clear on the broker, in layer order.
-  private var pendingClears: [(Layer, String)] = []
+  /// Topics of removed entities still to clear on the broker.
+  private var pendingClears: [(layer: Layer, topic: String)] = []
 
   public init(
     availabilityTopic: String, eventsTopic: String, retain: Bool = true, eventCapacity: Int = 256
@@ -156,8 +159,10 @@ public struct MQTTShownState: Sendable {
   /// events kept meanwhile.
   public mutating func connected() -> [Message] {
     isConnected = true
-    var out: [(Layer, Message)] = pendingClears.map { ($0.0, Message($0.1, "", retain: true)) }
-    pendingClears.removeAll()
+    var out: [(Layer, Message)] = pendingClears.filter { $0.layer == .discovery }.map {
+      ($0.layer, Message($0.topic, "", retain: true))
+    }
+    pendingClears.removeAll { $0.layer == .discovery }
     for topic in order {
       guard var e = entries[topic] else { continue }
       e.sent = true
@@ -188,20 +193,35 @@ public struct MQTTShownState: Sendable {
   }
 
   /// Forgets an entity and returns the empty retained payloads that clear
-  /// its topics from the broker, discovery first (kept for the next
-  /// connection while disconnected).
+  /// its discovery configs (kept for the next connection while
+  /// disconnected); its other topics wait for `takeDeferredClears`.
   public mutating func remove(_ entity: MQTTEntity) -> [Message] {
-    var out: [(Layer, Message)] = []
+    var out: [Message] = []
     for topic in order where entries[topic]?.entity == entity {
       let e = entries.removeValue(forKey: topic)!
-      if isConnected {
-        out.append((e.layer, Message(topic, "", retain: true)))
+      if isConnected && e.layer == .discovery {
+        out.append(Message(topic, "", retain: true))
       } else {
         pendingClears.append((e.layer, topic))
       }
     }
     order.removeAll { entries[$0] == nil }
-    return Self.sorted(out)
+    return out
+  }
+
+  /// Whether state or availability topics of removed entities wait to be
+  /// cleared (the shell then calls `takeDeferredClears` a moment later).
+  public var hasDeferredClears: Bool { pendingClears.contains { $0.layer != .discovery } }
+
+  /// The empty retained payloads for the state and availability topics of
+  /// removed entities, once their discovery configs have gone out; nothing
+  /// while disconnected.
+  public mutating func takeDeferredClears() -> [Message] {
+    guard isConnected, !pendingClears.contains(where: { $0.layer == .discovery }) else {
+      return []
+    }
+    defer { pendingClears.removeAll() }
+    return pendingClears.map { Message($0.topic, "", retain: true) }
   }
 
   /// Stable sort by layer: order within a layer is first-show order.

@@ -26,7 +26,9 @@ public final class MQTTBridge {
   public var onLog: ((String) -> Void)?
 
   private let settings: Options
+  private let loop: EventLoop
   private let client: MQTTClient
+  private var deferredClears: EventLoop.TimerID?
   /// What the broker should hold; every publication comes from it.
   private var shown: MQTTShownState
   private var limiter: BeaconRateLimiter
@@ -35,6 +37,7 @@ public final class MQTTBridge {
     var options = settings.client
     options.will = (settings.topics.availability, "offline")
     self.settings = settings
+    self.loop = loop
     limiter = BeaconRateLimiter(interval: settings.beaconInterval)
     shown = MQTTShownState(
       availabilityTopic: settings.topics.availability, eventsTopic: settings.topics.events,
@@ -198,6 +201,18 @@ public final class MQTTBridge {
   private func send(_ messages: [MQTTShownState.Message]) {
     for m in messages {
       client.publish(m.topic, m.payload, qos: settings.qos, retain: m.retain)
+    }
+    scheduleDeferredClears()
+  }
+
+  /// A removed entity's state topics are cleared a second after its
+  /// discovery config (MQTTShownState says why).
+  private func scheduleDeferredClears() {
+    guard shown.hasDeferredClears, shown.isConnected, deferredClears == nil else { return }
+    deferredClears = loop.after(seconds: 1) { [weak self] in
+      guard let self else { return }
+      self.deferredClears = nil
+      self.send(self.shown.takeDeferredClears())
     }
   }
 
