@@ -132,6 +132,26 @@ final class ESPHomeTests: XCTestCase {
     XCTAssertEqual(s.sentBatches, 4)
   }
 
+  func testGoodbyeAsksAConnectedClientToDisconnectThenCloses() throws {
+    var s = ESPHomeSession(
+      info: Self.info(encrypted: false), serverInfo: "earshot", psk: nil, crypto: nil)
+    _ = s.receive(plainFrame(1) + plainFrame(66, [0x08, 0x01]))
+    _ = s.takeOutput()
+    s.offer(batch: [1])
+    s.goodbye()
+    XCTAssertTrue(s.isClosing)
+    XCTAssertEqual(s.takeOutput(), [0x00, 0x00, 0x05], "DisconnectRequest, and no batch after it")
+    XCTAssertNil(s.takeOutput())
+    // Before the Noise handshake there is nothing to say.
+    var n = ESPHomeSession(
+      info: Self.info(encrypted: true), serverInfo: "earshot",
+      psk: [UInt8](repeating: 1, count: 32),
+      crypto: FakeCrypto())
+    n.goodbye()
+    XCTAssertTrue(n.isClosing)
+    XCTAssertNil(n.takeOutput())
+  }
+
   func testGarbageClosesWithAFrameTheOtherFramingUnderstands() {
     var s = ESPHomeSession(
       info: Self.info(encrypted: false), serverInfo: "e", psk: nil, crypto: nil)

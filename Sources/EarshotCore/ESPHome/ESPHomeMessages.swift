@@ -98,7 +98,9 @@ public struct ESPHomeDeviceInfo: Sendable, Equatable {
   public var compilationTime: String
   public var model = "Linux"
   public var manufacturer = "Earshot"
-  public var projectName = "earshot.agent"
+  /// "MANUFACTURER.MODEL": Home Assistant names the device's manufacturer
+  /// and model after the two halves of a project name, over the fields above.
+  public var projectName = "Earshot.Linux"
   public var projectVersion: String
   public var encrypted: Bool
 

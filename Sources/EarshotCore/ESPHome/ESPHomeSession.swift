@@ -235,6 +235,15 @@ public struct ESPHomeSession {
     replies += frame(type, body)
   }
 
+  /// The agent stops: a connected client is asked to disconnect (ESPHome's
+  /// DisconnectRequest, as a node that shuts down sends it), so Home
+  /// Assistant takes the end as expected rather than as a lost node; then
+  /// the session closes. Nothing is said before the handshake is done.
+  public mutating func goodbye() {
+    if case .ready = phase { reply(.disconnectRequest, []) }
+    if !isClosing { _ = fail("the agent stops") }
+  }
+
   /// Queues one BluetoothLERawAdvertisementsResponse body if the client
   /// subscribed; drops the oldest queued batch when the queue is full.
   public mutating func offer(batch: [UInt8]) {

@@ -147,7 +147,12 @@ public final class ESPHomeServer {
   public func shutdown() {
     loop.unwatch(listenFD)
     listenFD.close()
-    for id in Array(clients.keys) { drop(id, reason: nil) }
+    // Each client is asked to disconnect (what the socket takes now), then closed.
+    for client in Array(clients.values) {
+      client.session.goodbye()
+      pump(client)
+      drop(client.id, reason: nil)
+    }
   }
 
   // MARK: Accepting
