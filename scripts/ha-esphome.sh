@@ -65,7 +65,8 @@ lead=${EARSHOT_HA_LEAD:-10}
 reload_after=${EARSHOT_HA_RELOAD_AFTER:-12} # seconds into the replay
 [[ -x $bin_arg ]] || { echo "ha-esphome: no earshot binary at $bin_arg" >&2; exit 2; }
 
-say() { printf '%s ha-esphome: %s\n' "$(date +%T.%3N)" "$*" >&2; }
+tool=ha-esphome
+. "$ha_dir/lib.sh"
 
 [[ -x /usr/bin/python3 ]] || { echo "ha-esphome: needs python3 (apt-get install python3 python3-venv)" >&2; exit 2; }
 
@@ -75,29 +76,7 @@ venv=$("$ha_dir/install.sh" "$ha_dir/requirements-esphome.txt" | tail -n 1)
 install_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $install_start:.1f}')")
 
 # --- work directory, processes, cleanup --------------------------------------
-W=$(mktemp -d /tmp/earshot-ha-esphome.XXXXXX)
-pids=()
-cleanup() {
-  local rc=$?
-  set +e
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-  for _ in $(seq 50); do
-    local alive=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    ((alive)) || break
-    sleep 0.1
-  done
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done
-  wait 2>/dev/null
-  if [[ ${EARSHOT_HA_KEEP:-0} == 1 ]]; then
-    echo "ha-esphome: kept $W" >&2
-  else
-    rm -rf "$W"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+ha_workdir
 
 bin=$W/earshot
 cp "$bin_arg" "$bin"
@@ -105,11 +84,7 @@ cp "$bin_arg" "$bin"
   { echo "ha-esphome: $bin_arg has no ESPHome proxy (earshot run --help does not mention [esphome])" >&2; exit 2; }
 mkdir -p "$W/ha/.storage" "$W/ha/custom_components" "$W/ha-home" "$W/home" "$W/agent/state" "$W/probe"
 cp -r "$esp_dir/earshot_probe" "$W/ha/custom_components/"
-marks=$W/marks.txt
-: >"$marks"
-mark() { echo "$1 $(date +%s.%N) ${2:-}" >>"$marks"; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 http_port=$(free_port)
 api_port=$(free_port)
 while [[ $api_port == "$http_port" ]]; do api_port=$(free_port); done

@@ -61,7 +61,8 @@ ha_dir=$repo/scripts/ha
 bin_arg=${1:-$repo/.build/debug/earshot}
 [[ -x $bin_arg ]] || { echo "ha-real: no earshot binary at $bin_arg" >&2; exit 2; }
 
-say() { printf '%s ha-real: %s\n' "$(date +%T.%3N)" "$*" >&2; }
+tool=ha-real
+. "$ha_dir/lib.sh"
 
 # --- Debian packages ---------------------------------------------------------
 need=()
@@ -86,38 +87,12 @@ venv=$("$ha_dir/install.sh" | tail -n 1)
 install_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $install_start:.1f}')")
 
 # --- work directory, processes, cleanup --------------------------------------
-W=$(mktemp -d /tmp/earshot-ha.XXXXXX)
-pids=()
-cleanup() {
-  local rc=$?
-  set +e
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-  for _ in $(seq 50); do
-    local alive=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    ((alive)) || break
-    sleep 0.1
-  done
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null; done
-  wait 2>/dev/null
-  if [[ ${EARSHOT_HA_KEEP:-0} == 1 ]]; then
-    echo "ha-real: kept $W" >&2
-  else
-    rm -rf "$W"
-  fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+ha_workdir
 
 bin=$W/earshot
 cp "$bin_arg" "$bin"
 mkdir -p "$W/ha/.storage" "$W/ha-home" "$W/home" "$W/pulse-home"
-marks=$W/marks.txt
-: >"$marks"
-mark() { echo "$1 $(date +%s.%N) ${2:-}" >>"$marks"; }
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 mqtt_port=$(free_port)
 http_port=$(free_port)
 while [[ $http_port == "$mqtt_port" ]]; do http_port=$(free_port); done
