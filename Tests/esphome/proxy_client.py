@@ -14,6 +14,10 @@
       connects with KEY (not the proxy's); prints the error aioesphomeapi raised.
   proxy_client.py garbage PORT
       sends bytes that are not a frame; prints whether the proxy closed.
+  proxy_client.py load PORT KEY CLIENTS SECONDS
+      CLIENTS aioesphomeapi clients in one process, each connected and
+      subscribed; prints "subscribed", then after SECONDS one JSON line
+      with the advertisements each received.
   proxy_client.py repeat-capture IN OUT TIMES
       writes a capture of IN's records repeated TIMES times, each copy
       after the last (a busier capture for the back-pressure test).
@@ -100,6 +104,27 @@ async def receive(port, key, capture, seconds):
     }), flush=True)
 
 
+async def load(port, key, clients, seconds):
+    from aioesphomeapi import APIClient
+
+    counts = [0] * clients
+    conns = []
+    for i in range(clients):
+        cli = APIClient("127.0.0.1", port, None, noise_psk=key, client_info=f"load-{i}")
+        await cli.connect(login=True)
+
+        def on_ads(msg, i=i):
+            counts[i] += len(msg.advertisements)
+
+        cli.subscribe_bluetooth_le_raw_advertisements(on_ads)
+        conns.append(cli)
+    print("subscribed", flush=True)
+    await asyncio.sleep(seconds)
+    for cli in conns:
+        await cli.disconnect()
+    print(json.dumps({"received": counts}), flush=True)
+
+
 def frame(payload):
     return bytes((1, len(payload) >> 8, len(payload) & 0xFF)) + payload
 
@@ -179,6 +204,8 @@ if __name__ == "__main__":
         asyncio.run(wrong_key(int(args[0]), args[1]))
     elif cmd == "garbage":
         garbage(int(args[0]))
+    elif cmd == "load":
+        asyncio.run(load(int(args[0]), args[1], int(args[2]), float(args[3])))
     elif cmd == "repeat-capture":
         repeat_capture(args[0], args[1], int(args[2]))
     else:
