@@ -132,6 +132,39 @@ final class ESPHomeTests: XCTestCase {
     XCTAssertEqual(s.sentBatches, 4)
   }
 
+  func testAClientThatNeverSaysHelloOrFallsSilentExpiresAndIsPingedFirst() {
+    let t0 = MonotonicTime(nanos: 5_000_000_000)
+    func at(_ s: Double) -> MonotonicTime { t0.adding(seconds: s) }
+    var mute = ESPHomeSession(
+      info: Self.info(encrypted: false), serverInfo: "earshot", psk: nil, crypto: nil,
+      connectedAt: t0)
+    XCTAssertNil(mute.tick(at: at(9.9)))
+    XCTAssertEqual(mute.tick(at: at(10)), "no Hello within 10 s of connecting")
+    XCTAssertNil(mute.takeOutput(), "never pinged before its Hello")
+
+    var s = ESPHomeSession(
+      info: Self.info(encrypted: false), serverInfo: "earshot", psk: nil, crypto: nil,
+      connectedAt: t0)
+    s.heard(at: at(1))
+    _ = s.receive(plainFrame(1))
+    _ = s.takeOutput()
+    XCTAssertNil(s.tick(at: at(60.9)))
+    XCTAssertNil(s.takeOutput(), "not silent long enough to ask")
+    XCTAssertNil(s.tick(at: at(61)))
+    XCTAssertEqual(s.takeOutput(), [0x00, 0x00, 0x07], "a PingRequest after 60 s of silence")
+    XCTAssertNil(s.tick(at: at(70)))
+    XCTAssertNil(s.takeOutput(), "asked once")
+    // The PingResponse comes back: heard, and the clock starts again.
+    s.heard(at: at(72))
+    XCTAssertEqual(s.receive(plainFrame(8)), [])
+    XCTAssertNil(s.tick(at: at(131)))
+    XCTAssertNil(s.tick(at: at(133)))
+    XCTAssertEqual(s.takeOutput(), [0x00, 0x00, 0x07], "asked again after the next silence")
+    XCTAssertEqual(s.tick(at: at(162)), "nothing heard for 90 s", "no answer: gone")
+    s.goodbye()
+    XCTAssertNil(s.tick(at: at(1000)), "a closing session is not expired again")
+  }
+
   func testGoodbyeAsksAConnectedClientToDisconnectThenCloses() throws {
     var s = ESPHomeSession(
       info: Self.info(encrypted: false), serverInfo: "earshot", psk: nil, crypto: nil)

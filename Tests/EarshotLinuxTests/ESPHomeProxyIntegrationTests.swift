@@ -125,6 +125,9 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
       [script, "wrong-key", String(port), Data(repeating: 1, count: 32).base64EncodedString()])
     let wrong = try XCTUnwrap(wrongKey.json())
     XCTAssertEqual(wrong["error"] as? String, "InvalidEncryptionKeyAPIError", "\(wrong)")
+    // One that connects and never speaks: it must not hold a slot for ever.
+    let silent = try Helper(Self.venvPython, [script, "silent", String(port)])
+    XCTAssertEqual(silent.line(), "connected")
     let garbage = try XCTUnwrap(
       try Helper(Self.venvPython, [script, "garbage", String(port)]).json())
     XCTAssertEqual(garbage["closed"] as? Bool, true, "\(garbage)")
@@ -138,6 +141,13 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     XCTAssertEqual(result["expected"] as? Int, 5688)
     XCTAssertEqual(result["received"] as? Int, 5688, "\(result)")
     XCTAssertEqual(result["mismatches"] as? Int, 0, "\(result)")
+    // The silent client was closed at its Hello deadline (10 s, swept every 2 s).
+    let closed = try XCTUnwrap(silent.json(), agent.log)
+    XCTAssertEqual(closed["closed"] as? Bool, true, "\(closed)")
+    let after = try XCTUnwrap(closed["after"] as? Double)
+    XCTAssertGreaterThanOrEqual(after, 9.5, "\(closed)")
+    XCTAssertLessThan(after, 30, "\(closed)")
+    XCTAssertTrue(agent.log.contains("no Hello within 10 s of connecting"), agent.log)
     XCTAssertEqual(result["bluetooth_proxy_feature_flags"] as? Int, 1 | 32)
     XCTAssertEqual(result["name"] as? String, "earshot-test")
     XCTAssertEqual(result["model"] as? String, "Linux")

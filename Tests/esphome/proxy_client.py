@@ -12,6 +12,9 @@
       then never reads again. Prints "subscribed" and sleeps.
   proxy_client.py wrong-key PORT KEY
       connects with KEY (not the proxy's); prints the error aioesphomeapi raised.
+  proxy_client.py silent PORT
+      connects and never sends a byte; prints "connected", then how long
+      until the proxy closed the connection (at most 60 s).
   proxy_client.py garbage PORT
       sends bytes that are not a frame; prints whether the proxy closed.
   proxy_client.py load PORT KEY CLIENTS SECONDS
@@ -176,6 +179,18 @@ async def wrong_key(port, key):
         print(json.dumps({"error": type(e).__name__, "message": str(e)}))
 
 
+def silent(port):
+    s = socket.create_connection(("127.0.0.1", port))
+    start = time.monotonic()
+    print("connected", flush=True)
+    s.settimeout(60)
+    try:
+        closed = s.recv(1) == b""
+    except (socket.timeout, ConnectionResetError) as e:
+        closed = isinstance(e, ConnectionResetError)
+    print(json.dumps({"closed": closed, "after": time.monotonic() - start}), flush=True)
+
+
 def garbage(port):
     s = socket.create_connection(("127.0.0.1", port))
     s.settimeout(5)
@@ -202,6 +217,8 @@ if __name__ == "__main__":
         stall(int(args[0]), args[1])
     elif cmd == "wrong-key":
         asyncio.run(wrong_key(int(args[0]), args[1]))
+    elif cmd == "silent":
+        silent(int(args[0]))
     elif cmd == "garbage":
         garbage(int(args[0]))
     elif cmd == "load":

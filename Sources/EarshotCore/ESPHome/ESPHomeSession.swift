@@ -28,6 +28,18 @@ public struct ESPHomeSession {
     public var maxQueuedBatches = 64
     public var maxQueuedReplyBytes = 64 * 1024
     public var maxFrame = ESPHomeFrameDecoder.defaultMaxFrame
+    /// Seconds from connecting to the client's Hello: a connection that
+    /// never speaks (or stalls mid-handshake) must not hold a slot.
+    public var helloTimeout = 10.0
+    /// Seconds without a byte from the client before the proxy asks with
+    /// a PingRequest (as an ESPHome node does): aioesphomeapi sends its own
+    /// pings only while it hears nothing, so a subscriber that gets a
+    /// stream of advertisements may rightly stay silent.
+    public var pingAfter = 60.0
+    /// Seconds without a byte after which the client is gone (it did not
+    /// answer the ping: a host that died without closing the connection
+    /// would otherwise hold its slot for ever).
+    public var idleTimeout = 90.0
     public init() {}
   }
 
@@ -53,14 +65,21 @@ public struct ESPHomeSession {
   private var batches: [[UInt8]] = []
   private var batchesHead = 0
   public private(set) var subscribed = false
+  /// When the client connected, last sent anything, and whether it said Hello.
+  private var connectedAt: MonotonicTime
+  private var lastHeard: MonotonicTime
+  private var saidHello = false
+  private var pinged = false
   public private(set) var droppedBatches = 0
   public private(set) var sentBatches = 0
 
   /// `psk` (32 bytes) and `crypto` for Noise; both `nil` for plaintext.
   public init(
     info: ESPHomeDeviceInfo, serverInfo: String, psk: [UInt8]?, crypto: NoiseCrypto?,
-    limits: Limits = Limits()
+    limits: Limits = Limits(), connectedAt: MonotonicTime = .zero
   ) {
+    self.connectedAt = connectedAt
+    lastHeard = connectedAt
     precondition((psk == nil) == (crypto == nil), "Noise needs both a key and crypto")
     self.info = info
     self.serverInfo = serverInfo
@@ -80,6 +99,31 @@ public struct ESPHomeSession {
   public var queuedBatches: Int { batches.count - batchesHead }
 
   // MARK: Input
+
+  /// The client was heard from at `t` (the shell calls it with each read).
+  public mutating func heard(at t: MonotonicTime) {
+    lastHeard = max(lastHeard, t)
+    pinged = false
+  }
+
+  /// Time passes (the shell calls it every few seconds, then writes what
+  /// the session queued). Returns why the session must end now, if it
+  /// must: no Hello within `helloTimeout` of connecting, or nothing heard
+  /// for `idleTimeout`. A client silent for `pingAfter` is asked once with
+  /// a PingRequest; its answer, or anything else, counts as heard.
+  public mutating func tick(at now: MonotonicTime) -> String? {
+    guard !isClosing else { return nil }
+    if !saidHello, connectedAt.seconds(until: now) >= limits.helloTimeout {
+      return "no Hello within \(Int(limits.helloTimeout)) s of connecting"
+    }
+    let silent = lastHeard.seconds(until: now)
+    if silent >= limits.idleTimeout { return "nothing heard for \(Int(limits.idleTimeout)) s" }
+    if case .ready = phase, saidHello, silent >= limits.pingAfter, !pinged {
+      pinged = true
+      reply(.pingRequest, [])
+    }
+    return nil
+  }
 
   /// The client's bytes, as they came.
   public mutating func receive(_ bytes: some Collection<UInt8>) -> [Event] {
@@ -171,6 +215,7 @@ public struct ESPHomeSession {
     var events: [Event] = []
     switch m {
     case .hello(let clientInfo, _, _):
+      saidHello = true
       reply(
         .helloResponse, ESPHomeServerMessage.helloResponse(serverInfo: serverInfo, name: info.name))
       events.append(.connected(clientInfo: clientInfo))

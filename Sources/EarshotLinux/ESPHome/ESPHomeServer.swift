@@ -47,6 +47,7 @@ public final class ESPHomeServer {
     var out: [UInt8] = []
     var outOffset = 0
     var watchedEvents: UInt32 = 0
+    var askedForScannerMode = false
 
     init(id: ClientID, fd: FileDescriptor, peer: String, session: ESPHomeSession) {
       self.id = id
@@ -70,6 +71,11 @@ public final class ESPHomeServer {
   private let crypto: LibcryptoNoise?
   private var clients: [ClientID: Client] = [:]
   private var nextID: ClientID = 1
+  /// Sweeps clients past their Hello or idle deadline while any are connected.
+  private var sweep: EventLoop.TimerID?
+  /// Out of descriptors: accepting waits for this timer (the listening
+  /// socket is level-triggered and would wake the loop at once, for ever).
+  private var acceptPause: EventLoop.TimerID?
   /// Batches handed to subscribers, and those dropped for slow ones (counted per client).
   public private(set) var batchesOffered = 0
   public private(set) var batchesDropped = 0
@@ -145,6 +151,10 @@ public final class ESPHomeServer {
 
   /// Stops listening and closes every client.
   public func shutdown() {
+    if let sweep { loop.cancel(sweep) }
+    if let acceptPause { loop.cancel(acceptPause) }
+    sweep = nil
+    acceptPause = nil
     loop.unwatch(listenFD)
     listenFD.close()
     // Each client is asked to disconnect (what the socket takes now), then closed.
@@ -166,7 +176,10 @@ public final class ESPHomeServer {
       }
       if raw < 0 {
         if errno == EINTR || errno == ECONNABORTED { continue }
-        return  // EAGAIN: all accepted (EMFILE: the next wake-up tries again)
+        if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+          pauseAccepting(errno)
+        }
+        return  // EAGAIN: all accepted
       }
       let fd = FileDescriptor(rawValue: raw)
       fd.setCloseOnExec()
@@ -188,6 +201,40 @@ public final class ESPHomeServer {
         continue
       }
       admit(fd, peer: peer)
+    }
+  }
+
+  /// Stops watching the listening socket for a second (no descriptor or
+  /// memory for a new client now), then accepts again.
+  private func pauseAccepting(_ error: Int32) {
+    guard acceptPause == nil else { return }
+    loop.unwatch(listenFD)
+    onLog?(
+      "esphome: cannot accept a client (\(String(cString: strerror(error)))); trying again in 1 s")
+    acceptPause = loop.after(seconds: 1) { [weak self] in
+      guard let self else { return }
+      self.acceptPause = nil
+      try? self.loop.watch(self.listenFD) { [unowned self] _ in self.acceptClients() }
+      self.acceptClients()
+    }
+  }
+
+  /// Every 2 s while clients are connected: time for each session (those
+  /// past a deadline go; a silent one is pinged).
+  private func scheduleSweep() {
+    guard sweep == nil, !clients.isEmpty else { return }
+    sweep = loop.after(seconds: 2) { [weak self] in
+      guard let self else { return }
+      self.sweep = nil
+      let now = Clock.now()
+      for client in Array(self.clients.values) {
+        if let why = client.session.tick(at: now) {
+          self.drop(client.id, reason: why)
+        } else {
+          self.pump(client)  // a PingRequest the session may have queued
+        }
+      }
+      self.scheduleSweep()
     }
   }
 
@@ -216,7 +263,7 @@ public final class ESPHomeServer {
     nextID += 1
     let session = ESPHomeSession(
       info: options.info, serverInfo: options.serverInfo, psk: options.psk, crypto: crypto,
-      limits: options.limits)
+      limits: options.limits, connectedAt: Clock.now())
     let client = Client(id: id, fd: fd, peer: peer, session: session)
     clients[id] = client
     client.watchedEvents = EPOLLIN.rawValue | EPOLLRDHUP.rawValue
@@ -228,6 +275,7 @@ public final class ESPHomeServer {
       clients[id] = nil
       fd.close()
     }
+    scheduleSweep()
   }
 
   // MARK: Reading
@@ -265,13 +313,24 @@ public final class ESPHomeServer {
         drop(client.id, reason: "the client closed the connection")
         return
       }
+      client.session.heard(at: Clock.now())
       let events = client.session.receive(buffer[0..<n])
       for e in events {
         switch e {
-        case .connected(let info): onLog?("esphome: \(client.peer) connected (\(info))")
+        case .connected(let info):
+          // The client names itself: one printable line, bounded.
+          let name = String(
+            String.UnicodeScalarView(
+              info.unicodeScalars.prefix(64).map {
+                $0.properties.isWhitespace || $0.value < 0x20 ? " " : $0
+              }))
+          onLog?("esphome: \(client.peer) connected (\(name))")
         case .subscribed: onLog?("esphome: \(client.peer) subscribed to raw advertisements")
         case .unsubscribed: onLog?("esphome: \(client.peer) unsubscribed")
         case .scannerModeRequested(let active):
+          // Said once per client: a client can send these as fast as it likes.
+          guard !client.askedForScannerMode else { break }
+          client.askedForScannerMode = true
           onLog?(
             "esphome: \(client.peer) asked for \(active ? "active" : "passive") scanning; the scanner follows [scanner] passive (it is shared with presence)"
           )
