@@ -33,23 +33,6 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     try? FileManager.default.removeItem(atPath: dir)
   }
 
-  /// A free TCP port on loopback (bound and released: the agent takes it next).
-  func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var a = sockaddr_in()
-    a.sin_family = sa_family_t(AF_INET)
-    a.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    var n = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &a) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, n) }
-    }
-    _ = withUnsafeMutablePointer(to: &a) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &n) }
-    }
-    return Int(UInt16(bigEndian: a.sin_port))
-  }
-
   /// A python helper run in the background; its stdout lines as they come.
   final class Helper {
     let process = Process()
@@ -107,7 +90,7 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     let key = Data((0..<32).map { UInt8($0 * 7 + 3) }).base64EncodedString()
     try (key + "\n").write(toFile: dir + "/key", atomically: true, encoding: .utf8)
     chmod(dir + "/key", 0o600)
-    let port = try freePort()
+    let port = try Broker.unusedPort()
     let start = Int(Date().timeIntervalSince1970) + 8
     let agent = try AgentProcess(
       config: regions
@@ -182,7 +165,7 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
   /// plaintext; the agent warned at start.
   func testPlaintextOnlyWhenAskedAndLoudly() throws {
     let capture = repo.appendingPathComponent("captures/demo.btsnoop").path
-    let port = try freePort()
+    let port = try Broker.unusedPort()
     let start = Int(Date().timeIntervalSince1970) + 6
     let agent = try AgentProcess(
       config: "[esphome]\nenabled = true\nport = \(port)\ninsecure_plaintext = true\n",
