@@ -64,8 +64,13 @@ enum PulseServer {
 
 /// Records the null sink's monitor with parec (48 kHz mono, 16-bit) on a
 /// background thread, and maps monotonic times to sample positions: each
-/// read's arrival time bounds when its last sample was captured, and the
-/// earliest such bound anchors the recording to the clock.
+/// read's arrival time bounds when its last sample was captured, so
+/// (arrival - duration so far) bounds the clock time of sample 0, and the
+/// earliest bound among the reads just after a time anchors it. Not the
+/// earliest of all: a server can drop captured audio (PipeWire did on a
+/// loaded CI machine, and a mapping anchored once at the start then ran
+/// 100 ms and more ahead of the sound). A loss raises the bounds of every
+/// read after it, a read that is only late raises its own.
 final class MonitorRecorder: @unchecked Sendable {
   static let rate = 48_000
 
@@ -90,8 +95,10 @@ final class MonitorRecorder: @unchecked Sendable {
   private let process = Process()
   private let lock = NSLock()
   private var bytes = [UInt8]()
-  /// Earliest (arrival - duration so far): the clock time of sample 0.
-  private var anchorNanos = UInt64.max
+  /// Each read: when it arrived, and its bound on the time of sample 0.
+  private var reads: [(arrival: UInt64, bound: UInt64)] = []
+  /// The reads that anchor a time: those of the next half second.
+  private static let anchorWindow: UInt64 = 500_000_000
   private var reader: Thread?
   private let pipe = Pipe()
 
@@ -123,7 +130,7 @@ final class MonitorRecorder: @unchecked Sendable {
         lock.lock()
         bytes.append(contentsOf: chunk[0..<n])
         let duration = UInt64(bytes.count / 2) * 1_000_000_000 / UInt64(Self.rate)
-        if now > duration { anchorNanos = min(anchorNanos, now - duration) }
+        if now > duration { reads.append((now, now - duration)) }
         lock.unlock()
       }
     }
@@ -168,8 +175,24 @@ final class MonitorRecorder: @unchecked Sendable {
   func index(at time: UInt64) -> Int {
     lock.lock()
     defer { lock.unlock() }
-    guard anchorNanos != .max, time > anchorNanos else { return 0 }
-    return Int((time - anchorNanos) * UInt64(Self.rate) / 1_000_000_000)
+    guard let lastRead = reads.last else { return 0 }
+    // The reads that arrived in the half second from `time` (or, for a time
+    // not recorded that long yet, the last half second's).
+    let from = min(
+      time, lastRead.arrival > Self.anchorWindow ? lastRead.arrival - Self.anchorWindow : 0)
+    var lo = 0
+    var hi = reads.count
+    while lo < hi {
+      let mid = (lo + hi) / 2
+      if reads[mid].arrival < from { lo = mid + 1 } else { hi = mid }
+    }
+    var anchor = UInt64.max
+    for r in reads[lo...] {
+      if r.arrival > from + Self.anchorWindow { break }
+      anchor = min(anchor, r.bound)
+    }
+    guard time > anchor else { return 0 }
+    return Int((time - anchor) * UInt64(Self.rate) / 1_000_000_000)
   }
 
   /// The samples recorded so far.
