@@ -64,7 +64,8 @@ let package = Package(
     .executableTarget(name: "earshot", dependencies: ["EarshotCore", "EarshotLinux"]),
 
     // Helpers both test targets use (shared data, resources, the built binary).
-    .target(name: "EarshotTestSupport", path: "Tests/EarshotTestSupport"),
+    .target(
+      name: "EarshotTestSupport", dependencies: ["EarshotCore"], path: "Tests/EarshotTestSupport"),
     .testTarget(name: "EarshotCoreTests", dependencies: ["EarshotCore", "EarshotTestSupport"]),
     .testTarget(
       name: "EarshotLinuxTests",

@@ -20,6 +20,12 @@ public struct MonitorEvent: Sendable, Equatable {
   /// For `range`: the beacons, nearest first. For enter/exit: the beacon
   /// that caused it (on exit, its last estimate before it went quiet).
   public let beacons: [RangedBeacon]
+
+  /// The same event stamped `t` (the monitor's decision time turned into
+  /// the wall time people read).
+  public func shown(at t: Int64) -> MonitorEvent {
+    MonitorEvent(t: t, kind: kind, region: region, state: state, beacons: beacons)
+  }
 }
 
 /// Region monitoring as a pure state machine: reports, adapter up/down and
@@ -58,6 +64,9 @@ public struct RegionMonitor: Sendable {
     var watchedSince: Int64? = nil
     var known: RegionState? = nil
     var lastSeen: Int64? = nil
+    /// The state file's last sighting (shown time), until a new one: only
+    /// written back, never decided on (it is on another run's clock).
+    var savedLastSeen: Int64? = nil
     var lastBeacon: TrackKey? = nil
     var nextRange: Int64? = nil
     /// With `exit_after = auto`: the beacon whose silence ends the region
@@ -160,7 +169,7 @@ public struct RegionMonitor: Sendable {
           saved.identity == regions[i].config.identity
         else { continue }  // a region redefined since is a new region
         regions[i].known = saved.known
-        regions[i].lastSeen = saved.lastSeen
+        regions[i].savedLastSeen = saved.lastSeen
       }
     }
   }
@@ -201,6 +210,18 @@ public struct RegionMonitor: Sendable {
     }
     invalidateTimers()
     return out
+  }
+
+  /// The machine slept and has resumed (the shell noticed it at `t`): as
+  /// if the adapter had gone down and come back now. Regions that were
+  /// inside or outside are `unknown` until heard again, and exit_after
+  /// counts from the resume, never the time asleep (the monotonic clock
+  /// live decides on does not move then, but what was heard before the
+  /// sleep says nothing about after it: the laptop may have been carried
+  /// elsewhere). Nothing happens while the adapter was down or paused.
+  public mutating func resumed(at t: Int64) -> [MonitorEvent] {
+    guard scanningSince != nil else { return advance(to: t) }
+    return adapterDown(at: t) + adapterUp(at: t)
   }
 
   /// Nobody scans for a moment while the adapter stays up (another
@@ -507,12 +528,17 @@ public struct RegionMonitor: Sendable {
   /// Beacon identities with state kept (forgotten an hour after last seen).
   public var trackedBeacons: Int { beacons.count }
 
-  public var snapshot: MonitorSnapshot {
+  public var snapshot: MonitorSnapshot { snapshot(shown: { $0 }) }
+
+  /// What the state file keeps, its sighting times as `shown` maps the
+  /// monitor's time (live: monotonic to wall, which a later run can read).
+  public func snapshot(shown: (Int64) -> Int64) -> MonitorSnapshot {
     MonitorSnapshot(
       regions: regions.compactMap { r in
         r.known.map {
           MonitorSnapshot.Entry(
-            name: r.config.name, identity: r.config.identity, known: $0, lastSeen: r.lastSeen)
+            name: r.config.name, identity: r.config.identity, known: $0,
+            lastSeen: r.lastSeen.map(shown) ?? r.savedLastSeen)
         }
       })
   }

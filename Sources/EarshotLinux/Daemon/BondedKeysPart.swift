@@ -43,7 +43,8 @@ extension Daemon {
           ("name", key.name.map { .string($0) } ?? .null),
         ]
         let seen = monitor?.driver.monitor.lastSeen(device: key.identity)
-        fields.append(("last_seen", seen.map { .number(Double($0) / 1e6) } ?? .null))
+        fields.append(
+          ("last_seen", seen.map { .number(Double(monitor!.shown($0)) / 1e6) } ?? .null))
         if let seen, let now {
           fields.append(("seconds_ago", .number((Double(now - seen) / 1e5).rounded() / 10)))
         }

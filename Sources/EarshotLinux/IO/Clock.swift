@@ -10,7 +10,7 @@ public enum Clock {
   /// Now on the monotonic clock (timers, timeouts).
   public static func now() -> MonotonicTime { MonotonicTime(nanos: monotonicNanos()) }
 
-  /// Now on the wall clock (what the monitor and the outputs use).
+  /// Now on the wall clock (what people read: outputs, logs, payloads).
   public static func wallNow() -> WallTime { WallTime(micros: realtimeMicros()) }
 
   /// Monotonic time in nanoseconds (for timers and measuring).
@@ -25,6 +25,22 @@ public enum Clock {
     var ts = timespec()
     clock_gettime(CLOCK_REALTIME, &ts)
     return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+  }
+
+  /// CLOCK_BOOTTIME in nanoseconds: monotonic, counting time asleep too.
+  public static func boottimeNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_BOOTTIME, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+  }
+
+  /// The monotonic clock in microseconds: the live monitor's decision time.
+  public static func monotonicMicros() -> Int64 { Int64(monotonicNanos() / 1000) }
+
+  /// The three clocks at once (see `ClockWatch`).
+  public static func reading() -> ClockReading {
+    ClockReading(
+      monotonic: now(), boottime: boottimeNanos(), wall: wallNow())
   }
 
   /// CPU time this process has used, in nanoseconds.

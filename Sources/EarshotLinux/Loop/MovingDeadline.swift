@@ -38,13 +38,6 @@ public final class MovingDeadline<Instant: Equatable> {
   }
 }
 
-extension MovingDeadline where Instant == WallTime {
-  /// Deadlines on the wall clock (the monitor's time).
-  public convenience init(wallClockOn loop: EventLoop) {
-    self.init(loop: loop) { UInt64(Clock.wallNow().micros(until: $0)) * 1000 }
-  }
-}
-
 extension MovingDeadline where Instant == MonotonicTime {
   /// Deadlines on the monotonic clock (the loop's own time).
   public convenience init(monotonicOn loop: EventLoop) {

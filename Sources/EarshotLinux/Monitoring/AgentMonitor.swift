@@ -5,11 +5,20 @@ import EarshotCore
 #endif
 
 /// The region monitor as a part of the agent, shared by `earshot monitor`
-/// and `earshot run`: feeds a `MonitorDriver` from the live scanner (wall
-/// clock, on the loop) or from a capture (capture time, as fast as it
-/// reads), arms the loop's timers for its deadlines and the hooks'
-/// timeouts, reaps hooks on SIGCHLD, records what it decides in the
-/// proximity log, and hands every event to its observers.
+/// and `earshot run`: feeds a `MonitorDriver` from the live scanner (on
+/// the loop) or from a capture (capture time, as fast as it reads), arms
+/// the loop's timers for its deadlines and the hooks' timeouts, reaps
+/// hooks on SIGCHLD, records what it decides in the proximity log, and
+/// hands every event to its observers.
+///
+/// Live, the monitor decides on the monotonic clock: each report's kernel
+/// stamp (wall clock) is mapped onto it as it is read, and events leave
+/// stamped with the wall clock again. So a step of the wall clock, either
+/// way, changes no state and moves no deadline (it is logged once). The
+/// monotonic clock stops while the machine sleeps; a sleep noticed on
+/// resume (`ClockChanges`) is what the adapter going down is: every region
+/// `unknown` (never an exit), each known again once heard, or outside
+/// once `exit_after` of scanning after the resume has passed without it.
 ///
 /// The adapter going down or away makes every region `unknown` (never an
 /// exit); when the scanner has it back, monitoring resumes.
@@ -31,25 +40,28 @@ public final class AgentMonitor {
   private var live = false
   /// The newest capture time seen in a replay (the monitor's "now" afterwards).
   private var captureTime: Int64?
-  private let deadlineTimer: MovingDeadline<WallTime>
+  private let deadlineTimer: MovingDeadline<MonotonicTime>
   private let hookTimer: MovingDeadline<MonotonicTime>
   /// A paced replay under way.
   private var pacedReplay: PacedReplay?
+  /// Sleeps and steps of the wall clock (live only).
+  private var clocks: ClockChanges?
 
   public init(loop: EventLoop, driver: MonitorDriver, proximityLog: ProximityLogWriter? = nil) {
     self.loop = loop
     self.driver = driver
     self.proximityLog = proximityLog
-    deadlineTimer = MovingDeadline(wallClockOn: loop)
+    deadlineTimer = MovingDeadline(monotonicOn: loop)
     hookTimer = MovingDeadline(monotonicOn: loop)
     driver.observe { [unowned self] e in self.dispatch(e) }
     deadlineTimer.onFire = { [unowned self] deadline in
       // Reports that arrived before the deadline may still be queued (the
       // scanner reads a busy socket in batches): take them first, or an
       // exit could fire with its beacon's report in the queue.
+      self.clocks?.check()
       self.scanner?.readQueued()
-      // A timer may wake a hair early by the wall clock; never short of its deadline.
-      self.driver.advance(to: max(Clock.wallNow(), deadline).micros)
+      // Never short of the deadline it was armed for.
+      self.driver.advance(to: max(Clock.monotonicMicros(), Int64(deadline.nanos / 1000)))
       self.rearm()
     }
     hookTimer.onFire = { [unowned self] _ in
@@ -77,17 +89,20 @@ public final class AgentMonitor {
     for o in observers { o(e) }
   }
 
-  /// The monitor's present time: the wall clock live, the last capture
-  /// timestamp after a replay.
+  /// The monitor's present (decision) time: the monotonic clock live,
+  /// the last capture timestamp after a replay.
   public var now: Int64 {
-    live ? Clock.realtimeMicros() : captureTime ?? Clock.realtimeMicros()
+    live ? Clock.monotonicMicros() : captureTime ?? Clock.realtimeMicros()
   }
+
+  /// The wall time of one of the monitor's times, for display.
+  public func shown(_ t: Int64) -> Int64 { driver.shownTime(t) }
 
   public var isMonitoring: Bool { started }
 
   // MARK: Live
 
-  /// Starts scanning with `options` and monitoring on the wall clock.
+  /// Starts scanning with `options` and monitoring on the monotonic clock.
   /// `waitForAdapter`: a missing or powered-off adapter is waited for
   /// (regions stay unknown) instead of being an error. `reapOnSignal`:
   /// take SIGCHLD through the loop to collect finished hooks at once
@@ -100,18 +115,23 @@ public final class AgentMonitor {
         self.rearm()
       }
     }
+    let clocks = try ClockChanges(loop: loop)
+    clocks.onChange = { [unowned self] change in self.clockChanged(change) }
+    self.clocks = clocks
+    driver.shownTime = { LiveTime.shown($0, at: Clock.reading()) }
     started = true
-    driver.start(at: Clock.realtimeMicros(), scanning: false)
+    driver.start(at: Clock.monotonicMicros(), scanning: false)
     let s = LiveScanner(
       loop: loop, options: options,
       onReport: { [unowned self] micros, report in
         for o in self.reportObservers { o(report) }
-        self.driver.report(at: micros, report)
+        let reading = clocks.check()
+        self.driver.report(at: LiveTime.decision(stamp: micros, at: reading), report)
         self.rearm()
       },
       onAdapterState: { [unowned self] state in self.adapterChanged(state) })
     s.onScanPaused = { [unowned self] paused in
-      let t = Clock.realtimeMicros()
+      let t = Clock.monotonicMicros()
       if paused { self.driver.scanPaused(at: t) } else { self.driver.scanResumed(at: t) }
       self.rearm()
     }
@@ -128,13 +148,26 @@ public final class AgentMonitor {
   private func adapterChanged(_ state: AdapterState) {
     adapter = state
     onAdapterState?(state)
-    let t = Clock.realtimeMicros()
+    clocks?.check()
+    let t = Clock.monotonicMicros()
     if state.isReceiving != receiving {
       receiving = state.isReceiving
       if receiving { driver.adapterUp(at: t) } else { driver.adapterDown(at: t) }
       proximityLog?.record(
-        .adapter(AdapterLogEvent(t: t, adapter: state.adapter, kind: receiving ? .up : .down)))
+        .adapter(
+          AdapterLogEvent(
+            t: Clock.realtimeMicros(), adapter: state.adapter, kind: receiving ? .up : .down)))
     }
+    rearm()
+  }
+
+  /// A sleep is a pause in hearing, taken as the adapter going down and
+  /// coming back at the resume: the time asleep is not scanning time. A
+  /// step of the wall clock changes nothing the monitor decides.
+  private func clockChanged(_ change: ClockWatch.Change) {
+    driver.log(change.description)
+    guard case .slept = change else { return }
+    driver.resumed(at: Clock.monotonicMicros())
     rearm()
   }
 
@@ -142,15 +175,17 @@ public final class AgentMonitor {
   /// naming it follow. Live only (a replay runs on capture time).
   public func tag(_ name: String, connected: Bool) {
     guard live else { return }
-    driver.tag(name, connected: connected, at: Clock.realtimeMicros())
+    clocks?.check()
+    driver.tag(name, connected: connected, at: Clock.monotonicMicros())
     rearm()
   }
 
-  /// Keeps one loop timer on the monitor's next deadline (wall clock) and
-  /// one on the earliest hook timeout (monotonic).
+  /// Keeps one loop timer on the monitor's next deadline and one on the
+  /// earliest hook timeout (both monotonic).
   private func rearm() {
     guard live else { return }
-    deadlineTimer.arm(at: driver.nextDeadline.map(WallTime.init(micros:)))
+    deadlineTimer.arm(
+      at: driver.nextDeadline.map { MonotonicTime(nanos: UInt64(max(0, $0)) * 1000) })
     hookTimer.arm(at: driver.hooks?.nextDeadline)
   }
 
@@ -163,6 +198,7 @@ public final class AgentMonitor {
     pacedReplay = nil
     deadlineTimer.cancel()
     hookTimer.cancel()
+    clocks = nil
     live = false
     if started { driver.saveState() }
   }

@@ -7,8 +7,10 @@ import EarshotCore
 /// capture replay, or the live HCI scanner, whose event loop calls
 /// `report`, `adapterUp`/`adapterDown`, arms a timer for `nextDeadline`
 /// (and `hooks.nextDeadline` on the monotonic clock), calls `advance` when
-/// it fires and `hooks.reap()` on SIGCHLD. Times are microseconds since the
-/// Unix epoch.
+/// it fires and `hooks.reap()` on SIGCHLD. Times in are the monitor's
+/// decision time, in microseconds: capture time in a replay, the monotonic
+/// clock live. Times out (events, sightings, the state file) are what
+/// `shownTime` makes of them: wall time, for people and other machines.
 public final class MonitorDriver {
   // One thread drives the driver (the agent's loop), so the monitor needs
   // no run-time exclusivity check at every report (a few percent of it).
@@ -20,6 +22,9 @@ public final class MonitorDriver {
   private let output: (MonitorEvent) -> Void
   private var observers: [(MonitorEvent) -> Void] = []
   public var log: (String) -> Void
+  /// The wall time of a decision time (live: see `LiveTime.shown`; a
+  /// replay decides and shows capture time).
+  public var shownTime: (Int64) -> Int64 = { $0 }
   /// Every iBeacon report, before the monitor takes it (rooms' sightings).
   public var onBeacon: ((Int64, IBeacon, AdvertisingReport) -> Void)?
   /// Every other report that the monitor's directory resolves to a known
@@ -73,13 +78,13 @@ public final class MonitorDriver {
   /// moves time).
   public func report(at t: Int64, _ report: AdvertisingReport) {
     if let beacon = IBeacon.decode(advertisingData: report.data) {
-      onBeacon?(t, beacon, report)
+      onBeacon?(shownTime(t), beacon, report)
       handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
     } else if monitor.watchesDevices {
       let tx = ADWalker.txPowerLevel(report.data)
       // Resolved once, for the regions and the rooms alike.
       let n = monitor.resolveDevice(report.address, type: report.addressType)
-      if let onDevice, let n { onDevice(t, monitor.devices.entries[n], report, tx) }
+      if let onDevice, let n { onDevice(shownTime(t), monitor.devices.entries[n], report, tx) }
       handle(
         monitor.report(
           at: t, device: n, address: report.address, rssi: report.rssi, txPower: tx))
@@ -102,6 +107,7 @@ public final class MonitorDriver {
   public func adapterUp(at t: Int64) { handle(monitor.adapterUp(at: t)) }
   public func adapterDown(at t: Int64) { handle(monitor.adapterDown(at: t)) }
   public func advance(to t: Int64) { handle(monitor.advance(to: t)) }
+  public func resumed(at t: Int64) { handle(monitor.resumed(at: t)) }
   public func scanPaused(at t: Int64) { handle(monitor.scanPaused(at: t)) }
   public func scanResumed(at t: Int64) { handle(monitor.scanResumed(at: t)) }
 
@@ -117,7 +123,8 @@ public final class MonitorDriver {
       return
     }
     var changed = false
-    for e in events {
+    for decided in events {
+      let e = decided.shown(at: shownTime(decided.t))
       output(e)
       for o in observers { o(e) }
       if e.kind != .range && e.state != .unknown { changed = true }
@@ -132,7 +139,7 @@ public final class MonitorDriver {
   public func saveState() {
     guard let stateFile else { return }
     do {
-      try stateFile.write(monitor.snapshot.encode())
+      try stateFile.write(monitor.snapshot(shown: shownTime).encode())
       if saveFailing {
         saveFailing = false
         log("region states are saved to \(stateFile.path) again")

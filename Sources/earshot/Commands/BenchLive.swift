@@ -59,16 +59,21 @@ enum BenchLive {
     var first: (nanos: UInt64, cpu: UInt64, wakeups: Int)? = nil
     var last: (nanos: UInt64, cpu: UInt64, wakeups: Int)? = nil
 
-    // The monitor's deadline on the wall clock, as a loop timer (as
+    // The monitor's deadline on the monotonic clock, as a loop timer (as
     // AgentMonitor keeps it).
-    let deadline = MovingDeadline(wallClockOn: loop)
-    deadline.onFire = { [unowned deadline] _ in
-      driver.advance(to: Clock.realtimeMicros())
-      deadline.arm(at: driver.nextDeadline.map(WallTime.init(micros:)))
+    let deadline = MovingDeadline(monotonicOn: loop)
+    func at(_ micros: Int64?) -> MonotonicTime? {
+      micros.map { MonotonicTime(nanos: UInt64(max(0, $0)) * 1000) }
     }
-    func rearm() { deadline.arm(at: driver.nextDeadline.map(WallTime.init(micros:))) }
+    deadline.onFire = { [unowned deadline] _ in
+      driver.advance(to: Clock.monotonicMicros())
+      deadline.arm(at: at(driver.nextDeadline))
+    }
+    func rearm() { deadline.arm(at: at(driver.nextDeadline)) }
+    // As AgentMonitor: the clocks read at each report (sleep and steps).
+    var clocks = ClockWatch(Clock.reading())
 
-    driver.start(at: Clock.realtimeMicros(), scanning: true)
+    driver.start(at: Clock.monotonicMicros(), scanning: true)
     rearm()
     let reader = PacketReader()
     // As LiveScanner reads its HCI socket: in batches, recvmmsg until a
@@ -87,7 +92,9 @@ enum BenchLive {
           if packet.count > 1, packet[0] == H4PacketType.event.rawValue {
             _ = decoder.decode(event: UnsafeRawBufferPointer(rebasing: packet[1...])) { report in
               reports += 1
-              driver.report(at: now, report)
+              let reading = Clock.reading()
+              _ = clocks.observe(reading)
+              driver.report(at: LiveTime.decision(stamp: now, at: reading), report)
             }
           }
           rearm()

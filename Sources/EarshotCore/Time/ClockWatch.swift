@@ -1,0 +1,94 @@
+/// The three kernel clocks read at one moment. CLOCK_MONOTONIC stops while
+/// the machine sleeps, CLOCK_BOOTTIME does not, and CLOCK_REALTIME (the
+/// wall clock) moves with both and also whenever someone sets it.
+public struct ClockReading: Sendable, Equatable {
+  public var monotonic: MonotonicTime
+  /// CLOCK_BOOTTIME, in nanoseconds.
+  public var boottime: UInt64
+  public var wall: WallTime
+
+  public init(monotonic: MonotonicTime, boottime: UInt64, wall: WallTime) {
+    self.monotonic = monotonic
+    self.boottime = boottime
+    self.wall = wall
+  }
+
+  /// Boot time minus monotonic time: how long the machine has slept.
+  var sleptNanos: Int64 { Int64(bitPattern: boottime &- monotonic.nanos) }
+  /// Wall time minus boot time: moves only when the wall clock is set.
+  var wallOffsetMicros: Int64 { wall.micros - Int64(boottime / 1000) }
+}
+
+/// Tells a sleep from a step of the wall clock by comparing readings of the
+/// three clocks: between two readings, a sleep moves CLOCK_BOOTTIME away
+/// from CLOCK_MONOTONIC, and a step moves the wall clock away from
+/// CLOCK_BOOTTIME. Each catches every cause of its kind (suspend to RAM or
+/// disk, s2idle; NTP, a person, an RTC kept in local time), whoever else
+/// was told. NTP's slewing moves the wall clock by far less than
+/// `threshold` and is not a step.
+public struct ClockWatch: Sendable {
+  public enum Change: Sendable, Equatable {
+    /// The machine slept this long (seconds) since the last reading.
+    case slept(Double)
+    /// The wall clock was set forward (positive) or back by this much.
+    case stepped(Double)
+  }
+
+  private var last: ClockReading
+  /// Smaller changes are ignored (seconds).
+  public let threshold: Double
+
+  public init(_ first: ClockReading, threshold: Double = 1) {
+    last = first
+    self.threshold = threshold
+  }
+
+  /// What happened since the last reading (a sleep first: on resume the
+  /// kernel may also step the wall clock to what the RTC says).
+  public mutating func observe(_ r: ClockReading) -> [Change] {
+    var out: [Change] = []
+    let slept = Double(r.sleptNanos - last.sleptNanos) / 1e9
+    if slept >= threshold { out.append(.slept(slept)) }
+    let stepped = Double(r.wallOffsetMicros - last.wallOffsetMicros) / 1e6
+    if abs(stepped) >= threshold { out.append(.stepped(stepped)) }
+    last = r
+    return out
+  }
+}
+
+extension ClockWatch.Change: CustomStringConvertible {
+  /// The line the agent logs (once per change).
+  public var description: String {
+    switch self {
+    case .slept(let s):
+      return "the machine slept \(JSONLine.format(s, decimals: 1)) s; "
+        + "regions are unknown until heard again (time asleep does not count toward exit_after)"
+    case .stepped(let s):
+      return "clock stepped \(s >= 0 ? "+" : "")\(JSONLine.format(s, decimals: 1)) s; "
+        + "presence unaffected"
+    }
+  }
+}
+
+/// Maps between the monitor's decision time (live: the monotonic clock, in
+/// microseconds) and the wall clock people read, as of one reading.
+public enum LiveTime {
+  /// A report's decision time: the kernel stamps it with the wall clock
+  /// as it arrives; that stamp's age at `reading` is taken off the
+  /// monotonic now. An age that is negative or over `maxAge` seconds (the
+  /// clock stepped between the stamp and the read) counts as none.
+  public static func decision(stamp: Int64, at reading: ClockReading, maxAge: Double = 2)
+    -> Int64
+  {
+    let now = Int64(reading.monotonic.nanos / 1000)
+    let age = reading.wall.micros - stamp
+    guard age > 0, Double(age) <= maxAge * 1e6 else { return now }
+    return now - age
+  }
+
+  /// The wall time of a decision time `t`, for display: as far before
+  /// `reading`'s wall time as `t` is before its monotonic time.
+  public static func shown(_ t: Int64, at reading: ClockReading) -> Int64 {
+    reading.wall.micros - (Int64(reading.monotonic.nanos / 1000) - t)
+  }
+}
