@@ -22,11 +22,16 @@ final class LaptopDayTests: XCTestCase {
     var changes: [ClockWatch.Change] = []
     let start: Int64
 
-    init(_ config: Config, snapshot: MonitorSnapshot? = nil) {
+    init(_ config: Config, snapshot: MonitorSnapshot? = nil, clock: TestClock = TestClock()) {
+      self.clock = clock
       watch = ClockWatch(clock.reading)
       monitor = RegionMonitor(config: config, emitRange: false, snapshot: snapshot)
       start = clock.monotonicMicros
-      take(monitor.start(at: clock.monotonicMicros, scanning: true))
+      let r = clock.reading
+      take(
+        monitor.start(
+          at: clock.monotonicMicros, scanning: true,
+          savedTime: { LiveTime.decision(shown: $0, at: r) }))
     }
 
     var seconds: Double { Double(clock.monotonicMicros - start) / 1e6 }
@@ -278,12 +283,32 @@ final class LaptopDayTests: XCTestCase {
     let saved = first.monitor.snapshot { LiveTime.shown($0, at: first.clock.reading) }
     let seen = try XCTUnwrap(saved.regions.first?.lastSeen)
     XCTAssertEqual(Double(first.clock.wallMicros - seen) / 1e6, 0, accuracy: 0.15)
-    var second = Live(beaconConfig(), snapshot: saved)
+    // Booted again ten minutes later: monotonic time starts afresh.
+    let reboot = TestClock(wallMicros: first.clock.wallMicros + 600_000_000)
+    var second = Live(beaconConfig(), snapshot: saved, clock: reboot)
     second.run(20)
     XCTAssertEqual(second.transitions, [.exit])
     XCTAssertEqual(try XCTUnwrap(second.first(.exit)).monotonic, 8, accuracy: 0.15)
     // Not heard since: the saved time is written back as it was.
-    XCTAssertEqual(second.monitor.snapshot(shown: { _ in 0 }).regions.first?.lastSeen, seen)
+    let r = second.clock.reading
+    let back = try XCTUnwrap(
+      second.monitor.snapshot { LiveTime.shown($0, at: r) }.regions.first?.lastSeen)
+    XCTAssertEqual(back, seen)
+  }
+
+  /// A state file written before the wall clock was set back an hour: its
+  /// sighting, an hour "ahead", is taken as now, not as a reason to hold
+  /// the region inside for an hour.
+  func testAStateFileFromAheadOfTheClockCountsAsNow() throws {
+    var first = Live(beaconConfig())
+    first.run(20, hearing: beaconThere)
+    let saved = first.monitor.snapshot { LiveTime.shown($0, at: first.clock.reading) }
+    var clock = first.clock
+    clock.step(-3600)  // set back before the restart
+    var second = Live(beaconConfig(), snapshot: saved, clock: clock)
+    second.run(20)
+    XCTAssertEqual(second.transitions, [.exit])
+    XCTAssertEqual(try XCTUnwrap(second.first(.exit)).monotonic, 8, accuracy: 0.15)
   }
 
   // MARK: The clock watch itself

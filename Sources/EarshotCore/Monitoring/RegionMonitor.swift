@@ -64,8 +64,9 @@ public struct RegionMonitor: Sendable {
     var watchedSince: Int64? = nil
     var known: RegionState? = nil
     var lastSeen: Int64? = nil
-    /// The state file's last sighting (shown time), until a new one: only
-    /// written back, never decided on (it is on another run's clock).
+    /// The state file's last sighting, in the time it shows (wall time
+    /// live): written back until there is a newer one, and decided on only
+    /// as `start` maps it onto this run's clock.
     var savedLastSeen: Int64? = nil
     var lastBeacon: TrackKey? = nil
     var nextRange: Int64? = nil
@@ -176,8 +177,15 @@ public struct RegionMonitor: Sendable {
 
   // MARK: Inputs
 
-  /// The first call: announces every region as `unknown`.
-  public mutating func start(at t: Int64, scanning: Bool) -> [MonitorEvent] {
+  /// The first call: announces every region as `unknown`. `savedTime`
+  /// maps the state file's sighting times onto the monitor's clock (live:
+  /// wall time to monotonic; a replay's are capture time already).
+  public mutating func start(
+    at t: Int64, scanning: Bool, savedTime: (Int64) -> Int64 = { $0 }
+  ) -> [MonitorEvent] {
+    for i in regions.indices where regions[i].lastSeen == nil {
+      regions[i].lastSeen = regions[i].savedLastSeen.map(savedTime)
+    }
     started = true
     now = t
     startedAt = t

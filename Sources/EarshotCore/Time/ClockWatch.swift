@@ -91,4 +91,35 @@ public enum LiveTime {
   public static func shown(_ t: Int64, at reading: ClockReading) -> Int64 {
     reading.wall.micros - (Int64(reading.monotonic.nanos / 1000) - t)
   }
+
+  /// The decision time of a wall time from elsewhere (the state file of an
+  /// earlier run): as far before monotonic now as it is before wall now,
+  /// and never later than now (a wall clock set back since).
+  public static func decision(shown wall: Int64, at reading: ClockReading) -> Int64 {
+    let now = Int64(reading.monotonic.nanos / 1000)
+    return now - max(0, reading.wall.micros - wall)
+  }
+}
+
+/// How the monitor's decision time relates to the time it shows.
+public enum MonitorTimeline: Sendable {
+  /// A replay: decided and shown in the capture's time.
+  case capture
+  /// Live: decided on the monotonic clock, shown on the wall clock, as of
+  /// the clocks' reading that `read` makes (the shell's `Clock.reading`).
+  case live(read: @Sendable () -> ClockReading)
+
+  public func shown(_ t: Int64) -> Int64 {
+    switch self {
+    case .capture: t
+    case .live(let read): LiveTime.shown(t, at: read())
+    }
+  }
+
+  public func decision(shown wall: Int64) -> Int64 {
+    switch self {
+    case .capture: wall
+    case .live(let read): LiveTime.decision(shown: wall, at: read())
+    }
+  }
 }

@@ -118,7 +118,7 @@ public final class AgentMonitor {
     let clocks = try ClockChanges(loop: loop)
     clocks.onChange = { [unowned self] change in self.clockChanged(change) }
     self.clocks = clocks
-    driver.shownTime = { LiveTime.shown($0, at: Clock.reading()) }
+    driver.timeline = .live(read: { Clock.reading() })
     started = true
     driver.start(at: Clock.monotonicMicros(), scanning: false)
     let s = LiveScanner(

@@ -22,9 +22,12 @@ public final class MonitorDriver {
   private let output: (MonitorEvent) -> Void
   private var observers: [(MonitorEvent) -> Void] = []
   public var log: (String) -> Void
-  /// The wall time of a decision time (live: see `LiveTime.shown`; a
-  /// replay decides and shows capture time).
-  public var shownTime: (Int64) -> Int64 = { $0 }
+  /// How decision time maps to the wall time shown (live: `.live`, set
+  /// before `start`; a replay decides and shows capture time).
+  public var timeline: MonitorTimeline = .capture
+
+  /// The wall time of a decision time.
+  public func shownTime(_ t: Int64) -> Int64 { timeline.shown(t) }
   /// Every iBeacon report, before the monitor takes it (rooms' sightings).
   public var onBeacon: ((Int64, IBeacon, AdvertisingReport) -> Void)?
   /// Every other report that the monitor's directory resolves to a known
@@ -70,7 +73,9 @@ public final class MonitorDriver {
   }
 
   public func start(at t: Int64, scanning: Bool) {
-    handle(monitor.start(at: t, scanning: scanning))
+    let timeline = self.timeline
+    handle(
+      monitor.start(at: t, scanning: scanning, savedTime: { timeline.decision(shown: $0) }))
   }
 
   /// An advertising report: an iBeacon, or any other advertisement, which
@@ -139,7 +144,7 @@ public final class MonitorDriver {
   public func saveState() {
     guard let stateFile else { return }
     do {
-      try stateFile.write(monitor.snapshot(shown: shownTime).encode())
+      try stateFile.write(monitor.snapshot(shown: timeline.shown).encode())
       if saveFailing {
         saveFailing = false
         log("region states are saved to \(stateFile.path) again")
