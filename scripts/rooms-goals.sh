@@ -53,10 +53,14 @@ echo "|---|---|---|---|---|"
 for c in "${cases[@]}"; do
   grep "^seed [0-9]* $c " "$work/out" | awk -v c="$c" '
     function range(lo, hi, unit) { return lo == hi ? lo unit : lo "–" hi unit }
-    { w = $6 + 0; s = $13 + 0; m = $16 + 0; a = $23 + 0
+    # "-" (nothing confirmed, nothing away) is left out of the ranges.
+    function some(lo, hi, n, unit) { return n ? range(lo, hi, unit) (n < NR ? " (" NR - n " seeds none)" : "") : "none" }
+    function after(words) { v = $0; sub(".*" words " ", "", v); sub(" .*", "", v); return v }
+    { w = $6 + 0; s = $13 + 0; mt = after("median confirm"); at = after("latency max")
+      m = mt + 0; a = at + 0
       if (NR == 1 || w < w0) w0 = w; if (NR == 1 || w > w1) w1 = w
-      if (NR == 1 || m < m0) m0 = m; if (NR == 1 || m > m1) m1 = m
-      if (NR == 1 || a < a0) a0 = a; if (NR == 1 || a > a1) a1 = a
+      if (mt != "-") { if (!nm++ || m < m0) m0 = m; if (m > m1) m1 = m }
+      if (at != "-") { if (!na++ || a < a0) a0 = a; if (a > a1) a1 = a }
       list = list (NR > 1 ? ", " : "") sprintf("%.0f", s) }
-    END { printf "| %s | %s | %s | %s | %s |\n", c, range(w0, w1, " %"), list, range(m0, m1, " s"), range(a0, a1, " s") }'
+    END { printf "| %s | %s | %s | %s | %s |\n", c, range(w0, w1, " %"), list, some(m0, m1, nm, " s"), some(a0, a1, na, " s") }'
 done
