@@ -314,4 +314,66 @@ final class RoomsIntegrationTests: XCTestCase {
     XCTAssertNil(away.room)
     XCTAssertEqual(changes.filter { $0.beacon == keys }.count, 1)
   }
+
+  /// Agents whose clocks differ (the kitchen's an hour ahead, the living
+  /// room's ten minutes behind, the bedroom's drifting) place a beacon as
+  /// agents in step do: the aggregator counts each sighting from its
+  /// arrival. A sighting the broker held retained is old and ignored.
+  func testAgentsWhoseClocksDifferPlaceABeaconAsAgentsInStep() throws {
+    let dir = try makeTempDirectory()
+    addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+    let broker = try Broker()
+    let topics = RoomTopics(prefix: "earshot/rooms", shards: 16)
+    let pub = try XCTUnwrap(Earshot.tool("mosquitto_pub"))
+    func publish(_ room: String, ahead: Double, distance: Double, retain: Bool = false) throws {
+      let t = Date().timeIntervalSince1970 + ahead
+      let r = try Earshot.run(
+        [
+          "-h", "127.0.0.1", "-p", "\(broker.port)", "-t", topics.sighting(walker, room: room),
+          "-m",
+          "{\"t\":\(String(format: "%.3f", t)),\"room\":\"\(room)\",\"rssi\":-60,\"distance\":\(distance),\"n\":1}",
+        ] + (retain ? ["-r"] : []), executable: pub)
+      XCTAssertEqual(r.status, 0, r.stderr)
+    }
+    // Left retained by a misbehaving agent: the walker right by the bedroom's.
+    try publish("bedroom", ahead: 0, distance: 0.2, retain: true)
+    let conf = dir + "/rooms.conf"
+    try "[mqtt]\nhost = 127.0.0.1\nport = \(broker.port)\n[rooms]\ntrack = \(Self.uuid)\n".write(
+      toFile: conf, atomically: true, encoding: .utf8)
+    let out = dir + "/rooms.out"
+    let site = Site(dir: dir, broker: broker, aggregatorOut: out)
+    let aggregator = try spawn(["rooms", "--config", conf], log: dir + "/rooms.log", out: out)
+    usleep(700_000)
+    // The walker 5 s in the kitchen, then 9 s in the living room.
+    let start = Date()
+    var elapsed = 0.0
+    while elapsed < 14 {
+      let inKitchen = elapsed < 5
+      try publish("kitchen", ahead: 3600, distance: inKitchen ? 1.0 : 5.0)
+      try publish("living", ahead: -600, distance: inKitchen ? 5.0 : 1.0)
+      try publish("bedroom", ahead: 2 + 0.3 * elapsed, distance: 7.0)
+      usleep(400_000)
+      elapsed = Date().timeIntervalSince(start)
+    }
+    aggregator.terminate()
+    aggregator.waitUntilExit()
+    let changes = timeline(site).rule
+    let log = (try? String(contentsOfFile: dir + "/rooms.log", encoding: .utf8)) ?? ""
+    XCTAssertEqual(changes.map(\.room), ["kitchen", "living"], "\(changes)\n\(log)")
+    // Dated by this machine's clock, not an agent's.
+    let began = Int64(start.timeIntervalSince1970 * 1e6)
+    for c in changes {
+      XCTAssertGreaterThan(c.t, began, "\(c)")
+      XCTAssertLessThan(c.t, began + 20_000_000, "\(c)")
+    }
+    let moved = try XCTUnwrap(changes.last).t - began
+    XCTAssertGreaterThan(moved, 5_000_000, "not before the walker moved")
+    XCTAssertLessThan(moved, 13_000_000, "within the window and switch_after")
+    XCTAssertTrue(log.contains("ignored a retained sighting"), log)
+    // Shown: each agent's skew (less the delivery delay).
+    XCTAssertTrue(
+      log.contains("agent kitchen's clock reads 3600.") || log.contains("reads 3599."), log)
+    XCTAssertTrue(log.contains("agent living's clock reads 600."), log)
+    XCTAssertTrue(log.contains("s behind this aggregator's"), log)
+  }
 }

@@ -116,4 +116,31 @@ final class SimulateHouseTests: XCTestCase {
     XCTAssertTrue(r.stderr.contains("bad.spec:13: [beacon \"b\"] path:"), r.stderr)
     XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/out"))
   }
+
+  /// `rooms evaluate` with receivers' clocks skewed goes through the
+  /// aggregator's judge (sightings count from when they are heard): the
+  /// scores are the in-step ones; judged on the sightings' own `t` they
+  /// are not.
+  func testRoomsEvaluateWithSkewedReceiversScoresAsInStep() throws {
+    XCTAssertEqual(
+      try Earshot.run(["simulate", "house", "--spec", Self.spec, "--write", dir]).status, 0)
+    func scores(_ extra: [String]) throws -> [String] {
+      let r = try Earshot.run(["rooms", "evaluate", dir] + extra)
+      XCTAssertEqual(r.status, 0, r.stderr)
+      return r.stdout.split(separator: "\n").map(String.init).filter {
+        $0.hasPrefix("rule:") || $0.hasPrefix("naive:")
+      }
+    }
+    let inStep = try scores([])
+    XCTAssertEqual(inStep.count, 2, "\(inStep)")
+    let clocks = ["--skew", "kitchen=3600,living=-600,bedroom=3", "--drift", "bedroom=50"]
+    XCTAssertEqual(try scores(clocks), inStep)
+    let onT = try scores(clocks + ["--message-time"])
+    XCTAssertEqual(onT.count, 2)
+    XCTAssertNotEqual(onT.first, inStep.first, "judged on t, the hour-ahead kitchen wins time")
+    XCTAssertEqual(try scores(["--message-time"]), inStep, "in step, t is the time heard")
+    let bad = try Earshot.run(["rooms", "evaluate", dir, "--skew", "kitchen=soon"])
+    XCTAssertNotEqual(bad.status, 0)
+    XCTAssertTrue(bad.stderr.contains("--skew expects ROOM=NUMBER"), bad.stderr)
+  }
 }

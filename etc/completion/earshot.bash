@@ -17,7 +17,7 @@ _earshot() {
     pause) opts="--config --socket --help" ;;
     stop) opts="--config --socket --help" ;;
     run) opts="--config --socket --no-audio --state-dir --input --pace --start-at --help" ;;
-    rooms) opts="--config --naive --pace --offsets --truth --covered --end --stats --agents --beacons --seconds --first-agent --help" ;;
+    rooms) opts="--config --naive --pace --offsets --skew --drift --message-time --truth --covered --end --stats --agents --beacons --seconds --first-agent --help" ;;
     status) opts="--socket --help" ;;
     keys) opts="--store --output --group --follow --help" ;;
     devices) opts="--socket --keys --store --format --help" ;;
@@ -33,7 +33,7 @@ _earshot() {
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in
-    --adapter|--agent|--agents|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--covered|--day|--db|--dense-minutes|--device|--directory|--duration|--end|--fallback|--first-agent|--format|--frequency|--group|--input|--interval|--keys|--library|--log|--mixer-card|--monitor|--name|--offsets|--out|--output|--pace|--player|--png|--power|--ramp|--rate|--reference|--region|--reports|--resolution|--seconds|--security|--since|--socket|--sound|--spec|--start-at|--state|--state-dir|--stats|--store|--timeout|--title|--topics|--truth|--until|--wait|--write)
+    --adapter|--agent|--agents|--alert-device|--batch|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--covered|--day|--db|--dense-minutes|--device|--directory|--drift|--duration|--end|--fallback|--first-agent|--format|--frequency|--group|--input|--interval|--keys|--library|--log|--mixer-card|--monitor|--name|--offsets|--out|--output|--pace|--player|--png|--power|--ramp|--rate|--reference|--region|--reports|--resolution|--seconds|--security|--since|--skew|--socket|--sound|--spec|--start-at|--state|--state-dir|--stats|--store|--timeout|--title|--topics|--truth|--until|--wait|--write)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))

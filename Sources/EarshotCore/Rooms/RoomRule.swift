@@ -4,8 +4,9 @@
 
 /// Decides, per beacon (or device by identity: a subject), which room it is in from the sightings of every
 /// agent, or that it is away. Pure: sightings, agents going on and off
-/// line and the passing of time go in (message time `t`, microseconds, so
-/// a replay decides as a live site does); room changes come out.
+/// line and the passing of time go in (a sighting's `t`, microseconds:
+/// `RoomJudge` sets it to the sighting's arrival on the aggregator's clock,
+/// `RoomClock`, so agents' clocks do not matter); room changes come out.
 ///
 /// - The candidate is the room whose sightings over the last `window`
 ///   seconds give the shortest distance (geometric mean: distances are

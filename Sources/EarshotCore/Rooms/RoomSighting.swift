@@ -3,7 +3,8 @@
 /// decides from.
 public struct RoomSighting: Sendable, Equatable {
   /// Microseconds since the Unix epoch: capture time in a replay, the
-  /// agent's clock live.
+  /// agent's clock live. The aggregator decides on its arrival instead
+  /// (`RoomClock.stamp`).
   public var t: Int64
   public var subject: RoomSubject
   public var room: String

@@ -31,6 +31,9 @@ public final class MQTTClient {
   /// The connection was lost or refused after it was up (not on `close`).
   public var onDisconnect: (() -> Void)?
   public var onMessage: ((String, [UInt8]) -> Void)?
+  /// Inside `onMessage`: whether the broker sent the message as retained
+  /// (held from before this subscription), not as it was published.
+  public private(set) var messageIsRetained = false
   public var onLog: ((String) -> Void)?
   public private(set) var isConnected = false
 
@@ -93,7 +96,10 @@ public final class MQTTClient {
       let payload: [UInt8] =
         m.payloadlen > 0
         ? Array(UnsafeRawBufferPointer(start: m.payload, count: Int(m.payloadlen))) : []
-      Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().onMessage?(topic, payload)
+      let client = Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue()
+      client.messageIsRetained = m.retain
+      defer { client.messageIsRetained = false }
+      client.onMessage?(topic, payload)
     }
   }
 

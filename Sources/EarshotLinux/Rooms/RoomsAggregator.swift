@@ -6,9 +6,11 @@ import EarshotCore
 /// state of its own: on start it reads the rooms the broker retains, and
 /// after a broker restart it publishes them again.
 ///
-/// Time is message time: the newest sighting's `t`, moved on by the
-/// clock (times `pace`) while no sighting arrives, so that away is
-/// decided even when every agent falls silent.
+/// Time is the aggregator's own (`RoomClock`): each sighting counts from
+/// when it arrives, whatever its agent's clock says, so agents whose
+/// clocks are off or drift place beacons as agents in step do. Sightings
+/// the broker hands over as retained (from before the subscription) are
+/// old whatever their `t` and are ignored.
 public final class RoomsAggregator {
   public struct Options: Sendable {
     public var client: MQTTClient.Options
@@ -23,7 +25,11 @@ public final class RoomsAggregator {
     public var aggregatorStatus: String
     /// Also run the naive baseline and print its changes (not published).
     public var naive = false
+    /// Axis seconds per clock second (`--pace`, replays at N x real time).
     public var pace = 1.0
+    /// Date the axis by the first sighting's `t` (a replay's capture
+    /// time) instead of this machine's wall clock.
+    public var replay = false
 
     public init(
       client: MQTTClient.Options, topics: RoomTopics, settings: RoomRule.Settings,
@@ -48,8 +54,8 @@ public final class RoomsAggregator {
   public let options: Options
   private let loop: EventLoop
   private let client: MQTTClient
-  public private(set) var rule: RoomRule
-  private var naive: RoomRule?
+  private var judge: RoomJudge
+  public var rule: RoomRule { judge.rule }
   /// Agent status topic -> its room.
   private var statusRooms: [String: String] = [:]
   /// What the broker should hold: rooms and their discovery configs,
@@ -59,17 +65,22 @@ public final class RoomsAggregator {
   /// Devices' names from the sightings, for those `track` does not name
   /// (bounded like the rule: subjects it refuses get no name).
   private var sightedNames: [TrackedDeviceID: String] = [:]
-  private var lastMessageTime: Int64? = nil
-  private var lastMessageClock: UInt64 = 0
+  /// Per agent's room, the skew last logged (seconds its clock is ahead).
+  private var loggedSkew: [String: Double] = [:]
   private var tick: EventLoop.TimerID?
   public private(set) var sightings = 0
   public private(set) var malformed = 0
+  /// Sightings the broker held retained: old, never counted.
+  public private(set) var retainedSightings = 0
 
   public init(loop: EventLoop, options: Options) throws {
     self.loop = loop
     self.options = options
-    rule = RoomRule(settings: options.settings)
-    naive = options.naive ? RoomRule(settings: options.settings.naive()) : nil
+    let origin: RoomClock.Origin =
+      options.replay ? .firstSighting : .wall(Clock.wallNow(), at: Clock.now())
+    judge = RoomJudge(
+      settings: options.settings, clock: RoomClock(origin: origin, pace: options.pace),
+      naive: options.naive)
     var c = options.client
     c.will = (options.aggregatorStatus, "offline")
     client = try MQTTClient(loop: loop, options: c)
@@ -118,15 +129,24 @@ public final class RoomsAggregator {
         return
       }
       guard tracked(s.subject) else { return }
+      guard !client.messageIsRetained else {
+        retainedSightings += 1
+        if retainedSightings & (retainedSightings - 1) == 0 {
+          onLog?(
+            "ignored a retained sighting on \(topic) (\(retainedSightings) so far): sightings are a stream, one held by the broker is old"
+          )
+        }
+        return
+      }
       sightings += 1
-      noteTime(s.t)
+      let arrival = Clock.now()
+      noteSkew(s, arrival: arrival)
       if let d = s.subject.device, let name = s.name, sightedNames[d] != name,
         sightedNames[d] != nil || sightedNames.count < rule.capacity
       {
         sightedNames[d] = name
       }
-      apply(rule.sighting(s))
-      if naive != nil { report(naive!.sighting(s), naive: true) }
+      apply(judge.sighting(s, arrival: arrival))
     } else if let subject = t.subject(inStateTopic: topic) {
       restore(subject, payload)
     } else if topic.hasPrefix(t.prefix + "/agent/") {
@@ -139,8 +159,7 @@ public final class RoomsAggregator {
       guard text == "online" || text == "offline" else { return }
       let online = text == "online"
       if !online { onLog?("agent \(room) is offline") }
-      apply(rule.agent(room, online: online, at: now()))
-      if naive != nil { report(naive!.agent(room, online: online, at: now()), naive: true) }
+      apply(judge.agent(room, online: online, at: Clock.now()))
     }
   }
 
@@ -182,8 +201,12 @@ public final class RoomsAggregator {
             .init(options.topics.location(subject), room ?? "not_home", .state),
           ]))
     }
-    rule.restore(subject, room: room)
-    naive?.restore(subject, room: room)
+    judge.restore(subject, room: room)
+  }
+
+  private func apply(_ changes: RoomJudge.Changes) {
+    apply(changes.rule)
+    report(changes.naive, naive: true)
   }
 
   private func apply(_ changes: [RoomChange]) {
@@ -229,27 +252,25 @@ public final class RoomsAggregator {
 
   // MARK: Time
 
-  private func noteTime(_ t: Int64) {
-    if lastMessageTime == nil || t > lastMessageTime! {
-      lastMessageTime = t
-      lastMessageClock = Clock.monotonicNanos()
-    }
-  }
-
-  /// Message time now: the newest `t`, plus the clock since it came.
-  private func now() -> Int64? {
-    guard let last = lastMessageTime else { return nil }
-    let elapsed = Double(Clock.monotonicNanos() - lastMessageClock) / 1e3 * options.pace
-    return last + Int64(elapsed)
+  /// Logs an agent whose clock reads far from this one's (shown only:
+  /// decisions never use a sighting's `t`), again when it moves on.
+  private func noteSkew(_ s: RoomSighting, arrival: MonotonicTime) {
+    guard let skew = judge.clock.skew(of: s, arrival: arrival) else { return }
+    let last = loggedSkew[s.room] ?? 0
+    guard abs(skew - last) >= 60 || (abs(skew) >= 5 && loggedSkew[s.room] == nil),
+      loggedSkew.count < 1024 || loggedSkew[s.room] != nil
+    else { return }
+    loggedSkew[s.room] = skew
+    let side = skew >= 0 ? "ahead of" : "behind"
+    onLog?(
+      "agent \(s.room)'s clock reads \(JSONLine.format(abs(skew), decimals: 1)) s \(side) this aggregator's; its sightings count from their arrival"
+    )
   }
 
   private func scheduleTick() {
     tick = loop.after(seconds: 0.25) { [weak self] in
       guard let self else { return }
-      if let t = self.now() {
-        self.apply(self.rule.advance(to: t))
-        if self.naive != nil { self.report(self.naive!.advance(to: t), naive: true) }
-      }
+      self.apply(self.judge.advance(to: Clock.now()))
       self.scheduleTick()
     }
   }

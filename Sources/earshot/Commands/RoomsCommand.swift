@@ -35,16 +35,27 @@ let roomsCommand = Command(
     The rule: the candidate room has the shortest distance over [rooms] window seconds; a
     challenger replaces the room after winning by [rooms] margin for switch_after seconds; heard
     by no agent for away_after seconds it is away; an agent gone offline (its last will) drops
-    out at once. Decisions run on the sightings' time, so replays decide as live sites do.
-    See docs/rooms.md.
+    out at once. Decisions run on the aggregator's own clock: a sighting counts from its
+    arrival, whatever its agent's clock says (agents' clocks may differ); with --pace the time
+    starts at the first sighting's t (a replay's capture time). See docs/rooms.md.
     """,
   options: [
     .value(
       "config", "FILE", "Config file (default: the user's or /etc/earshot/earshot.conf if present)"),
     .flag("naive", "Also run the naive baseline (strongest receiver each second); print only"),
-    .value("pace", "N", "Message time runs N times the clock while no sighting arrives (replays)"),
+    .value(
+      "pace", "N",
+      "Replays at N x real time: time starts at the first sighting's t and runs N times the clock"
+    ),
     .value(
       "offsets", "ROOM=DB,...", "evaluate: rssi_offset per receiver (default 0: uncalibrated)"),
+    .value(
+      "skew", "ROOM=S,...",
+      "evaluate: receivers' clocks S seconds ahead (negative: behind) in their sightings' t"),
+    .value("drift", "ROOM=PPM,...", "evaluate: receivers' clocks drifting PPM parts per million"),
+    .flag(
+      "message-time",
+      "evaluate: judge on the sightings' own t (the old way, for comparison), not their arrival"),
     .value("truth", "FILE", "score: the ground truth (truth.jsonl)"),
     .value("covered", "ROOM,...", "score: rooms with a receiver (default: the rooms decided)"),
     .value("end", "SECONDS", "score: Unix time the truth ends (default: the last time in either)"),
@@ -116,6 +127,7 @@ private func runRoomsAggregator(_ args: Arguments) throws -> Int32 {
       throw UsageError("--pace expects a number above 0, at most 1000")
     }
     options.pace = pace
+    options.replay = true
   }
   let loop: EventLoop
   do { loop = try EventLoop() } catch { throw CommandFailure("\(error)") }
@@ -175,14 +187,20 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   guard args.positionals.count == 2 else { throw UsageError("usage: earshot rooms evaluate DIR") }
   let dir = args.positionals[1]
   let config = try roomsConfig(args)
-  var offsets: [String: Double] = [:]
-  for item in ConfigValue.list(args.value("offsets") ?? "") {
-    let kv = item.split(separator: "=", maxSplits: 1)
-    guard kv.count == 2, let v = Double(kv[1]), v.isFinite else {
-      throw UsageError("--offsets expects ROOM=DB,... (e.g. living=-5,kitchen=5), got '\(item)'")
+  func perRoom(_ option: String, _ example: String) throws -> [String: Double] {
+    var out: [String: Double] = [:]
+    for item in ConfigValue.list(args.value(option) ?? "") {
+      let kv = item.split(separator: "=", maxSplits: 1)
+      guard kv.count == 2, let v = Double(kv[1]), v.isFinite else {
+        throw UsageError("--\(option) expects ROOM=NUMBER,... (e.g. \(example)), got '\(item)'")
+      }
+      out[String(kv[0])] = v
     }
-    offsets[String(kv[0])] = v
+    return out
   }
+  let offsets = try perRoom("offsets", "living=-5,kitchen=5")
+  let skews = try perRoom("skew", "kitchen=3600,living=-600")
+  let drifts = try perRoom("drift", "bedroom=50")
   guard let d = opendir(dir) else {
     throw CommandFailure("cannot open \(dir): \(SystemError(errno: errno, "opendir"))")
   }
@@ -230,20 +248,47 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
       throw CommandFailure("\(dir)/\(name): \(error)")
     }
   }
-  // As the broker would deliver them from agents in step.
-  sightings.sort { $0.t < $1.t }
+  // As the broker would deliver them: in the order heard (the capture
+  // time, which is the truth's), each arriving when it was heard, on an
+  // aggregator whose clock is in step with the truth. The receivers'
+  // clocks (--skew, --drift) change only the `t` each sighting carries.
+  sightings.sort { ($0.t, $0.room) < ($1.t, $1.room) }
+  let start = sightings.first?.t ?? 0
+  func arrival(_ t: Int64) -> MonotonicTime {
+    MonotonicTime(nanos: UInt64(max(0, t - start)) * 1000)
+  }
+  let heard = sightings.map(\.t)
+  for k in sightings.indices {
+    let room = sightings[k].room
+    let ahead = (skews[room] ?? 0) + (drifts[room] ?? 0) * 1e-6 * Double(heard[k] - start) / 1e6
+    sightings[k].t += Int64((ahead * 1e6).rounded())
+  }
   let settings = RoomRule.Settings(config: config)
-  var rule = RoomRule(settings: settings)
-  var naive = RoomRule(settings: settings.naive())
   var decided: [RoomChange] = []
   var baseline: [RoomChange] = []
   let cpu = Clock.processCPUNanos()
-  for s in sightings {
-    decided += rule.sighting(s)
-    baseline += naive.sighting(s)
+  if args.has("message-time") {
+    var rule = RoomRule(settings: settings)
+    var naive = RoomRule(settings: settings.naive())
+    for s in sightings {
+      decided += rule.sighting(s)
+      baseline += naive.sighting(s)
+    }
+    decided += rule.advance(to: max(end, sightings.map(\.t).max() ?? end))
+    baseline += naive.advance(to: max(end, sightings.map(\.t).max() ?? end))
+  } else {
+    var judge = RoomJudge(
+      settings: settings, clock: RoomClock(origin: .wall(WallTime(micros: start), at: .zero)),
+      naive: true)
+    for (k, s) in sightings.enumerated() {
+      let c = judge.sighting(s, arrival: arrival(heard[k]))
+      decided += c.rule
+      baseline += c.naive
+    }
+    let last = judge.advance(to: arrival(end))
+    decided += last.rule
+    baseline += last.naive
   }
-  decided += rule.advance(to: end)
-  baseline += naive.advance(to: end)
   let cpuSeconds = Double(Clock.processCPUNanos() - cpu) / 1e9
   let covered = Set(captures.map { String($0.dropLast(".btsnoop".count)) })
   Console.line(
