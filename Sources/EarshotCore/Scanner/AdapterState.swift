@@ -10,16 +10,12 @@ public enum AdapterState: Equatable, Sendable {
   case down(adapter: String)
   /// Gone (unplugged, driver unloaded); scanning resumes when it comes back.
   case removed(adapter: String)
-  /// The kernel suspended it (the machine is going to sleep); scanning
-  /// starts afresh when the kernel resumes it.
-  case suspended(adapter: String)
   /// Scanning could not be restarted; it is retried.
   case failed(adapter: String, reason: String)
 
   public var adapter: String {
     switch self {
-    case .scanning(let a, _, _), .sharing(let a), .down(let a), .removed(let a), .suspended(let a),
-      .failed(let a, _):
+    case .scanning(let a, _, _), .sharing(let a), .down(let a), .removed(let a), .failed(let a, _):
       a
     }
   }
@@ -44,8 +40,6 @@ public enum AdapterState: Equatable, Sendable {
       "\(a) is down (powered off); scanning resumes when it is powered on"
     case .removed(let a):
       "\(a) was removed; scanning resumes when it comes back"
-    case .suspended(let a):
-      "\(a) was suspended (the machine is going to sleep); scanning starts again at the resume"
     case .failed(let a, let reason):
       "\(a): cannot scan now (\(reason)); retrying"
     }

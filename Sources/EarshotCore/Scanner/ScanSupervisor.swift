@@ -198,11 +198,7 @@ public struct ScanSupervisor: Sendable {
         adapterLost(down: false, now: now, &actions)
       case .down where index == openIndex:
         adapterLost(down: true, now: now, &actions)
-      case .suspend where index == openIndex:
-        // The kernel pauses and reprograms scanning around a suspend:
-        // closed now and opened afresh at the resume, whatever it left.
-        adapterLost(down: true, suspended: true, now: now, &actions)
-      case .registered, .up, .resume:
+      case .registered, .up:
         // Maybe the lost adapter is back: look now rather than at the retry.
         guard openIndex == nil, !opening else { break }
         cancel(.retry, &actions)
@@ -326,15 +322,11 @@ public struct ScanSupervisor: Sendable {
 
   // MARK: Losing the adapter
 
-  private mutating func adapterLost(
-    down: Bool, suspended: Bool = false, now: MonotonicTime, _ actions: inout [ScanAction]
-  ) {
+  private mutating func adapterLost(down: Bool, now: MonotonicTime, _ actions: inout [ScanAction]) {
     guard openIndex != nil, let name = adapterName else { return }
     closeAdapter(&actions)
     cancel(.retake, &actions)
-    setState(
-      suspended ? .suspended(adapter: name) : down ? .down(adapter: name) : .removed(adapter: name),
-      &actions)
+    setState(down ? .down(adapter: name) : .removed(adapter: name), &actions)
     scheduleRetry(now: now, &actions)
   }
 

@@ -1,0 +1,62 @@
+# The machine going to sleep under `earshot monitor` live on hci0 (issue 24),
+# through the kernel's own suspend path: /sys/power/pm_test = freezer runs
+# the PM notifiers (Bluetooth's suspend turns scanning off with its own HCI
+# commands, its resume reprograms the controller) and freezes every process
+# for 5 s, but suspends no device. A real S3 was tried: the
+# guest suspends and QEMU's system_wakeup resumes its kernel, but the test
+# bed's root is virtio-9p, which has no suspend support, so every file
+# access after the resume hangs. The monotonic-clock side of a real sleep
+# (CLOCK_BOOTTIME jumping) is covered by LaptopDayTests.
+# With the beacon advertising: no exit or enter across the suspend, and
+# reports flowing after it (the region stays inside for twice exit_after).
+# With the advertiser stopped just before: one exit, exit_after after the
+# resume, not exit_after after the last report.
+EXIT_AFTER=8
+start_btvirt -l2
+advertise_ibeacon hci1
+desk_config /tmp/sleep.conf "$EXIT_AFTER" /tmp/sleep.state
+rm -f /tmp/adv.stop /tmp/adv.notes
+noted_loop() {
+  while [ ! -e /tmp/adv.stop ]; do
+    date +%s.%N >>/tmp/adv.notes
+    hcitool -i hci1 cmd 0x08 0x000a 01 >/dev/null 2>&1
+    sleep 0.2
+    hcitool -i hci1 cmd 0x08 0x000a 00 >/dev/null 2>&1
+    sleep 0.05
+  done
+}
+noted_loop &
+ADV=$!
+"$EARSHOT" monitor --config /tmp/sleep.conf --no-range >mon.out 2>mon.err &
+MON=$!
+count() { grep -c "\"event\":\"$1\",\"region\":\"desk\",\"state\":\"$2\"" mon.out; }
+at_least() { [ "$(count "$1" "$2")" -ge "$3" ]; }
+check "desk inside" wait_for 60 at_least state inside 1
+sleep_once() {
+  echo freezer >/sys/power/pm_test
+  echo mem >/sys/power/state
+  local rc=$?
+  echo none >/sys/power/pm_test
+  return $rc
+}
+
+check "suspend (pm_test freezer) with the beacon advertising" sleep_once
+sleep $((EXIT_AFTER * 2))
+check "no exit or enter across the suspend, inside for 2x exit_after after it" \
+  [ "$(count exit outside)$(count enter inside)" = 00 ]
+
+touch /tmp/adv.stop
+wait $ADV
+check "suspend with the advertiser stopped" sleep_once
+resumed=$(date +%s.%N)
+check "one exit after the resume" wait_for $((EXIT_AFTER + 30)) at_least exit outside 1
+t=$(grep '"event":"exit"' mon.out | sed 's/.*"t":\([0-9.]*\).*/\1/')
+last=$(tail -1 /tmp/adv.notes)
+check "the exit comes exit_after after the resume (exit $t, resume $resumed, last report after $last)" \
+  awk -v t="$t" -v r="$resumed" -v e=$EXIT_AFTER 'BEGIN { exit !(t - r >= e - 0.5 && t - r <= e + 4) }'
+check "exactly one exit, no enter" [ "$(count exit outside)$(count enter inside)" = 10 ]
+kill -INT $MON
+wait $MON
+check "exit status 0 after SIGINT" [ $? -eq 0 ]
+cat mon.out mon.err
+stop_btvirt
