@@ -91,12 +91,16 @@ public final class MQTTTransport: AgentTransport {
     case .monitor(let e):
       switch e.kind {
       case .range:
+        // beacon_interval counts on the monitor's decision clock (live: the
+        // monotonic clock, which no step of the wall clock moves); `e.t` is
+        // the wall time shown.
+        let decided = Double(agent.monitor?.now ?? e.t) / 1e6
         // Devices have their region's device_tracker, not a sensor of their own.
         for b in e.beacons {
           guard let id = b.id.beacon else { continue }
           bridge.beacon(
             id, distance: b.accuracy, proximity: b.proximity.rawValue,
-            rssi: b.rssi.map { Int($0.rounded()) }, at: Double(e.t) / 1e6)
+            rssi: b.rssi.map { Int($0.rounded()) }, at: decided)
         }
       case .state, .enter, .exit:
         bridge.regionState(
