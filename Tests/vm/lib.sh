@@ -226,6 +226,20 @@ start_advertising_loop() {
   ADV_PID=$!
 }
 
+# noted_advertising_loop hciN: the same loop, noting (wall clock) each
+# enable in /tmp/adv.hciN, until /tmp/adv.stop exists; it finishes its round
+# first, so the file's last line then bounds hciN's last report from below.
+# Run it with & and wait for it after touching /tmp/adv.stop.
+noted_advertising_loop() {
+  while [ ! -e /tmp/adv.stop ]; do
+    date +%s.%N >>"/tmp/adv.$1"
+    hcitool -i "$1" cmd 0x08 0x000a 01 >/dev/null 2>&1
+    sleep 0.2
+    hcitool -i "$1" cmd 0x08 0x000a 00 >/dev/null 2>&1
+    sleep 0.05
+  done
+}
+
 stop_advertising_loop() {
   [ -n "${ADV_PID:-}" ] && kill "$ADV_PID" 2>/dev/null && wait "$ADV_PID" 2>/dev/null
   ADV_PID=

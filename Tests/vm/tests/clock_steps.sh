@@ -38,18 +38,9 @@ CONF
 : >hooks.out
 # One advertising loop per adapter, each noting (wall clock) its enables.
 rm -f /tmp/adv.stop /tmp/adv.hci1 /tmp/adv.hci2
-noted_loop() {
-  while [ ! -e /tmp/adv.stop ]; do
-    date +%s.%N >>"/tmp/adv.$1"
-    hcitool -i "$1" cmd 0x08 0x000a 01 >/dev/null 2>&1
-    sleep 0.2
-    hcitool -i "$1" cmd 0x08 0x000a 00 >/dev/null 2>&1
-    sleep 0.05
-  done
-}
-noted_loop hci1 &
+noted_advertising_loop hci1 &
 ADV1=$!
-noted_loop hci2 &
+noted_advertising_loop hci2 &
 ADV2=$!
 "$EARSHOT" monitor --config clock.conf --no-range >mon.out 2>mon.err &
 MON=$!

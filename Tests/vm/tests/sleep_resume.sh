@@ -15,17 +15,8 @@ EXIT_AFTER=8
 start_btvirt -l2
 advertise_ibeacon hci1
 desk_config /tmp/sleep.conf "$EXIT_AFTER" /tmp/sleep.state
-rm -f /tmp/adv.stop /tmp/adv.notes
-noted_loop() {
-  while [ ! -e /tmp/adv.stop ]; do
-    date +%s.%N >>/tmp/adv.notes
-    hcitool -i hci1 cmd 0x08 0x000a 01 >/dev/null 2>&1
-    sleep 0.2
-    hcitool -i hci1 cmd 0x08 0x000a 00 >/dev/null 2>&1
-    sleep 0.05
-  done
-}
-noted_loop &
+rm -f /tmp/adv.stop /tmp/adv.hci1
+noted_advertising_loop hci1 &
 ADV=$!
 "$EARSHOT" monitor --config /tmp/sleep.conf --no-range >mon.out 2>mon.err &
 MON=$!
@@ -51,7 +42,7 @@ check "suspend with the advertiser stopped" sleep_once
 resumed=$(date +%s.%N)
 check "one exit after the resume" wait_for $((EXIT_AFTER + 30)) at_least exit outside 1
 t=$(grep '"event":"exit"' mon.out | sed 's/.*"t":\([0-9.]*\).*/\1/')
-last=$(tail -1 /tmp/adv.notes)
+last=$(tail -1 /tmp/adv.hci1)
 check "the exit comes exit_after after the resume (exit $t, resume $resumed, last report after $last)" \
   awk -v t="$t" -v r="$resumed" -v e=$EXIT_AFTER 'BEGIN { exit !(t - r >= e - 0.5 && t - r <= e + 4) }'
 check "exactly one exit, no enter" [ "$(count exit outside)$(count enter inside)" = 10 ]
