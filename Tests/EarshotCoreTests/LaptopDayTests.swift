@@ -272,6 +272,37 @@ final class LaptopDayTests: XCTestCase {
     XCTAssertEqual(try XCTUnwrap(live.first(.exit)).monotonic, 18, accuracy: 0.15)
   }
 
+  // MARK: Rooms' sightings
+
+  /// The agent's sightings through a -2 h step, wired as `RoomsAgent` is:
+  /// the publisher's interval on decision time, each sighting stamped with
+  /// the wall clock. One a second all along (on the wall clock the step
+  /// would silence them for two hours), dated as the clock reads.
+  func testSightingsKeepTheirPaceThroughABackwardStep() throws {
+    var config = Config()
+    try config.rooms.set("track", "\(testUUID):1")
+    try config.rooms.set("interval", "1")
+    var publisher = SightingPublisher(room: "kitchen", config: config)
+    var clock = TestClock()
+    var sent: [(decided: Int64, shown: Int64)] = []
+    for k in 0..<100 {  // 10 Hz for 10 s, the clock set back at 5 s
+      if k == 50 { clock.step(-7200) }
+      let r = clock.reading
+      let decided = LiveTime.decision(stamp: clock.wallMicros, at: r)
+      if let s = publisher.report(
+        at: decided,
+        beacon: IBeacon(id: BeaconID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
+        address: BDAddress(raw: 0x0102_0304_0506), rssi: -59)
+      {
+        sent.append((s.t, LiveTime.shown(s.t, at: r)))
+      }
+      clock.advance(0.1)
+    }
+    XCTAssertEqual(sent.count, 10)
+    XCTAssertEqual(Double(sent[5].shown - sent[4].shown) / 1e6, 1 - 7200, accuracy: 0.01)
+    XCTAssertEqual(Double(sent[9].decided - sent[0].decided) / 1e6, 9, accuracy: 0.01)
+  }
+
   // MARK: The state file
 
   /// The state file keeps the wall time of the last sighting; a run on

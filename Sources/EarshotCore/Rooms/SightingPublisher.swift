@@ -1,7 +1,9 @@
 /// The agent's side of rooms: turns reports of tracked beacons and devices
 /// into at most one sighting per subject per `interval` (filtered RSSI,
 /// calibrated distance, reports heard since the last one). Pure; time is
-/// the report's (capture time in a replay, the clock live).
+/// the monitor's decision time (capture time in a replay, the monotonic
+/// clock live), and the shell stamps each sighting with the wall time to
+/// send (`RoomsAgent`).
 ///
 /// Devices come in already resolved: the shell asks the region monitor's
 /// directory once per report (`RegionMonitor.resolveDevice`) and hands the

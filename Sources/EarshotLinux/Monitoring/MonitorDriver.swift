@@ -28,7 +28,8 @@ public final class MonitorDriver {
 
   /// The wall time of a decision time.
   public func shownTime(_ t: Int64) -> Int64 { timeline.shown(t) }
-  /// Every iBeacon report, before the monitor takes it (rooms' sightings).
+  /// Every iBeacon report, before the monitor takes it (rooms' sightings),
+  /// at its decision time (`shownTime` gives the wall time to show).
   public var onBeacon: ((Int64, IBeacon, AdvertisingReport) -> Void)?
   /// Every other report that the monitor's directory resolves to a known
   /// device, with that device and the report's TX Power Level, before the
@@ -83,13 +84,13 @@ public final class MonitorDriver {
   /// moves time).
   public func report(at t: Int64, _ report: AdvertisingReport) {
     if let beacon = IBeacon.decode(advertisingData: report.data) {
-      onBeacon?(shownTime(t), beacon, report)
+      onBeacon?(t, beacon, report)
       handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
     } else if monitor.watchesDevices {
       let tx = ADWalker.txPowerLevel(report.data)
       // Resolved once, for the regions and the rooms alike.
       let n = monitor.resolveDevice(report.address, type: report.addressType)
-      if let onDevice, let n { onDevice(shownTime(t), monitor.devices.entries[n], report, tx) }
+      if let onDevice, let n { onDevice(t, monitor.devices.entries[n], report, tx) }
       handle(
         monitor.report(
           at: t, device: n, address: report.address, rssi: report.rssi, txPower: tx))

@@ -26,6 +26,10 @@ public final class RoomsAgent {
   /// Takes the monitor's iBeacon reports and its resolved device reports
   /// (live or replayed).
   public func attach(to driver: MonitorDriver) {
+    // The publisher's intervals run on the monitor's decision time (live:
+    // monotonic, so a step of the wall clock neither floods nor silences
+    // the sightings); each sighting leaves stamped with the wall time.
+    shown = { [unowned driver] in driver.shownTime($0) }
     driver.onBeacon = { t, beacon, report in  // the driver keeps this part alive
       self.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi)
     }
@@ -52,7 +56,12 @@ public final class RoomsAgent {
     publish(s)
   }
 
-  private func publish(_ s: RoomSighting) {
+  /// The wall time of a report's time (see `attach`).
+  private var shown: (Int64) -> Int64 = { $0 }
+
+  private func publish(_ decided: RoomSighting) {
+    var s = decided
+    s.t = shown(decided.t)
     bridge.stream(topics.sighting(s.subject, room: s.room), s.payload)
     published += 1
   }
