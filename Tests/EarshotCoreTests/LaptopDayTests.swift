@@ -228,6 +228,26 @@ final class LaptopDayTests: XCTestCase {
     XCTAssertEqual(try XCTUnwrap(live.first(.exit)).monotonic - resumedAt, 8, accuracy: 0.15)
   }
 
+  /// logind's PrepareForSleep(true) pauses decisions (AgentMonitor's
+  /// `sleeping`): the seconds the machine takes to suspend after it (up to
+  /// logind's 5 s inhibitor delay) do not count toward an exit that was
+  /// nearly due, and the wake (`woke`) makes the regions heard afresh.
+  func testLogindsWordBeforeASleepHoldsAnExitThatWasNearlyDue() {
+    var live = Live(beaconConfig())
+    live.run(20, hearing: beaconThere)
+    live.run(7)  // the exit is a second away
+    live.take(live.monitor.scanPaused(at: live.clock.monotonicMicros))
+    live.run(4)  // suspending: the kernel freezes tasks, the adapter suspends
+    live.clock.sleep(600)
+    _ = live.wake()  // the clock watch's view of it is the same sleep
+    live.take(live.monitor.scanResumed(at: live.clock.monotonicMicros))
+    live.take(live.monitor.resumed(at: live.clock.monotonicMicros))
+    live.run(5, hearing: beaconThere)
+    XCTAssertEqual(live.transitions, [])
+    XCTAssertEqual(
+      live.kinds, ["state unknown", "state inside", "state unknown", "state inside"])
+  }
+
   func testShortSleepUnderTheThresholdIsNotASleep() {
     var live = Live(beaconConfig())
     live.run(20, hearing: beaconThere)
@@ -358,5 +378,21 @@ final class LaptopDayTests: XCTestCase {
     XCTAssertEqual(watch.observe(clock.reading), [.slept(30), .stepped(-3600)])
     XCTAssertEqual(
       ClockWatch.Change.stepped(3600).description, "clock stepped +3600.0 s; presence unaffected")
+  }
+
+  // MARK: The proximity log's retention
+
+  func testRetentionCountsRealTimeNotAClockSetForward() {
+    var clock = TestClock()
+    let retention = RetentionClock(start: clock.reading)
+    let start = clock.wallMicros
+    clock.advance(600)
+    XCTAssertEqual(retention.now(at: clock.reading), start + 600_000_000)
+    clock.step(365 * 86_400)  // set a year ahead by mistake
+    XCTAssertEqual(retention.now(at: clock.reading), start + 600_000_000, "the step is not age")
+    clock.sleep(2 * 86_400)  // rows age while the laptop sleeps
+    XCTAssertEqual(retention.now(at: clock.reading), start + 600_000_000 + 2 * 86_400_000_000)
+    clock.step(-2 * 365 * 86_400)  // set back: the wall clock is the earlier
+    XCTAssertEqual(retention.now(at: clock.reading), clock.wallMicros)
   }
 }

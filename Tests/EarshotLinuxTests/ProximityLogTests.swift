@@ -648,6 +648,30 @@ final class ProximityLogTests: XCTestCase {
     }
   }
 
+  func testAClockSetAYearAheadPrunesNothingEarly() throws {
+    final class Box: @unchecked Sendable { var clock = TestClock() }
+    let box = Box()
+    let db = dir + "/ahead.sqlite"
+    var settings = ProximityLogWriter.Settings(path: db)
+    settings.keepDays = 1
+    let writer = ProximityLogWriter(
+      settings: settings, report: { _ in }, clock: { box.clock.reading })
+    let now = box.clock.wallMicros
+    writer.record(
+      .region(RegionLogEvent(t: now - 3 * 86_400 * s, region: "old", kind: .state, state: .inside)))
+    writer.record(
+      .region(RegionLogEvent(t: now - 2 * 3600 * s, region: "new", kind: .state, state: .inside)))
+    XCTAssertTrue(writer.close())
+    box.clock.advance(60)
+    box.clock.step(365 * 86_400)
+    let loop = try EventLoop()
+    writer.attach(to: loop)  // retention runs at once
+    writer.detach(from: loop)
+    XCTAssertEqual(writer.stats.retentionDeleted, 1)
+    let store = try ProximityLogStore.openForReading(path: db)
+    XCTAssertEqual(try store.regionEvents().map(\.region), ["new"])
+  }
+
   func testTheLoopFlushesOnItsTimer() throws {
     let db = dir + "/loop.sqlite"
     var settings = ProximityLogWriter.Settings(path: db)

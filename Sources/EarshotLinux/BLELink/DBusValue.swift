@@ -1,5 +1,9 @@
 import CSystemd
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// A D-Bus value with its type, for the few shapes BlueZ's API uses
 /// (property dictionaries, object trees, byte arrays). sd-bus's variadic
 /// append/read functions cannot be called from Swift, so values are written
@@ -17,6 +21,9 @@ public indirect enum DBusValue: Equatable, Sendable {
   case string(String)
   case objectPath(String)
   case signature(String)
+  /// `h`. Written, sd-bus sends a duplicate and the caller keeps its own;
+  /// read, it is a duplicate the reader owns and must close.
+  case unixFD(Int32)
   /// `ay`, kept as bytes.
   case bytes([UInt8])
   /// An array whose elements have `element` as their signature.
@@ -40,6 +47,7 @@ public indirect enum DBusValue: Equatable, Sendable {
     case .string: "s"
     case .objectPath: "o"
     case .signature: "g"
+    case .unixFD: "h"
     case .bytes: "ay"
     case .array(let e, _): "a" + e
     case .dict(let k, let v, _): "a{" + k + v + "}"
@@ -62,6 +70,7 @@ public indirect enum DBusValue: Equatable, Sendable {
     case (.string(let x), .string(let y)): x == y
     case (.objectPath(let x), .objectPath(let y)): x == y
     case (.signature(let x), .signature(let y)): x == y
+    case (.unixFD(let x), .unixFD(let y)): x == y
     case (.bytes(let x), .bytes(let y)): x == y
     case (.array(let e1, let x), .array(let e2, let y)): e1 == e2 && x == y
     case (.dict(let k1, let v1, let x), .dict(let k2, let v2, let y)):
@@ -162,6 +171,7 @@ struct DBusWriter {
     case .int64(let v): try basic("x", v)
     case .uint64(let v): try basic("t", v)
     case .double(let v): try basic("d", v)
+    case .unixFD(let fd): try basic("h", fd)
     case .string(let s), .objectPath(let s), .signature(let s):
       let type: Character =
         if case .string = value { "s" } else if case .objectPath = value { "o" } else { "g" }
@@ -264,7 +274,11 @@ struct DBusReader {
     case UInt8(ascii: "x"): return .int64(try basic(Int64(0), type))
     case UInt8(ascii: "t"): return .uint64(try basic(UInt64(0), type))
     case UInt8(ascii: "d"): return .double(try basic(Double(0), type))
-    case UInt8(ascii: "h"): return .uint32(UInt32(bitPattern: try basic(Int32(0), type)))
+    case UInt8(ascii: "h"):
+      // The message owns the descriptor it carries; the value gets its own.
+      let fd = fcntl(try basic(Int32(0), type), F_DUPFD_CLOEXEC, 3)
+      guard fd >= 0 else { throw DBusError.errno(errno, "dup of a received descriptor") }
+      return .unixFD(fd)
     case UInt8(ascii: "s"), UInt8(ascii: "o"), UInt8(ascii: "g"):
       var p: UnsafePointer<CChar>? = nil
       try check(sd_bus_message_read_basic(message, type, &p), "read string")

@@ -46,6 +46,10 @@ public final class AgentMonitor {
   private var pacedReplay: PacedReplay?
   /// Sleeps and steps of the wall clock (live only).
   private var clocks: ClockChanges?
+  /// logind's word before a sleep (live, where logind runs).
+  private var logind: LogindSleep?
+  /// Between logind's PrepareForSleep(true) and (false).
+  private var goingToSleep = false
 
   public init(loop: EventLoop, driver: MonitorDriver, proximityLog: ProximityLogWriter? = nil) {
     self.loop = loop
@@ -170,8 +174,42 @@ public final class AgentMonitor {
   /// step of the wall clock changes nothing the monitor decides.
   private func clockChanged(_ change: ClockWatch.Change) {
     driver.log(change.description)
-    guard case .slept = change else { return }
+    // A sleep logind announced is taken up at its wake (`woke`).
+    guard case .slept = change, !goingToSleep else { return }
     driver.resumed(at: Clock.monotonicMicros())
+    rearm()
+  }
+
+  /// Follows logind's PrepareForSleep on `bus` (the system bus) with a
+  /// delay inhibitor: before the sleep decisions pause and the state file
+  /// is written; at the wake regions are unknown until heard again, as
+  /// after any sleep. Call after `startLive`. Without logind, nothing.
+  public func followSleep(on bus: DBusConnection) throws {
+    let watch = LogindSleep(bus: bus, log: { [unowned self] in self.driver.log($0) })
+    watch.onSleep = { [unowned self] in self.sleeping() }
+    watch.onWake = { [unowned self] in self.woke() }
+    try watch.start()
+    logind = watch
+  }
+
+  private func sleeping() {
+    guard live else { return }
+    clocks?.check()
+    goingToSleep = true
+    driver.scanPaused(at: Clock.monotonicMicros())
+    driver.saveState()
+    driver.log("the machine is going to sleep: state saved, decisions paused")
+    rearm()
+  }
+
+  private func woke() {
+    guard live, goingToSleep else { return }
+    // The clock watch's view of this sleep first, so it is taken up once.
+    clocks?.check()
+    goingToSleep = false
+    let t = Clock.monotonicMicros()
+    driver.scanResumed(at: t)
+    driver.resumed(at: t)
     rearm()
   }
 
@@ -203,6 +241,7 @@ public final class AgentMonitor {
     deadlineTimer.cancel()
     hookTimer.cancel()
     clocks = nil
+    logind = nil
     live = false
     if started { driver.saveState() }
   }

@@ -74,7 +74,8 @@ public final class ProximityLogWriter {
   private var knownMemberships: Set<Membership> = []
   private var failing = false
   private let report: (String) -> Void
-  private let clock: (() -> Int64)?
+  private let clock: (() -> ClockReading)?
+  private let retentionClock: RetentionClock?
 
   struct Membership: Hashable {
     let region: String
@@ -83,17 +84,20 @@ public final class ProximityLogWriter {
 
   /// - Parameters:
   ///   - report: where problems and recoveries are told (stderr by default).
-  ///   - clock: wall time in microseconds, used to close sighting intervals
-  ///     on timer flushes and for retention; `nil` when replaying a capture
-  ///     (intervals then close as event time passes, and at `close()`).
+  ///   - clock: the kernel's clocks; the wall clock closes sighting
+  ///     intervals on timer flushes (rows are in wall time), and retention
+  ///     counts on `RetentionClock` (a clock set forward prunes nothing
+  ///     early). `nil` when replaying a capture (intervals then close as
+  ///     event time passes, and at `close()`).
   public init(
     settings: Settings,
     report: @escaping (String) -> Void = { Console.error("earshot: proximity log: \($0)\n") },
-    clock: (() -> Int64)? = { Clock.realtimeMicros() }
+    clock: (() -> ClockReading)? = { Clock.reading() }
   ) {
     self.settings = settings
     self.report = report
     self.clock = clock
+    retentionClock = clock.map { RetentionClock(start: $0()) }
     downsampler = SightingDownsampler(interval: settings.interval)
   }
 
@@ -156,7 +160,7 @@ public final class ProximityLogWriter {
   @discardableResult
   public func flush() -> Bool {
     if let clock {
-      for done in downsampler.close(before: clock()) { queue(done) }
+      for done in downsampler.close(before: clock().wall.micros) { queue(done) }
     }
     return writePending()
   }
@@ -255,7 +259,11 @@ public final class ProximityLogWriter {
   }
 
   private func retention(_ loop: EventLoop) {
-    enforceRetention(now: clock?() ?? Clock.realtimeMicros())
+    if let clock, let retentionClock {
+      enforceRetention(now: retentionClock.now(at: clock()))
+    } else {
+      enforceRetention(now: Clock.realtimeMicros())
+    }
     timers.append(
       loop.after(seconds: settings.retentionSeconds) { [weak self, weak loop] in
         guard let self, let loop else { return }

@@ -21,6 +21,7 @@ func runLiveMonitor(config: Config, agent: AgentMonitor) throws -> Int32 {
   } catch let e as ScanError {
     throw CommandFailure(e.description)
   }
+  followSleep(agent)
   try loop.run()
   agent.stop()
   if let log = agent.proximityLog {
@@ -28,4 +29,11 @@ func runLiveMonitor(config: Config, agent: AgentMonitor) throws -> Int32 {
     log.close()
   }
   return 0
+}
+
+/// logind's PrepareForSleep, where the system bus is (silent otherwise: the
+/// clock watch notices every sleep at the resume anyway).
+func followSleep(_ agent: AgentMonitor) {
+  guard let bus = try? DBusConnection(loop: agent.loop) else { return }
+  try? agent.followSleep(on: bus)
 }

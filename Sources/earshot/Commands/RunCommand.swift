@@ -241,4 +241,5 @@ private func start(
   } catch let e as ScanError {
     throw CommandFailure(e.description)
   }
+  followSleep(monitor)
 }
