@@ -56,6 +56,7 @@ public enum ADType {
   public static let shortLocalName: UInt8 = 0x08
   public static let completeLocalName: UInt8 = 0x09
   public static let txPowerLevel: UInt8 = 0x0A
+  public static let serviceData16: UInt8 = 0x16
   public static let manufacturerData: UInt8 = 0xFF
 
   private static let names: [UInt8: String] = [
