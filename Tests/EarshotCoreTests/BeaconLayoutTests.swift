@@ -448,7 +448,7 @@ final class BeaconLayoutTests: XCTestCase {
       ("m:2-3=beac,i:4-19,p:24-24,p:25-25", "p:25-25", "a second power field"),
       ("s:0-3=0000feaa,m:4-4=00,i:5-6,p:7-7", "s:0-3=0000feaa", "16-bit service UUID"),
       ("s:0-1=feaa,s:0-1=feab,m:2-2=00,i:4-5,p:3-3", "s:0-1=feab", "a second service UUID"),
-      ("s:0-1=feaa,m:1-2=0000,i:4-5,p:3-3", "m:1-2", "service UUID"),
+      ("s:0-1=feaa,m:1-2=0000,i:4-5,p:3-3", "m:1-2=0000", "service UUID"),
       ("s:0-1=feaa,m:2-2=10,p:3-3,i:4-20v,d:21-21", "i:4-20v", "must be the last field"),
       ("i:4-19,p:24-24", "", "no 'm' term"),
       ("m:2-3=beac,p:24-24", "", "no 'i' term"),

@@ -219,6 +219,8 @@ extension BeaconLayout {
     var power: Field? = nil
     var correction = 0
     var extra = false
+    // Every field with its term as written, for the checks across terms.
+    var written: [(term: String, field: Field)] = []
 
     let terms = text.split(separator: ",", omittingEmptySubsequences: false).map(\.trimmingSpaces)
     for term in terms {
@@ -247,6 +249,7 @@ extension BeaconLayout {
         }
         if key == "m" {
           matches.append(Match(offset: start, bytes: bytes))
+          written.append((term, Field(start, end)))
         } else {
           guard service == nil else { throw fail("a second service UUID") }
           guard start == 0, end == 1 else {
@@ -268,6 +271,7 @@ extension BeaconLayout {
         }
         let field = Field(start, end, littleEndian: little, variableLength: variable)
         if key == "i" { identifiers.append(field) } else { data.append(field) }
+        written.append((term, field))
       case "p":
         guard power == nil else { throw fail("a second power field") }
         let (start, end) = try Self.range(&body, term)
@@ -279,6 +283,7 @@ extension BeaconLayout {
           correction = n
         }
         power = Field(start, end)
+        written.append((term, Field(start, end)))
       default:
         throw fail("unknown term '\(key)' (expected m, s, i, p, d or x)")
       }
@@ -297,23 +302,21 @@ extension BeaconLayout {
     }
     let reserved = service == nil ? 0..<0 : 0..<2
     var minimum = 2
-    let all: [(String, Field)] =
-      matches.map { ("m", Field($0.offset, $0.offset + $0.bytes.count - 1)) }
-      + identifiers.map { ("i", $0) } + data.map { ("d", $0) }
-      + (power.map { [("p", $0)] } ?? [])
-    for (key, f) in all {
+    for (term, f) in written {
       if reserved.contains(f.start) {
-        throw BeaconLayoutError(
-          term: "\(key):\(f.start)-\(f.end)", reason: "bytes 0-1 are the service UUID")
+        throw BeaconLayoutError(term: term, reason: "bytes 0-1 are the service UUID")
       }
       minimum = max(minimum, f.variableLength ? f.start + 1 : f.end + 1)
     }
-    for v in identifiers where v.variableLength {
-      if let after = all.first(where: { $0.1 != v && $0.1.end >= v.start }) {
+    for (i, v) in written.enumerated() where v.field.variableLength {
+      let later = written.enumerated().first {
+        $0.offset != i && $0.element.field.end >= v.field.start
+      }
+      if let later {
         throw BeaconLayoutError(
-          term: "i:\(v.start)-\(v.end)v",
-          reason: "a variable-length identifier must be the last field (\(after.0) ends at "
-            + "\(after.1.end))")
+          term: v.term,
+          reason: "a variable-length identifier must be the last field ('\(later.element.term)' "
+            + "ends at \(later.element.field.end))")
       }
     }
 
