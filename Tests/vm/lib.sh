@@ -213,6 +213,16 @@ advertise_ibeacon() {
   hcitool -i "$dev" cmd 0x08 0x0008 1e $(ibeacon_ad "$uuid" "$major" "$minor" "$power") 00 >/dev/null
 }
 
+# advertise_ad hciN HEX...: legacy non-connectable advertising of the AD
+# bytes given (at most 31), not yet enabled.
+advertise_ad() {
+  local dev=$1; shift
+  local bytes=($*) pad=""
+  for _ in $(seq $((31 - ${#bytes[@]}))); do pad="$pad 00"; done
+  hcitool -i "$dev" cmd 0x08 0x0006 a0 00 a0 00 03 00 00 00 00 00 00 00 00 07 00 >/dev/null
+  hcitool -i "$dev" cmd 0x08 0x0008 $(printf '%02x' ${#bytes[@]}) ${bytes[*]}$pad >/dev/null
+}
+
 # The emulator sends one report per advertising enable, so a stream of
 # reports needs advertising toggled: start_advertising_loop hciN.
 start_advertising_loop() {
@@ -238,6 +248,17 @@ noted_advertising_loop() {
     hcitool -i "$1" cmd 0x08 0x000a 00 >/dev/null 2>&1
     sleep 0.05
   done
+}
+
+# pm_test_suspend: the kernel's suspend path up to the freezer (the PM
+# notifiers run, every process is frozen for 5 s, no device suspends); see
+# sleep_resume.sh for why not a real S3.
+pm_test_suspend() {
+  echo freezer >/sys/power/pm_test
+  echo mem >/sys/power/state
+  local rc=$?
+  echo none >/sys/power/pm_test
+  return $rc
 }
 
 stop_advertising_loop() {

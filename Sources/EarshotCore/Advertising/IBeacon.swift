@@ -57,23 +57,104 @@ public struct BeaconUUID: Hashable, Comparable, Sendable, CustomStringConvertibl
   }
 }
 
+/// The formats whose beacons Earshot tracks (ranges, monitors, logs):
+/// each carries a stable identity and a calibrated power.
+public enum BeaconFormat: UInt8, Hashable, Comparable, Sendable, CaseIterable {
+  case iBeacon = 0
+  /// AltBeacon: id1 is `uuid`, id2 `major`, id3 `minor` (the same shape).
+  case altBeacon = 1
+  /// Eddystone-UID: the 10-byte namespace then the 6-byte instance fill
+  /// `uuid`; `major` and `minor` are 0.
+  case eddystoneUID = 2
+
+  /// As configs, events and the CLI name it.
+  public var name: String {
+    switch self {
+    case .iBeacon: "ibeacon"
+    case .altBeacon: "altbeacon"
+    case .eddystoneUID: "eddystone"
+    }
+  }
+
+  public static func < (a: BeaconFormat, b: BeaconFormat) -> Bool { a.rawValue < b.rawValue }
+}
+
 /// A beacon's identity. Several advertisers sending the same identity are
-/// one beacon (a beacon may rotate its address).
+/// one beacon (a beacon may rotate its address). iBeacon's shape (a UUID,
+/// a major and a minor) holds AltBeacon's and Eddystone-UID's identities
+/// too; `format` keeps them apart.
 public struct BeaconID: Hashable, Comparable, Sendable, CustomStringConvertible {
+  public let format: BeaconFormat
   public let uuid: BeaconUUID
   public let major: UInt16
   public let minor: UInt16
 
-  public init(uuid: BeaconUUID, major: UInt16, minor: UInt16) {
+  public init(format: BeaconFormat = .iBeacon, uuid: BeaconUUID, major: UInt16, minor: UInt16) {
+    self.format = format
     self.uuid = uuid
     self.major = major
     self.minor = minor
   }
 
-  public var description: String { "\(uuid):\(major):\(minor)" }
+  /// An Eddystone-UID's identity: `namespace` (10 bytes) and `instance`
+  /// (6 bytes) in `uuid`.
+  public init(eddystoneNamespace namespace: BeaconBytes, instance: BeaconBytes) {
+    precondition(namespace.count == 10 && instance.count == 6)
+    var h: UInt64 = 0
+    var l: UInt64 = 0
+    for i in 0..<16 {
+      let b = UInt64(i < 10 ? namespace[i] : instance[i - 10])
+      if i < 8 { h = h << 8 | b } else { l = l << 8 | b }
+    }
+    self.init(format: .eddystoneUID, uuid: BeaconUUID(high: h, low: l), major: 0, minor: 0)
+  }
+
+  /// Eddystone-UID: the namespace as 20 hex digits (lower case, as the
+  /// Eddystone tools print it).
+  public var namespaceHex: String { hex(bytes: 0..<10) }
+  /// Eddystone-UID: the instance as 12 hex digits.
+  public var instanceHex: String { hex(bytes: 10..<16) }
+
+  private func hex(bytes range: Range<Int>) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out = [UInt8]()
+    for i in range {
+      let word = i < 8 ? uuid.high : uuid.low
+      let b = UInt8(truncatingIfNeeded: word >> UInt64(8 * (7 - i % 8)))
+      out.append(digits[Int(b >> 4)])
+      out.append(digits[Int(b & 0xF)])
+    }
+    return String(decoding: out, as: UTF8.self)
+  }
+
+  /// iBeacons as `UUID:MAJOR:MINOR` (unchanged since the first release);
+  /// the others with their format first: `altbeacon:ID1:ID2:ID3`,
+  /// `eddystone:NAMESPACE:INSTANCE`.
+  public var description: String {
+    switch format {
+    case .iBeacon: "\(uuid):\(major):\(minor)"
+    case .altBeacon: "altbeacon:\(uuid):\(major):\(minor)"
+    case .eddystoneUID: "eddystone:\(namespaceHex):\(instanceHex)"
+    }
+  }
+
+  /// The identity's fields in a JSON line: iBeacons `uuid`, `major`,
+  /// `minor` as always; AltBeacons the same after `"format":"altbeacon"`;
+  /// Eddystone-UIDs `format`, `namespace` and `instance`.
+  public func addFields(to j: inout JSONLine) {
+    if format != .iBeacon { j.add("format", format.name) }
+    if format == .eddystoneUID {
+      j.add("namespace", namespaceHex)
+      j.add("instance", instanceHex)
+      return
+    }
+    j.add("uuid", uuid.description)
+    j.add("major", Int(major))
+    j.add("minor", Int(minor))
+  }
 
   public static func < (a: BeaconID, b: BeaconID) -> Bool {
-    (a.uuid, a.major, a.minor) < (b.uuid, b.major, b.minor)
+    (a.format, a.uuid, a.major, a.minor) < (b.format, b.uuid, b.major, b.minor)
   }
 }
 
@@ -122,5 +203,31 @@ public struct IBeacon: Hashable, Sendable {
       }
     }
     return walker.isMalformed ? nil : found
+  }
+
+  /// The beacon Earshot tracks in advertising data, whatever its format:
+  /// an iBeacon (the fast path), else an AltBeacon or an Eddystone-UID, as
+  /// a value of this type whose `id.format` says which. `measuredPower` is
+  /// the power at 1 m: an AltBeacon's reference RSSI; an Eddystone's TX
+  /// power at 0 m less 41 dB (the Eddystone spec's figure for 0 m to 1 m).
+  public static func decodeTracked(advertisingData data: UnsafeRawBufferPointer) -> IBeacon? {
+    if let b = decode(advertisingData: data) { return b }
+    var found: IBeacon? = nil
+    let wellFormed = BeaconClassifier.standard.forEachFrame(in: data) { frame in
+      guard found == nil else { return }
+      switch frame {
+      case .altBeacon(let a):
+        found = IBeacon(
+          id: BeaconID(format: .altBeacon, uuid: a.id1, major: a.id2, minor: a.id3),
+          measuredPower: a.referenceRSSI)
+      case .eddystoneUID(let e):
+        let power = max(Int(Int8.min), Int(e.txPowerAt0m) - 41)
+        found = IBeacon(
+          id: BeaconID(eddystoneNamespace: e.namespace, instance: e.instance),
+          measuredPower: Int8(power))
+      default: break
+      }
+    }
+    return wellFormed ? found : nil
   }
 }

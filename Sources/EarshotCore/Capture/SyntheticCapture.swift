@@ -19,7 +19,7 @@ public struct SyntheticCapture {
   public mutating func appendBeacon(
     micros: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?, extended: Bool = false
   ) {
-    let data = HCIEventEncoder.iBeaconAdvertisingData(beacon)
+    let data = HCIEventEncoder.beaconAdvertisingData(beacon)
     data.withUnsafeBytes { d in
       append(
         micros: micros,

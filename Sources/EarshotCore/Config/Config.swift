@@ -111,9 +111,16 @@ public struct RegionConfig: Sendable, Equatable {
   public var name: String
   /// Line of the `[region "NAME"]` header, for messages.
   public var line: Int
+  /// The beacons' format (`uuid` for iBeacons, `altbeacon`, `eddystone`).
+  public var format: BeaconFormat = .iBeacon
+  /// iBeacon's UUID, AltBeacon's id1, or Eddystone's namespace and instance
+  /// (`BeaconID`'s layout).
   public var uuid: BeaconUUID? = nil
   public var major: UInt16? = nil
   public var minor: UInt16? = nil
+  /// Eddystone: whether the instance was given (else any instance of the
+  /// namespace counts).
+  public var matchesInstance = false
   /// `nil` until resolved against `[monitor] exit_after`.
   public var exitAfter: ExitAfter? = nil
   public var onEnter: [String]? = nil
@@ -138,6 +145,11 @@ public struct RegionConfig: Sendable, Equatable {
   }
 
   public func matches(_ id: BeaconID) -> Bool {
+    guard id.format == format, let uuid else { return false }
+    if format == .eddystoneUID && !matchesInstance {
+      // The namespace: bytes 0-9, all of `high` and the top 2 bytes of `low`.
+      return id.uuid.high == uuid.high && id.uuid.low >> 48 == uuid.low >> 48
+    }
     guard id.uuid == uuid else { return false }
     if let major, id.major != major { return false }
     if let minor, id.minor != minor { return false }
@@ -489,16 +501,53 @@ extension Config {
   /// Keys of `[region "NAME"]`.
   public static let regionKeys: [ConfigKey<RegionConfig>] = [
     .init(
-      "uuid", "The iBeacon proximity UUID (a region needs a uuid, a device, an irk or a tag).",
-      set: { r, v in r.uuid = try ConfigValue.uuid(v) }, show: { $0.uuid?.description ?? "" }),
+      "uuid",
+      "The iBeacon proximity UUID (a region needs a uuid, an altbeacon, an eddystone, a device, an irk or a tag).",
+      set: { r, v in r.uuid = try ConfigValue.uuid(v) },
+      show: { $0.format == .iBeacon ? $0.uuid?.description ?? "" : "" }),
+    .init(
+      "altbeacon",
+      "AltBeacons instead: ID1[:ID2[:ID3]], a UUID then numbers 0-65535 (any beacon code's company).",
+      set: { r, v in
+        let a = try ConfigValue.altBeacon(v)
+        r.format = .altBeacon
+        r.uuid = a.uuid
+        r.major = a.id2
+        r.minor = a.id3
+      },
+      show: { r in
+        guard r.format == .altBeacon, let u = r.uuid else { return "" }
+        return ([u.description] + [r.major, r.minor].compactMap { $0.map(String.init) })
+          .joined(separator: ":")
+      }),
+    .init(
+      "eddystone",
+      "Eddystone-UIDs instead: NAMESPACE[:INSTANCE], 20 and 12 hex digits; no instance = any.",
+      set: { r, v in
+        let e = try ConfigValue.eddystone(v)
+        r.format = .eddystoneUID
+        r.uuid =
+          BeaconID(
+            eddystoneNamespace: e.namespace,
+            instance: e.instance ?? BeaconBytes(hex: "000000000000")!
+          ).uuid
+        r.matchesInstance = e.instance != nil
+        r.major = nil
+        r.minor = nil
+      },
+      show: { r in
+        guard r.format == .eddystoneUID, let u = r.uuid else { return "" }
+        let id = BeaconID(format: .eddystoneUID, uuid: u, major: 0, minor: 0)
+        return id.namespaceHex + (r.matchesInstance ? ":" + id.instanceHex : "")
+      }),
     .init(
       "major", "Narrow the region to this major (0-65535); empty = any major.",
       set: { r, v in r.major = UInt16(try ConfigValue.integer(v, in: 0...65535)) },
-      show: { $0.major.map { String($0) } ?? "" }),
+      show: { $0.format == .iBeacon ? $0.major.map { String($0) } ?? "" : "" }),
     .init(
       "minor", "Narrow further to this minor (needs major); empty = any minor.",
       set: { r, v in r.minor = UInt16(try ConfigValue.integer(v, in: 0...65535)) },
-      show: { $0.minor.map { String($0) } ?? "" }),
+      show: { $0.format == .iBeacon ? $0.minor.map { String($0) } ?? "" : "" }),
     .init(
       "device",
       "Identity addresses of bonded devices (AA:BB:CC:DD:EE:FF), separated by spaces; any of them counts.",

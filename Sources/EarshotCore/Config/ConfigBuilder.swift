@@ -120,13 +120,30 @@ extension Config {
     // Whole-region rules.
     for (raw, index) in regionIndex.sorted(by: { $0.value < $1.value }) {
       var r = config.regions[index]
-      if r.uuid == nil, seenKeys[raw + "\u{0}uuid"] == nil, !r.watchesDevices,
+      // The beacon-format keys given, in the file's order.
+      let formats = ["uuid", "altbeacon", "eddystone"]
+        .compactMap { key in seenKeys[raw + "\u{0}" + key].map { (key, $0) } }
+        .sorted { $0.1 < $1.1 }.map(\.0)
+      if formats.count > 1 {
+        fail(
+          seenKeys[raw + "\u{0}" + formats[1]] ?? r.line, raw, formats[1],
+          "a region names one beacon format; \(formats.joined(separator: " and ")) are both set")
+      }
+      if formats.first.map({ $0 != "uuid" }) ?? false {
+        for key in ["major", "minor"] where seenKeys[raw + "\u{0}" + key] != nil {
+          fail(
+            seenKeys[raw + "\u{0}" + key] ?? r.line, raw, key,
+            "\(key) is for iBeacons; write an AltBeacon's ID2 and ID3 in altbeacon = ID1:ID2:ID3")
+        }
+      }
+      if r.uuid == nil, formats.isEmpty, !r.watchesDevices,
         seenKeys[raw + "\u{0}device"] == nil, seenKeys[raw + "\u{0}irk"] == nil,
         r.tags.isEmpty, seenKeys[raw + "\u{0}tag"] == nil
       {
         fail(
           r.line, raw, "uuid",
-          "a region needs a uuid (iBeacons), a device (bonded devices), an irk or a tag")
+          "a region needs a uuid (iBeacons), an altbeacon, an eddystone, a device (bonded devices), an irk or a tag"
+        )
       }
       let tagNames = Set(config.tags.map(\.name))
       for name in r.tags where !tagNames.contains(name) {

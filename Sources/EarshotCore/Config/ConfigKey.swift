@@ -222,6 +222,45 @@ public enum ConfigValue {
     return u
   }
 
+  /// `ID1[:ID2[:ID3]]`: an AltBeacon's identifiers (a UUID, then two
+  /// numbers 0-65535), as a region or a scenario names them.
+  public static func altBeacon(_ v: String) throws -> (uuid: BeaconUUID, id2: UInt16?, id3: UInt16?)
+  {
+    let parts = v.split(separator: ":", omittingEmptySubsequences: false).map { trim($0) }
+    guard (1...3).contains(parts.count) else {
+      throw ConfigValueError(
+        "'\(v)' is not ID1[:ID2[:ID3]]; e.g. 2F234454-CF6D-4A0F-ADF2-F4911BA9FFA6:1:2")
+    }
+    let uuid = try uuid(parts[0])
+    func number(_ i: Int) throws -> UInt16? {
+      guard i < parts.count else { return nil }
+      guard let n = UInt16(parts[i]) else {
+        throw ConfigValueError("'\(parts[i])' in '\(v)' is not a number from 0 to 65535")
+      }
+      return n
+    }
+    return (uuid, try number(1), try number(2))
+  }
+
+  /// `NAMESPACE[:INSTANCE]`: an Eddystone-UID's 20 hex digits of namespace
+  /// and 12 of instance.
+  public static func eddystone(_ v: String) throws -> (
+    namespace: BeaconBytes, instance: BeaconBytes?
+  ) {
+    let parts = v.split(separator: ":", omittingEmptySubsequences: false).map { trim($0) }
+    let example = "e.g. 8f2c1a3e5b7d4e90a1c2:000000000001"
+    guard (1...2).contains(parts.count), parts[0].count == 20, let ns = BeaconBytes(hex: parts[0])
+    else {
+      throw ConfigValueError(
+        "'\(v)' is not NAMESPACE[:INSTANCE]; the namespace is 20 hex digits, \(example)")
+    }
+    guard parts.count == 2 else { return (ns, nil) }
+    guard parts[1].count == 12, let instance = BeaconBytes(hex: parts[1]) else {
+      throw ConfigValueError("'\(parts[1])' is not an instance: 12 hex digits, \(example)")
+    }
+    return (ns, instance)
+  }
+
   /// Bluetooth addresses separated by spaces (or commas), at least one.
   /// `tag = keys bag`: tag names (checked against the `[tag]` sections
   /// once the whole file is read), each once.

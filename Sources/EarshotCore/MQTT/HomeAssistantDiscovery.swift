@@ -88,7 +88,9 @@ public struct HomeAssistantDiscovery: Sendable {
   public func beacon(_ id: BeaconID, label: String? = nil) -> Message {
     let object = "beacon_" + MQTTTopics.slug(id)
     var j = JSONLine()
-    common(&j, object: object, name: "\(label ?? "Beacon \(id.major)/\(id.minor)") distance")
+    let name =
+      id.format == .eddystoneUID ? "Eddystone \(id.instanceHex)" : "Beacon \(id.major)/\(id.minor)"
+    common(&j, object: object, name: "\(label ?? name) distance")
     j.add("device_class", "distance")
     j.add("unit_of_measurement", "m")
     j.add("state_class", "measurement")

@@ -55,8 +55,14 @@ public struct MQTTTopics: Sendable, Equatable {
     return out.isEmpty ? "_" : out
   }
 
+  /// iBeacons `uuid-major-minor` as always; the others with their format
+  /// first (`altbeacon-uuid-id2-id3`, `eddystone-namespace-instance`).
   public static func slug(_ id: BeaconID) -> String {
-    slug("\(id.uuid)-\(id.major)-\(id.minor)")
+    switch id.format {
+    case .iBeacon: slug("\(id.uuid)-\(id.major)-\(id.minor)")
+    case .altBeacon: slug("altbeacon-\(id.uuid)-\(id.major)-\(id.minor)")
+    case .eddystoneUID: slug("eddystone-\(id.namespaceHex)-\(id.instanceHex)")
+    }
   }
 }
 

@@ -23,9 +23,7 @@ public enum MonitorEventFormatter {
     var j = JSONLine()
     switch b.id {
     case .beacon(let id):
-      j.add("uuid", id.uuid.description)
-      j.add("major", Int(id.major))
-      j.add("minor", Int(id.minor))
+      id.addFields(to: &j)
     case .device(let d):
       j.add("device", d.description)
     }

@@ -9,7 +9,8 @@ public enum ReportFormatter {
     return sign + String(m / 1_000_000) + "." + String(repeating: "0", count: 6 - frac.count) + frac
   }
 
-  /// The documented iBeacon line.
+  /// The documented beacon line (iBeacons; AltBeacons and Eddystone-UIDs
+  /// with their `format`).
   public static func iBeaconJSON(micros: Int64, report: AdvertisingReport, beacon: IBeacon)
     -> String
   {
@@ -17,9 +18,7 @@ public enum ReportFormatter {
     j.addRaw("t", seconds(micros))
     j.add("address", report.address.description)
     j.add("address_type", report.addressType.name)
-    j.add("uuid", beacon.uuid.description)
-    j.add("major", Int(beacon.major))
-    j.add("minor", Int(beacon.minor))
+    beacon.id.addFields(to: &j)
     j.add("power", Int(beacon.measuredPower))
     if beacon.isPowerSuspect { j.add("power_suspect", true) }
     if let rssi = report.rssi { j.add("rssi", Int(rssi)) } else { j.addNull("rssi") }
@@ -45,9 +44,7 @@ public enum ReportFormatter {
     j.addRaw("ad", adJSON(report.data))
     if let merged, merged.count > 0 { j.addRaw("adv_ad", adJSON(merged)) }
     if let beacon {
-      j.add("uuid", beacon.uuid.description)
-      j.add("major", Int(beacon.major))
-      j.add("minor", Int(beacon.minor))
+      beacon.id.addFields(to: &j)
       j.add("power", Int(beacon.measuredPower))
       if beacon.isPowerSuspect { j.add("power_suspect", true) }
     }
@@ -98,7 +95,11 @@ public enum ReportFormatter {
     }
     var s = pad(seconds(micros), 19) + pad(report.address.description, 19)
     s += pad(report.rssi.map { String($0) } ?? "-", 6)
-    if let b = beacon {
+    if let b = beacon, b.id.format == .eddystoneUID {
+      // NAMESPACE:INSTANCE is 33 characters: it fits the UUID column.
+      s += pad(b.id.namespaceHex + ":" + b.id.instanceHex, 38) + pad("-", 7) + pad("-", 7)
+      s += pad(String(b.measuredPower) + (b.isPowerSuspect ? "?" : ""), 7)
+    } else if let b = beacon {
       s += pad(b.uuid.description, 38) + pad(String(b.major), 7) + pad(String(b.minor), 7)
       s += pad(String(b.measuredPower) + (b.isPowerSuspect ? "?" : ""), 7)
     } else {

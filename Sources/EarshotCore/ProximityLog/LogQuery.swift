@@ -34,8 +34,9 @@ public struct BeaconFilter: Sendable, Equatable, CustomStringConvertible {
     }
   }
 
+  /// iBeacons only: these matches have no format of their own (yet).
   public func matches(_ id: BeaconID) -> Bool {
-    id.uuid == uuid && (major.map { $0 == id.major } ?? true)
+    id.format == .iBeacon && id.uuid == uuid && (major.map { $0 == id.major } ?? true)
       && (minor.map { $0 == id.minor } ?? true)
   }
 

@@ -2,7 +2,10 @@
 /// `exit` become region events with the first beacon as the cause; each
 /// beacon of a `range` event becomes a sighting, its `accuracy` the
 /// distance. Devices (identity regions) have no row of their own: their
-/// regions' events are kept, without a cause. The same mapping `earshot log import` applies to the monitor's
+/// regions' events are kept, without a cause. The log's rows name beacons
+/// by iBeacon's fields alone, so AltBeacons and Eddystone-UIDs are kept out
+/// of them (their regions' events are kept, without a cause) rather than
+/// logged as the iBeacon of the same numbers. The same mapping `earshot log import` applies to the monitor's
 /// JSON lines, for the agent that writes the log itself.
 extension ProximityEvent {
   public static func from(_ e: MonitorEvent) -> [ProximityEvent] {
@@ -13,11 +16,12 @@ extension ProximityEvent {
       return [
         .region(
           RegionLogEvent(
-            t: e.t, region: e.region, kind: kind, state: state, beacon: e.beacons.first?.id.beacon))
+            t: e.t, region: e.region, kind: kind, state: state,
+            beacon: e.beacons.first?.id.beacon.flatMap { $0.format == .iBeacon ? $0 : nil }))
       ]
     case .range:
       return e.beacons.compactMap { b in
-        guard let id = b.id.beacon else { return nil }
+        guard let id = b.id.beacon, id.format == .iBeacon else { return nil }
         return .sighting(
           BeaconSighting(
             t: e.t, beacon: id, address: b.address, rssi: b.rssi, distance: b.accuracy,

@@ -64,8 +64,9 @@ public struct BeaconMatch: Sendable, Equatable, CustomStringConvertible {
     self.minor = minor
   }
 
+  /// iBeacons only: these matches have no format of their own (yet).
   public func matches(_ id: BeaconID) -> Bool {
-    id.uuid == uuid && (major.map { $0 == id.major } ?? true)
+    id.format == .iBeacon && id.uuid == uuid && (major.map { $0 == id.major } ?? true)
       && (minor.map { $0 == id.minor } ?? true)
   }
 

@@ -14,7 +14,8 @@
 ///     uuid = 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182
 ///     major = 1
 ///     minor = 10
-///     power = -59               ; measured power it advertises
+///     ; or altbeacon = ID1:ID2:ID3, or eddystone = NAMESPACE:INSTANCE
+///     power = -59               ; measured power it advertises (1 m)
 ///     calibrated_power = -59    ; its real RSSI at 1 m (when power lies)
 ///     interval = 1.0            ; advertising interval, s
 ///     phase = 0                 ; first advertisement, s
@@ -36,14 +37,14 @@ extension Scenario {
     var errors = doc.syntaxErrors
     var beaconIndex: [String: Int] = [:]
     var deviceIndex: [String: Int] = [:]
-    var ids: [Int: (uuid: BeaconUUID?, major: UInt16, minor: UInt16)] = [:]
+    var ids: [Int: ScenarioBeaconID] = [:]
     for h in doc.headers {
       if h.name == "scenario" || h.name == "adapter" { continue }
       if h.name.hasPrefix("beacon \""), h.name.hasSuffix("\""), h.name.count > 9 {
         let name = String(h.name.dropFirst(8).dropLast())
         if beaconIndex[h.name] == nil {
           beaconIndex[h.name] = s.beacons.count
-          ids[s.beacons.count] = (nil, 0, 0)
+          ids[s.beacons.count] = ScenarioBeaconID()
           s.beacons.append(
             ScenarioBeacon(
               name: name, id: BeaconID(uuid: BeaconUUID(high: 0, low: 0), major: 0, minor: 0)))
@@ -97,10 +98,10 @@ extension Scenario {
         errors.append(
           ConfigError(
             file: doc.file, line: 0, section: "beacon \"\(s.beacons[i].name)\"", key: "uuid",
-            message: "a beacon needs a uuid"))
+            message: "a beacon needs a uuid (or an altbeacon, or an eddystone)"))
         continue
       }
-      s.beacons[i].id = BeaconID(uuid: uuid, major: id.major, minor: id.minor)
+      s.beacons[i].id = BeaconID(format: id.format, uuid: uuid, major: id.major, minor: id.minor)
       if s.beacons[i].addresses.count == 1 && s.beacons[i].addresses[0].from == 0 {
         s.beacons[i].addresses = [
           (
@@ -166,11 +167,23 @@ extension Scenario {
   }
 
   static func setBeacon(
-    _ b: inout ScenarioBeacon, _ id: inout (uuid: BeaconUUID?, major: UInt16, minor: UInt16),
-    _ key: String, _ v: String
+    _ b: inout ScenarioBeacon, _ id: inout ScenarioBeaconID, _ key: String, _ v: String
   ) throws {
     switch key {
     case "uuid": id.uuid = try ConfigValue.uuid(v)
+    case "altbeacon":
+      let a = try ConfigValue.altBeacon(v)
+      guard let id2 = a.id2, let id3 = a.id3 else {
+        throw ConfigValueError("a beacon's altbeacon is ID1:ID2:ID3, all three")
+      }
+      id = ScenarioBeaconID(format: .altBeacon, uuid: a.uuid, major: id2, minor: id3)
+    case "eddystone":
+      let e = try ConfigValue.eddystone(v)
+      guard let instance = e.instance else {
+        throw ConfigValueError("a beacon's eddystone is NAMESPACE:INSTANCE, both")
+      }
+      let full = BeaconID(eddystoneNamespace: e.namespace, instance: instance)
+      id = ScenarioBeaconID(format: .eddystoneUID, uuid: full.uuid, major: 0, minor: 0)
     case "major": id.major = UInt16(try ConfigValue.integer(v, in: 0...65535))
     case "minor": id.minor = UInt16(try ConfigValue.integer(v, in: 0...65535))
     case "power": b.power = Int8(try ConfigValue.integer(v, in: -128...127))
@@ -189,6 +202,15 @@ extension Scenario {
       }
     default: throw ConfigValueError("unknown key")
     }
+  }
+
+  /// A beacon's identity as its keys give it (`uuid`/`major`/`minor`, or
+  /// `altbeacon`, or `eddystone`).
+  struct ScenarioBeaconID {
+    var format = BeaconFormat.iBeacon
+    var uuid: BeaconUUID? = nil
+    var major: UInt16 = 0
+    var minor: UInt16 = 0
   }
 
   static func ranges(_ v: String) throws -> [Range<Double>] {

@@ -130,9 +130,7 @@ public final class MQTTBridge {
     if let distance { j.add("distance", distance, decimals: 2) } else { j.addNull("distance") }
     j.add("proximity", proximity)
     if let rssi { j.add("rssi", rssi) }
-    j.add("uuid", id.uuid.description)
-    j.add("major", Int(id.major))
-    j.add("minor", Int(id.minor))
+    id.addFields(to: &j)
     items.append(.init(settings.topics.beaconState(id), j.line, .state))
     send(shown.show(.beacon(id), items))
   }

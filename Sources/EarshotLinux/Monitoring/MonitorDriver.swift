@@ -83,7 +83,7 @@ public final class MonitorDriver {
   /// counts when it comes from a device a region names (else it only
   /// moves time).
   public func report(at t: Int64, _ report: AdvertisingReport) {
-    if let beacon = IBeacon.decode(advertisingData: report.data) {
+    if let beacon = IBeacon.decodeTracked(advertisingData: report.data) {
       onBeacon?(t, beacon, report)
       handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
     } else if monitor.watchesDevices {
@@ -178,21 +178,23 @@ public final class MonitorDriver {
     let b = e.beacons.first
     let beacon = b?.id.beacon
     let device = b?.id.device
-    // A device's event leaves the iBeacon fields empty, and the other way round.
+    // A device's event leaves the iBeacon fields empty, and the other way
+    // round; an Eddystone's (no UUID, major or minor) leaves them empty too,
+    // EARSHOT_BEACON names a beacon of any format.
+    let uuidShaped = device == nil && (beacon?.format ?? region.format) != .eddystoneUID
     let env: [(String, String)] = [
       ("EARSHOT_REGION", e.region),
       ("EARSHOT_EVENT", e.kind.rawValue),
-      ("EARSHOT_UUID", device != nil ? "" : (beacon?.uuid ?? region.uuid)?.description ?? ""),
+      ("EARSHOT_UUID", uuidShaped ? (beacon?.uuid ?? region.uuid)?.description ?? "" : ""),
       (
         "EARSHOT_MAJOR",
-        device != nil
-          ? "" : beacon.map { String($0.major) } ?? region.major.map { String($0) } ?? ""
+        uuidShaped ? beacon.map { String($0.major) } ?? region.major.map { String($0) } ?? "" : ""
       ),
       (
         "EARSHOT_MINOR",
-        device != nil
-          ? "" : beacon.map { String($0.minor) } ?? region.minor.map { String($0) } ?? ""
+        uuidShaped ? beacon.map { String($0.minor) } ?? region.minor.map { String($0) } ?? "" : ""
       ),
+      ("EARSHOT_BEACON", beacon?.description ?? ""),
       ("EARSHOT_DEVICE", device?.description ?? ""),
       ("EARSHOT_ADDRESS", b?.address.description ?? ""),
       ("EARSHOT_DISTANCE", b?.accuracy.map { JSONLine.format($0, decimals: 2) } ?? ""),

@@ -40,7 +40,7 @@ struct ReportPrinter {
   }
 
   mutating func print(_ micros: Int64, _ report: AdvertisingReport) {
-    let beacon = IBeacon.decode(advertisingData: report.data)
+    let beacon = IBeacon.decodeTracked(advertisingData: report.data)
     if text {
       if all || beacon != nil {
         Console.line(ReportFormatter.text(micros: micros, report: report, beacon: beacon))

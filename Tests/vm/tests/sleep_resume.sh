@@ -23,22 +23,15 @@ MON=$!
 count() { grep -c "\"event\":\"$1\",\"region\":\"desk\",\"state\":\"$2\"" mon.out; }
 at_least() { [ "$(count "$1" "$2")" -ge "$3" ]; }
 check "desk inside" wait_for 60 at_least state inside 1
-sleep_once() {
-  echo freezer >/sys/power/pm_test
-  echo mem >/sys/power/state
-  local rc=$?
-  echo none >/sys/power/pm_test
-  return $rc
-}
 
-check "suspend (pm_test freezer) with the beacon advertising" sleep_once
+check "suspend (pm_test freezer) with the beacon advertising" pm_test_suspend
 sleep $((EXIT_AFTER * 2))
 check "no exit or enter across the suspend, inside for 2x exit_after after it" \
   [ "$(count exit outside)$(count enter inside)" = 00 ]
 
 touch /tmp/adv.stop
 wait $ADV
-check "suspend with the advertiser stopped" sleep_once
+check "suspend with the advertiser stopped" pm_test_suspend
 resumed=$(date +%s.%N)
 check "one exit after the resume" wait_for $((EXIT_AFTER + 30)) at_least exit outside 1
 t=$(grep '"event":"exit"' mon.out | sed 's/.*"t":\([0-9.]*\).*/\1/')
