@@ -3,11 +3,12 @@ import EarshotLinux
 
 let scanCommand = Command(
   name: "scan",
-  summary: "Scan for LE advertising reports (live or from a capture) and print iBeacons",
+  summary: "Scan for LE advertising reports (live or from a capture) and print beacons",
   details: """
     Live: opens the adapter with a raw HCI socket, enables LE scanning and prints
-    one JSON line per iBeacon report. With --input, replays a btsnoop, pcap or
-    pcapng capture instead (timestamps come from the capture). --write records
+    one JSON line per beacon report (iBeacon, AltBeacon, Eddystone-UID). With
+    --input, replays a btsnoop, pcap or pcapng capture instead (timestamps come
+    from the capture). --write records
     what is seen as btsnoop (datalink 1002) that btmon -r and Wireshark read;
     --input X --write Y converts.
     """,
