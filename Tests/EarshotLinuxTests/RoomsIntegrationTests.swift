@@ -172,6 +172,54 @@ final class RoomsIntegrationTests: XCTestCase {
     while Date() < target && Date() < deadline { usleep(100_000) }
   }
 
+  /// `[rooms] espresense`: an agent's sightings also go out as the
+  /// ESPresense firmware sends them, on the topic mqtt_room and
+  /// ESPresense-companion subscribe to, with the fields mqtt_room needs.
+  func testAnAgentPublishesESPresenseSightings() throws {
+    let site = try makeSite()
+    let stream = try BrokerStream(site.broker, dir: site.dir, topics: ["espresense/#"])
+    let d = site.dir + "/living"
+    try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+    try
+      (mqtt(site, base: "earshot/living", client: "earshot-living")
+      + "[rooms]\nroom = Living Room\ntrack = \(Self.uuid)\nespresense = true\n[state]\npath = \(d)/state\n")
+      .write(toFile: d + "/earshot.conf", atomically: true, encoding: .utf8)
+    let agent = try spawn(
+      [
+        "run", "--config", d + "/earshot.conf", "--socket", d + "/control.sock", "--no-audio",
+        "--state-dir", d, "--input", site.dir + "/house/living.btsnoop", "--pace", String(pace),
+      ], log: d + "/agent.log")
+    let deadline = Date().addingTimeInterval(30)
+    while stream.lines.count < 20 && Date() < deadline { usleep(100_000) }
+    agent.terminate()
+    agent.waitUntilExit()
+    let lines = stream.lines
+    XCTAssertGreaterThanOrEqual(
+      lines.count, 20, (try? String(contentsOfFile: d + "/agent.log", encoding: .utf8)) ?? "")
+    let walker = "iBeacon:\(Self.uuid.lowercased())-1-1"
+    let keys = "iBeacon:\(Self.uuid.lowercased())-1-2"
+    XCTAssertEqual(
+      Set(lines.map(\.topic)),
+      ["espresense/devices/\(walker)/living_room", "espresense/devices/\(keys)/living_room"])
+    for line in lines {
+      XCTAssertFalse(line.retained)
+      let json = try JSONParser.parse(Array(line.payload.utf8))
+      // mqtt_room's schema: an id and a distance.
+      let id = try XCTUnwrap(json["id"]?.string)
+      XCTAssertTrue(line.topic.hasPrefix("espresense/devices/\(id)/"), line.topic)
+      XCTAssertGreaterThan(try XCTUnwrap(json["distance"]?.number), 0)
+      XCTAssertEqual(json["rssi@1m"]?.number, -59)
+      XCTAssertEqual(json["rxAdj"]?.number, 0)
+      let mac = try XCTUnwrap(json["mac"]?.string)
+      XCTAssertTrue(mac.count == 12 && mac.allSatisfy { "0123456789abcdef".contains($0) }, mac)
+      // The firmware's order of fields.
+      let order = ["\"mac\"", "\"id\"", "\"rssi@1m\"", "\"rssi\"", "\"rxAdj\"", "\"distance\""]
+        .map { line.payload.range(of: $0)?.lowerBound }
+      XCTAssertFalse(order.contains(nil), line.payload)
+      XCTAssertEqual(order.compactMap { $0 }, order.compactMap { $0 }.sorted(), line.payload)
+    }
+  }
+
   func testThreeAgentsInStepGiveARoomTimelineThatMatchesTheTruth() throws {
     var site = try makeSite()
     try startAggregator(&site)

@@ -9,6 +9,10 @@ public struct RoomsConfig: Sendable, Equatable {
   public var trackDevices: [TrackedDevice] = []
   /// Seconds between two sightings of one beacon from one agent.
   public var interval = 1.0
+  /// Also publish each sighting as the ESPresense firmware would
+  /// (`espresense/devices/ID/ROOM`), for ESPresense-companion and HA's
+  /// `mqtt_room`.
+  public var espresense = false
   /// Topic prefix shared by every agent and aggregator of a site.
   public var topic = "earshot/rooms"
   /// Sighting topics are spread over this many shards by beacon.
@@ -132,6 +136,10 @@ extension RoomsConfig: ConfigSection {
     .number(
       "interval", "Seconds between two sightings of one beacon from this agent.", \.interval,
       in: 0.1...3600),
+    .bool(
+      "espresense",
+      "Also publish each sighting as ESPresense does (espresense/devices/ID/ROOM), for ESPresense-companion and mqtt_room.",
+      \.espresense),
     .text("topic", "Topic prefix shared by the site's agents and aggregators.", \.topic),
     .integer(
       "shards", "Sighting topics are partitioned by beacon into this many shards.", \.shards,

@@ -4,18 +4,25 @@ import EarshotCore
 /// one per subject per `[rooms] interval`, published through the agent's MQTT
 /// bridge (QoS 0, not retained), and a retained record naming this room's
 /// status topic, whose last will tells the aggregators when it is gone.
+/// With `[rooms] espresense`, each sighting also goes out as the ESPresense
+/// firmware sends one (`ESPresenseFormat`).
 public final class RoomsAgent {
   public let room: String
   private var publisher: SightingPublisher
   private let bridge: MQTTBridge
   private let topics: RoomTopics
+  private let espresense: Bool
+  private let trackedDevices: [TrackedDevice]
   public private(set) var published = 0
+  public private(set) var publishedESPresense = 0
 
   public init(config: Config, hostname: String, bridge: MQTTBridge) {
     room = config.rooms.room ?? hostname
     publisher = SightingPublisher(room: room, config: config)
     self.bridge = bridge
     topics = RoomTopics(config.rooms)
+    espresense = config.rooms.espresense
+    trackedDevices = config.rooms.trackDevices
     var j = JSONLine()
     j.add("room", room)
     j.add("status", bridge.availabilityTopic)
@@ -46,23 +53,30 @@ public final class RoomsAgent {
       let s = publisher.report(
         at: t, device: device, address: address, rssi: rssi, txPower: txPower)
     else { return }
-    publish(s)
+    publish(s, address: address, power: txPower.map { Int8(clamping: Int($0) - 41) })
   }
 
   public func report(at t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?) {
     guard let s = publisher.report(at: t, beacon: beacon, address: address, rssi: rssi) else {
       return
     }
-    publish(s)
+    publish(s, address: address, power: beacon.measuredPower)
   }
 
   /// The wall time of a report's time (see `attach`).
   private var shown: (Int64) -> Int64 = { $0 }
 
-  private func publish(_ decided: RoomSighting) {
+  private func publish(_ decided: RoomSighting, address: BDAddress, power: Int8?) {
     var s = decided
     s.t = shown(decided.t)
     bridge.stream(topics.sighting(s.subject, room: s.room), s.payload)
     published += 1
+    guard espresense else { return }
+    let irk = s.subject.device.flatMap { d in trackedDevices.first { $0.id == d }?.irk }
+    guard let id = ESPresenseFormat.id(s.subject, irk: irk),
+      let m = ESPresenseFormat.message(s, id: id, address: address, power: power)
+    else { return }
+    bridge.stream(m.topic, m.payload)
+    publishedESPresense += 1
   }
 }
