@@ -43,8 +43,10 @@ check "suspend (pm_test freezer) with the beacon advertising" pm_test_suspend
 sleep 2
 date -s "-1 hour" >/dev/null
 sleep $((EXIT_AFTER + 4))
-check "the step forward, the sleep and the step back are each logged once" \
-  [ "$(grep -c 'clock stepped +3600' run.log)$(grep -c 'the machine slept' run.log)$(grep -c 'clock stepped -3600' run.log)" = 111 ]
+# (pm_test stops at the freezer: CLOCK_BOOTTIME does not move away from
+# CLOCK_MONOTONIC, so no "slept" line; LaptopDayTests cover that side.)
+check "the step forward and the step back are each logged once" \
+  [ "$(grep -c 'clock stepped +3600' run.log)$(grep -c 'clock stepped -3600' run.log)" = 11 ]
 check "the broker never heard outside" [ "$(grep -c 'state outside' states.out)" -eq 0 ]
 check "no hook ran" [ ! -s hooks.out ]
 check "no enter or exit event" [ "$(grep -cE '"event":"(enter|exit)"' events.out)" -eq 0 ]
