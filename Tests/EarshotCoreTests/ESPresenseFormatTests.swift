@@ -54,4 +54,48 @@ final class ESPresenseFormatTests: XCTestCase {
         noDistance, id: "x", address: BDAddress("C0:00:00:01:00:0A")!, power: -59),
       "mqtt_room needs a distance")
   }
+
+  func testANodesSightingAsTheAggregatorTakesIt() throws {
+    let phone = TrackedDevice(name: "phone", address: BDAddress("A4:C1:38:1F:2B:3C")!)
+    let irk = try IdentityResolvingKey(hex: "9F4A2C0E5B7D41E8A1C23D4E5F607182")
+    let watch = TrackedDevice(name: "watch", irk: irk)
+    func take(_ topic: String, _ payload: String) -> RoomSighting? {
+      ESPresenseFormat.sighting(
+        topic: topic, payload: Array(payload.utf8), trackDevices: [phone, watch], now: 42)
+    }
+    // As the firmware writes a public-address phone (fields in its order).
+    let s = try XCTUnwrap(
+      take(
+        "espresense/devices/a4c1381f2b3c/living_room",
+        #"{"mac":"a4c1381f2b3c","id":"a4c1381f2b3c","rssi@1m":-71,"rssi":-78.50,"rxAdj":0,"rssiVar":3.12,"distance":1.90,"var":0.41,"int":1093}"#
+      ))
+    XCTAssertEqual(s.subject, .device(phone.id))
+    XCTAssertEqual(s.room, "living_room")
+    XCTAssertEqual(s.distance, 1.9)
+    XCTAssertEqual(s.rssi, -78.5)
+    XCTAssertEqual(s.t, 42, "a node's sighting is dated by its arrival")
+    XCTAssertEqual(
+      take(
+        "espresense/devices/known:a4c1381f2b3c/hall", #"{"id":"known:a4c1381f2b3c","distance":3}"#)?
+        .subject, .device(phone.id))
+    XCTAssertEqual(
+      take(
+        "espresense/devices/irk:9f4a2c0e5b7d41e8a1c23d4e5f607182/hall",
+        #"{"id":"irk:9f4a2c0e5b7d41e8a1c23d4e5f607182","distance":3}"#)?.subject,
+      .device(watch.id))
+    let b = take(
+      "espresense/devices/iBeacon:8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10/hall",
+      #"{"mac":"c0000001000a","id":"iBeacon:8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10","rssi@1m":-59,"rssi":-65.00,"rxAdj":0,"distance":1.99,"var":0.10,"int":1010}"#
+    )
+    XCTAssertEqual(b?.subject, .beacon(BeaconID(uuid: uuid, major: 1, minor: 10)))
+    // Not sightings the rule takes: no distance, an untracked device, a
+    // query report's topic, garbage.
+    XCTAssertNil(take("espresense/devices/a4c1381f2b3c/hall", #"{"id":"a4c1381f2b3c"}"#))
+    XCTAssertNil(take("espresense/devices/001122334455/hall", #"{"distance":1}"#))
+    XCTAssertNil(take("espresense/devices/a4c1381f2b3c/hall/q1", #"{"distance":1}"#))
+    XCTAssertNil(take("espresense/devices/a4c1381f2b3c/hall", "not json"))
+    XCTAssertNil(take("espresense/devices/iBeacon:8f2c-1-2/hall", #"{"distance":1}"#))
+    XCTAssertEqual(ESPresenseFormat.room(inStatusTopic: "espresense/rooms/hall/status"), "hall")
+    XCTAssertNil(ESPresenseFormat.room(inStatusTopic: "espresense/rooms/hall/telemetry"))
+  }
 }

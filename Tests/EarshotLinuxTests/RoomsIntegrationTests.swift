@@ -118,26 +118,27 @@ final class RoomsIntegrationTests: XCTestCase {
     return p
   }
 
-  func startAggregator(_ site: inout Site) throws {
+  func startAggregator(_ site: inout Site, rooms extra: String = "") throws {
     let conf = site.dir + "/rooms.conf"
     try
       (mqtt(site, base: "earshot/aggregator", client: "earshot-rooms-test")
-      + "[rooms]\ntrack = \(Self.uuid)\naway_after = 30\n")
+      + "[rooms]\ntrack = \(Self.uuid)\naway_after = 30\n" + extra)
       .write(toFile: conf, atomically: true, encoding: .utf8)
     site.aggregator = try spawn(
       ["rooms", "--config", conf, "--naive", "--pace", String(pace)], log: site.dir + "/rooms.log",
       out: site.aggregatorOut)
   }
 
-  /// The agents, each replaying its receiver's capture from the same moment.
-  func startAgents(_ site: inout Site) throws {
+  /// The agents, each replaying its receiver's capture from the same moment
+  /// (`extra`: more of a room's `[rooms]` section).
+  func startAgents(_ site: inout Site, extra: [String: String] = [:]) throws {
     let at = Int(Date().timeIntervalSince1970) + 2
     for room in rooms {
       let d = site.dir + "/" + room
       try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
       try
         (mqtt(site, base: "earshot/\(room)", client: "earshot-\(room)")
-        + "[rooms]\nroom = \(room)\ntrack = \(Self.uuid)\n[state]\npath = \(d)/state\n")
+        + "[rooms]\nroom = \(room)\ntrack = \(Self.uuid)\n\(extra[room] ?? "")[state]\npath = \(d)/state\n")
         .write(toFile: d + "/earshot.conf", atomically: true, encoding: .utf8)
       site.agents[room] = try spawn(
         [
@@ -247,6 +248,44 @@ final class RoomsIntegrationTests: XCTestCase {
     XCTAssertLessThanOrEqual(median, 10, report)
     // The captures end: every beacon goes away once.
     XCTAssertEqual(rule.filter { $0.room == nil }.count, 2, report)
+  }
+
+  /// ESPresense, in: the bedroom is an ESPresense node (its sightings only
+  /// in the firmware's format and topics, its retained status `online`),
+  /// the other rooms Earshot agents: the aggregator with
+  /// `espresense_nodes = true` places the walker as with three agents.
+  func testAnESPresenseNodeBesideTwoAgentsPlacesTheWalkerAsAgentsDo() throws {
+    var site = try makeSite()
+    let pub = try XCTUnwrap(Earshot.tool("mosquitto_pub"), "mosquitto_pub (mosquitto-clients)")
+    let status = Process()
+    status.executableURL = URL(fileURLWithPath: pub)
+    status.arguments = [
+      "-h", "127.0.0.1", "-p", "\(site.broker.port)", "-r", "-t", "espresense/rooms/bedroom/status",
+      "-m", "online",
+    ]
+    try status.run()
+    status.waitUntilExit()
+    try startAggregator(&site, rooms: "espresense_nodes = true\n")
+    usleep(300_000)
+    // The bedroom's Earshot sightings go where the aggregator does not
+    // listen: only its ESPresense messages reach it.
+    try startAgents(&site, extra: ["bedroom": "topic = elsewhere/rooms\nespresense = true\n"])
+    waitCapture(site, seconds: 300 + 40)
+    site.aggregator!.terminate()
+    site.aggregator!.waitUntilExit()
+    let (rule, _) = timeline(site)
+    let truth = try truth(site)
+    let end = Int64(1_767_225_600 + 300) * 1_000_000
+    let score = RoomScore.score(truth: truth, decided: rule, covered: Set(rooms), end: end)
+    let report = "rule: \(score.summary(awayAfter: 30))"
+    print("an ESPresense node and two agents: " + report)
+    XCTAssertGreaterThan(score.scoredSeconds, 400, report)
+    XCTAssertLessThan(score.wrongShare, 0.05, report)
+    XCTAssertEqual(
+      rule.filter { $0.beacon == walker }.compactMap(\.room).prefix(3),
+      ["living", "kitchen", "bedroom"], report)
+    XCTAssertEqual(score.stationaryChanges, 0, report)
+    XCTAssertLessThanOrEqual(try XCTUnwrap(score.medianConfirm, report), 10, report)
   }
 
   func testAKilledAgentMovesItsBeaconsAndABrokerRestartLosesNoRoom() throws {

@@ -83,6 +83,71 @@ public enum ESPresenseFormat {
   }
 }
 
+// MARK: In: ESPresense nodes as agents of `earshot rooms`
+
+extension ESPresenseFormat {
+  /// What the aggregator subscribes to with `[rooms] espresense_nodes`.
+  public static let sightingFilter = prefix + "/devices/+/+"
+  public static let statusFilter = prefix + "/rooms/+/status"
+
+  /// The node's room of a status topic (`espresense/rooms/ROOM/status`).
+  public static func room(inStatusTopic topic: String) -> String? {
+    let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
+    guard parts.count == 4, parts[0] == prefix, parts[1] == "rooms", parts[3] == "status",
+      !parts[2].isEmpty
+    else { return nil }
+    return String(parts[2])
+  }
+
+  /// A node's sighting as the rule takes it, `nil` for anything else or
+  /// malformed: the subject from the id (`iBeacon:UUID-MAJOR-MINOR`, or a
+  /// device of `track` by `irk:KEY` or by its bare or `known:` address),
+  /// the room from the topic, its `distance` (required, as `mqtt_room`
+  /// requires it) and `rssi`. The node's own calibration (`rxAdj`) is in
+  /// them already. A node's sighting carries no time: `t` is the
+  /// aggregator's `now` (its arrival).
+  public static func sighting(
+    topic: String, payload: [UInt8], trackDevices: [TrackedDevice], now: Int64
+  ) -> RoomSighting? {
+    let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
+    guard parts.count == 4, parts[0] == prefix, parts[1] == "devices", !parts[3].isEmpty,
+      parts[3].utf8.count <= 128, let subject = subject(id: parts[2], trackDevices: trackDevices),
+      let json = try? JSONParser.parse(payload),
+      let distance = json["distance"]?.number, distance.isFinite, distance > 0
+    else { return nil }
+    let rssi = json["rssi"]?.number.flatMap { $0.isFinite ? $0 : nil }
+    let name =
+      subject.device == nil
+      ? nil : json["name"]?.string.flatMap { $0.isEmpty || $0.utf8.count > 64 ? nil : $0 }
+    return RoomSighting(
+      t: now, subject: subject, room: String(parts[3]), rssi: rssi, distance: distance, count: 1,
+      name: name)
+  }
+
+  static func subject(id: Substring, trackDevices: [TrackedDevice]) -> RoomSubject? {
+    if id.hasPrefix("iBeacon:") {
+      // The UUID has dashes of its own: the last two parts are the numbers.
+      let p = id.dropFirst("iBeacon:".count).split(separator: "-", omittingEmptySubsequences: false)
+      guard p.count == 7, let uuid = BeaconUUID(p[0..<5].joined(separator: "-")),
+        let major = UInt16(p[5]), let minor = UInt16(p[6])
+      else { return nil }
+      return .beacon(BeaconID(uuid: uuid, major: major, minor: minor))
+    }
+    if id.hasPrefix("irk:") {
+      let hex = id.dropFirst("irk:".count).lowercased()
+      guard let d = trackDevices.first(where: { $0.irk?.hex.lowercased() == hex }) else {
+        return nil
+      }
+      return .device(d.id)
+    }
+    let mac = id.hasPrefix("known:") ? id.dropFirst("known:".count) : id
+    guard mac.count == 12,
+      let d = trackDevices.first(where: { $0.address.map(Self.mac) == mac.lowercased() })
+    else { return nil }
+    return .device(d.id)
+  }
+}
+
 extension String {
   fileprivate func replacingColons() -> String { String(filter { $0 != ":" }) }
 }

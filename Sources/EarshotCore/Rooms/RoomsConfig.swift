@@ -13,6 +13,9 @@ public struct RoomsConfig: Sendable, Equatable {
   /// (`espresense/devices/ID/ROOM`), for ESPresense-companion and HA's
   /// `mqtt_room`.
   public var espresense = false
+  /// The aggregator also takes ESPresense nodes' sightings and status as
+  /// agents'.
+  public var espresenseNodes = false
   /// Topic prefix shared by every agent and aggregator of a site.
   public var topic = "earshot/rooms"
   /// Sighting topics are spread over this many shards by beacon.
@@ -140,6 +143,10 @@ extension RoomsConfig: ConfigSection {
       "espresense",
       "Also publish each sighting as ESPresense does (espresense/devices/ID/ROOM), for ESPresense-companion and mqtt_room.",
       \.espresense),
+    .bool(
+      "espresense_nodes",
+      "earshot rooms also takes ESPresense nodes' sightings (espresense/devices/+/+) and status as agents'.",
+      \.espresenseNodes),
     .text("topic", "Topic prefix shared by the site's agents and aggregators.", \.topic),
     .integer(
       "shards", "Sighting topics are partitioned by beacon into this many shards.", \.shards,

@@ -30,6 +30,8 @@ public final class RoomsAggregator {
     /// Date the axis by the first sighting's `t` (a replay's capture
     /// time) instead of this machine's wall clock.
     public var replay = false
+    /// ESPresense nodes are agents too (`[rooms] espresense_nodes`).
+    public var espresenseNodes = false
 
     public init(
       client: MQTTClient.Options, topics: RoomTopics, settings: RoomRule.Settings,
@@ -102,6 +104,10 @@ public final class RoomsAggregator {
     for shard in options.shards {
       client.subscribe(options.topics.sightingFilter(shard: shard), qos: 0)
     }
+    if options.espresenseNodes {
+      client.subscribe(ESPresenseFormat.statusFilter)
+      client.subscribe(ESPresenseFormat.sightingFilter, qos: 0)
+    }
     client.start()
     scheduleTick()
   }
@@ -120,8 +126,18 @@ public final class RoomsAggregator {
 
   private func received(_ topic: String, _ payload: [UInt8]) {
     let t = options.topics
-    if topic.hasPrefix(t.prefix + "/sighting/") {
-      guard let s = RoomSighting.parse(topic: topic, payload: payload, topics: t) else {
+    let fromNode = options.espresenseNodes && topic.hasPrefix(ESPresenseFormat.prefix + "/devices/")
+    if topic.hasPrefix(t.prefix + "/sighting/") || fromNode {
+      let parsed =
+        fromNode
+        ? ESPresenseFormat.sighting(
+          topic: topic, payload: payload, trackDevices: options.trackDevices,
+          now: judge.clock.time(at: Clock.now())?.micros ?? Clock.wallNow().micros)
+        : RoomSighting.parse(topic: topic, payload: payload, topics: t)
+      guard let s = parsed else {
+        // A node reports every device it hears: ids that are not tracked
+        // beacons or devices are not errors.
+        if fromNode { return }
         malformed += 1
         if malformed & (malformed - 1) == 0 {
           onLog?("ignored a malformed sighting on \(topic) (\(malformed) so far)")
@@ -154,6 +170,11 @@ public final class RoomsAggregator {
         let status = j["status"]?.string, !status.contains("#"), !status.contains("+")
       else { return }
       if statusRooms.updateValue(room, forKey: status) == nil { client.subscribe(status) }
+    } else if options.espresenseNodes, let room = ESPresenseFormat.room(inStatusTopic: topic) {
+      let text = String(decoding: payload, as: UTF8.self)
+      guard text == "online" || text == "offline" else { return }
+      if text == "offline" { onLog?("ESPresense node \(room) is offline") }
+      apply(judge.agent(room, online: text == "online", at: Clock.now()))
     } else if let room = statusRooms[topic] {
       let text = String(decoding: payload, as: UTF8.self)
       guard text == "online" || text == "offline" else { return }

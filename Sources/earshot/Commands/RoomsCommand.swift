@@ -121,6 +121,7 @@ private func runRoomsAggregator(_ args: Arguments) throws -> Int32 {
         prefix: config.mqtt.discoveryPrefix) : nil,
     aggregatorStatus: statusTopic)
   options.trackDevices = rooms.trackDevices
+  options.espresenseNodes = rooms.espresenseNodes
   options.naive = args.has("naive")
   if let pace = try args.double("pace") {
     guard pace > 0, pace <= 1000 else {
