@@ -154,6 +154,16 @@ logger:
   default: info
   logs:
     homeassistant.components.mqtt: debug
+# HA's own room sensor for ESPresense, on the rooms agent's ESPresense
+# sightings ([rooms] espresense = true): the beacon of the office scenario.
+sensor:
+  - platform: mqtt_room
+    name: ESPresense desk beacon
+    unique_id: earshot_test_espresense_desk
+    device_id: "iBeacon:8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10"
+    state_topic: "espresense/devices/iBeacon:8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10"
+    timeout: 5
+    away_timeout: 120
 # Service calls for the test, driven over MQTT: a JSON
 # {"id", "service", "match" (a regex on the mqtt entity ids), "value"?};
 # answered on earshot-test/ha/called/ID with the entity ids it called.
@@ -312,6 +322,7 @@ discovery = false
 topic = earshot-test/rooms
 room = office
 track = $uuid:1:10
+espresense = true
 
 [state]
 path = $W/rooms-agent/state/regions

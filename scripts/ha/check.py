@@ -265,6 +265,22 @@ def check_tracker(run, report):
     report.check("3", ok, f"rooms device_tracker state: {why}", details + [f"bad: {b}" for b in bad[:5]])
 
 
+def check_mqtt_room(run, report):
+    section("R. HA's mqtt_room on the agent's ESPresense sightings")
+    eid = "sensor.espresense_desk_beacon"
+    states = [(ts, st, attrs) for ts, st, attrs in run.history.get(eid, [])]
+    distinct = list(dict.fromkeys(st for _, st, _ in states))
+    sightings = [tp for _, tp, _, _ in run.messages if tp.startswith("espresense/devices/")]
+    distances = [a.get("distance") for _, st, a in states if st == "office"]
+    refused = [l for l in run.ha_log.splitlines() if "required key not provided" in l]
+    details = [f"{len(sightings)} ESPresense sighting(s) on the broker, topics {sorted(set(sightings))[:2]}",
+               f"{eid}: {len(states)} states; distinct: {distinct}; distances while office: "
+               f"{distances[:3]}{'…' if len(distances) > 3 else ''}",
+               f"{len(refused)} 'required key not provided' line(s) in HA's log"]
+    ok = "office" in distinct and bool(sightings) and not refused
+    report.check("R", ok, f"(28) mqtt_room placed the beacon in the agent's room: {'office' in distinct}", details)
+
+
 def check_names(run, report):
     section("4. no friendly name repeats its device name")
     bad, details = [], []
@@ -501,7 +517,7 @@ def main():
     figures(run, args)
     entities_table(run)
     report = Report()
-    for check in (check_restart_flap, check_first_events, check_tracker, check_names,
+    for check in (check_restart_flap, check_first_events, check_tracker, check_mqtt_room, check_names,
                   check_no_matching_payload, check_find_and_volume, check_removed_region,
                   check_twins, check_last_will, check_ha_log_problems, check_offline):
         try:
