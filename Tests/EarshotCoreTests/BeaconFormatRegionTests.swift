@@ -174,4 +174,23 @@ final class BeaconFormatRegionTests: XCTestCase {
         "major is for iBeacons"))
     XCTAssertTrue(error("[region \"r\"]\naltbeacon = \(altUUID):70000\n").contains("0 to 65535"))
   }
+
+  /// `earshot scan --all` lists every frame: telemetry too. beacontools'
+  /// TLM vector (test_parser.py::test_eddystone_tlm, its stray last byte
+  /// dropped: 2840 mV, 19 °C upstream).
+  func testScanAllShowsEveryFrameTelemetryIncluded() throws {
+    let data = try XCTUnwrap(bytes(fromHex: "0201060303aafe1116aafe20000b1813000000146700002ac4"))
+    let line = data.withUnsafeBytes { d in
+      ReportFormatter.reportJSON(
+        micros: 1_767_225_600_000_000,
+        report: AdvertisingReport(
+          pdu: .advNonconnInd, address: BDAddress("C0:01:02:03:04:05")!, addressType: .random,
+          rssi: -60, data: d),
+        beacon: nil, merged: nil)
+    }
+    XCTAssertTrue(
+      line.contains(
+        #""frames":[{"frame":"Eddystone-TLM","battery_mv":2840,"temperature":19.00,"adv_count":5223,"uptime":1094.8}]"#
+      ), line)
+  }
 }

@@ -344,3 +344,61 @@ public struct BeaconClassifier: Sendable {
     }
   }
 }
+
+extension BeaconFrame {
+  /// The frame as `earshot scan --all` shows it: `{"frame":"Eddystone-TLM",
+  /// "battery_mv":2840,…}`, identifiers in hex, powers in dBm as sent.
+  public var json: String {
+    var j = JSONLine()
+    j.add("frame", layoutName)
+    switch self {
+    case .iBeacon(let b):
+      b.id.addFields(to: &j)
+      j.add("power", Int(b.measuredPower))
+    case .altBeacon(let a):
+      j.add("company", Int(a.companyID))
+      j.add("id1", a.id1.description)
+      j.add("id2", Int(a.id2))
+      j.add("id3", Int(a.id3))
+      j.add("power", Int(a.referenceRSSI))
+      j.add("reserved", Int(a.mfgReserved))
+    case .eddystoneUID(let u):
+      j.add("namespace", u.namespace.description)
+      j.add("instance", u.instance.description)
+      j.add("tx_power_0m", Int(u.txPowerAt0m))
+    case .eddystoneURL(let u):
+      j.add("url", u.url)
+      j.add("tx_power_0m", Int(u.txPowerAt0m))
+    case .eddystoneTLM(let t):
+      j.add("battery_mv", Int(t.batteryMillivolts))
+      if let c = t.temperature {
+        j.add("temperature", c, decimals: 2)
+      } else {
+        j.addNull("temperature")
+      }
+      j.add("adv_count", Int(t.advertisingCount))
+      j.add("uptime", t.uptimeSeconds, decimals: 1)
+    case .eddystoneEncryptedTLM(let e):
+      j.add("encrypted", e.encrypted.description)
+      j.add("salt", Int(e.salt))
+      j.add("mic", Int(e.mic))
+    case .eddystoneEID(let e):
+      j.add("eid", e.eid.description)
+      j.add("tx_power_0m", Int(e.txPowerAt0m))
+    case .custom(let c):
+      if let company = c.companyID { j.add("company", Int(company)) }
+      j.addRaw(
+        "ids",
+        "["
+          + c.identifiers.map { JSONLine.quoted($0.withUnsafeBytes { $0.hexString }) }
+          .joined(separator: ",") + "]")
+      if let p = c.power { j.add("power", p) }
+      j.addRaw(
+        "data",
+        "["
+          + c.data.map { JSONLine.quoted($0.withUnsafeBytes { $0.hexString }) }
+          .joined(separator: ",") + "]")
+    }
+    return j.line
+  }
+}

@@ -29,7 +29,8 @@ public enum ReportFormatter {
   /// Everything in a report, AD structures decoded, for `--all`.
   /// `merged` is the advertising data a scan response answers, if known.
   public static func reportJSON(
-    micros: Int64, report: AdvertisingReport, beacon: IBeacon?, merged: UnsafeRawBufferPointer?
+    micros: Int64, report: AdvertisingReport, beacon: IBeacon?, merged: UnsafeRawBufferPointer?,
+    classifier: BeaconClassifier = .standard
   ) -> String {
     var j = JSONLine()
     j.addRaw("t", seconds(micros))
@@ -43,6 +44,9 @@ public enum ReportFormatter {
     if let direct = report.directAddress { j.add("direct_address", direct.description) }
     j.addRaw("ad", adJSON(report.data))
     if let merged, merged.count > 0 { j.addRaw("adv_ad", adJSON(merged)) }
+    // Every beacon frame in it (telemetry and URLs too), by the layout table.
+    let frames = classifier.frames(in: report.data)
+    if !frames.isEmpty { j.addRaw("frames", "[" + frames.map(\.json).joined(separator: ",") + "]") }
     if let beacon {
       beacon.id.addFields(to: &j)
       j.add("power", Int(beacon.measuredPower))
