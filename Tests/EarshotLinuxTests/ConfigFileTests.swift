@@ -225,7 +225,7 @@ final class ConfigFileTests: XCTestCase {
       IniReader.parse(
         """
         [scanner]
-        passive = yes
+        passive = no
         mode = extended
         [monitor]
         exit_after = 45
@@ -237,7 +237,7 @@ final class ConfigFileTests: XCTestCase {
         on_exit = /usr/local/bin/lights "off now" ; trailing comment
         """, file: "t.conf"),
       paths: .user(runtimeDir: "/run/user/1000", stateHome: "/home/u/.local/state"))
-    XCTAssertTrue(c.scanner.passive)
+    XCTAssertFalse(c.scanner.passive, "passive is the default; no turns it off")
     XCTAssertEqual(c.scanner.mode, .extended)
     XCTAssertEqual(c.audio.fallback, ["plughw:0,0", "hw:1,0"])
     XCTAssertEqual(c.regions[0].exitAfter, .seconds(45), "the [monitor] default")

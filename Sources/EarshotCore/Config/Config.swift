@@ -46,7 +46,9 @@ public struct ConfigPaths: Sendable {
 public struct ScannerConfig: Sendable, Equatable {
   /// `nil`: the first LE-capable adapter.
   public var adapter: String? = nil
-  public var passive = false
+  /// Passive by default: nothing Earshot decides needs a scan response,
+  /// and scan requests cost every scannable advertiser's and Wi-Fi's air time.
+  public var passive = true
   public var mode = ScanMode.auto
   public init() {}
 }
@@ -321,7 +323,10 @@ extension ScannerConfig: ConfigSection {
       "adapter", "Adapter to scan with (hci0, ...); auto = the first LE-capable one.",
       set: { s, v in s.adapter = v == "auto" ? nil : try ConfigValue.nonEmpty(v) },
       show: { $0.adapter ?? "auto" }),
-    .bool("passive", "Passive scanning: listen only, send no scan requests.", \.passive),
+    .bool(
+      "passive",
+      "Passive scanning: listen only, send no scan requests; false for beacons that put their frame in the scan response.",
+      \.passive),
     .choice(
       "mode", "legacy, extended or auto (extended scan commands when the controller has them).",
       \.mode),

@@ -12,7 +12,12 @@ import EarshotLinux
 func runLiveScan(_ args: Arguments, printer: inout ReportPrinter, sink: FileSink?) throws -> Int32 {
   var options = LiveScanOptions()
   options.adapter = args.value("adapter")
-  options.scanType = args.has("passive") ? .passive : .active
+  // Passive unless asked: scan requests cost the air time of every
+  // scannable advertiser nearby (and of Wi-Fi on a shared radio).
+  if args.has("active") && args.has("passive") {
+    throw UsageError("--active and --passive: choose one")
+  }
+  options.scanType = args.has("active") ? .active : .passive
   options.commandSet = args.has("legacy") ? .legacy : args.has("extended") ? .extended : nil
   options.bringUp = args.has("bring-up")
   let duration = try args.double("duration")

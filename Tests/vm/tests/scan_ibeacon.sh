@@ -8,7 +8,7 @@ start_advertising_loop hci1
 check "scan exits 0 after --duration" [ $? -eq 0 ]
 scan_for_beacons 3 ext.out ext.err --adapter hci0 --write ext.btsnoop
 check "scan exits 0 after SIGINT" [ $? -eq 0 ]
-check "auto-selection picks extended commands on btvirt -l2" grep -q 'hci0: scanning (extended commands, active)' ext.err
+check "auto-selection picks extended commands on btvirt -l2, passive by default" grep -q 'hci0: scanning (extended commands, passive)' ext.err
 n=$(beacon_lines ext.out | wc -l)
 check "extended scan: iBeacon with UUID, major, minor, power ($n lines)" [ "$n" -ge 2 ]
 rssi_null() { beacon_lines ext.out | head -1 | grep -q '"rssi":null'; }
@@ -23,7 +23,7 @@ check "--write: the commands Earshot sent are recorded" grep -q 'LE Set Extended
 cat ext.err
 
 scan_for_beacons 2 leg.out leg.err --adapter hci0 --legacy
-check "--legacy forces legacy commands" grep -q 'hci0: scanning (legacy commands, active)' leg.err
+check "--legacy forces legacy commands" grep -q 'hci0: scanning (legacy commands, passive)' leg.err
 n=$(beacon_lines leg.out | wc -l)
 check "legacy scan: iBeacon received ($n lines)" [ "$n" -ge 2 ]
 
@@ -32,12 +32,12 @@ check "no --adapter: the first LE adapter (hci0) is used" grep -q '^earshot scan
 
 # Wait for beacons rather than a fixed time: under TCG on a loaded machine
 # two seconds may pass before the first report.
-"$EARSHOT" scan --adapter hci0 --passive --all --format json >pas.out 2>pas.err &
+"$EARSHOT" scan --adapter hci0 --active --all --format json >act.out 2>act.err &
 pid=$!
-wait_for 30 grep -q "\"uuid\":\"$BEACON_UUID\"" pas.out
+wait_for 30 grep -q "\"uuid\":\"$BEACON_UUID\"" act.out
 kill -INT "$pid" 2>/dev/null; wait "$pid"
-check "--passive scans passively" grep -q 'hci0: scanning (extended commands, passive)' pas.err
-check "--all prints the report with its AD structures" grep -q '"ad":\[{"type":"flags"' pas.out
+check "--active scans actively" grep -q 'hci0: scanning (extended commands, active)' act.err
+check "--all prints the report with its AD structures" grep -q '"ad":\[{"type":"flags"' act.out
 
 stop_advertising_loop hci1
 

@@ -6,7 +6,7 @@ start_advertising_loop hci1
 
 scan_for_beacons 2 leg.out leg.err --adapter hci0
 check "scan exits 0" [ $? -eq 0 ]
-check "auto-selection picks legacy commands on btvirt -L" grep -q 'hci0: scanning (legacy commands, active)' leg.err
+check "auto-selection picks legacy commands on btvirt -L" grep -q 'hci0: scanning (legacy commands, passive)' leg.err
 n=$(beacon_lines leg.out | wc -l)
 check "legacy-only controller: iBeacon received ($n lines)" [ "$n" -ge 2 ]
 
