@@ -34,17 +34,27 @@ public enum ESPresenseID {
   public static func id(for frame: BeaconFrame) -> String? {
     switch frame {
     case .iBeacon(let b):
-      return "iBeacon:\(b.uuid.description.lowercased())-\(b.major)-\(b.minor)"
+      return iBeacon(b.id)
     case .altBeacon(let a):
       guard a.companyID == 0xBEAC else { return nil }
       return "altBeacon:\(a.id1.description.lowercased())-\(a.id2)-\(a.id3)"
     case .eddystoneUID(let u):
-      let ns = u.namespace.description
-      let cut = ns.index(ns.startIndex, offsetBy: 10)
-      let fifth = ns[ns.index(cut, offsetBy: -2)..<cut]
-      return "eddy:\(ns[..<cut])\(fifth)\(ns[cut...])-\(u.instance)"
+      return eddystone(namespace: u.namespace.description, instance: u.instance.description)
     case .eddystoneURL, .eddystoneTLM, .eddystoneEncryptedTLM, .eddystoneEID, .custom:
       return nil
     }
+  }
+
+  /// `iBeacon:<uuid, lower case, dashed>-<major>-<minor>`.
+  public static func iBeacon(_ id: BeaconID) -> String {
+    "iBeacon:\(id.uuid.description.lowercased())-\(id.major)-\(id.minor)"
+  }
+
+  /// `eddy:<namespace>-<instance>` from their lower-case hex (20 and 12
+  /// digits), the namespace's fifth byte printed twice as the firmware does.
+  public static func eddystone(namespace ns: String, instance: String) -> String {
+    let cut = ns.index(ns.startIndex, offsetBy: 10)
+    let fifth = ns[ns.index(cut, offsetBy: -2)..<cut]
+    return "eddy:\(ns[..<cut])\(fifth)\(ns[cut...])-\(instance)"
   }
 }

@@ -22,14 +22,11 @@ public enum ESPresenseFormat {
     case .beacon(let b):
       switch b.format {
       case .iBeacon:
-        return "iBeacon:\(b.uuid.description.lowercased())-\(b.major)-\(b.minor)"
+        return ESPresenseID.iBeacon(b)
       case .altBeacon:
         return nil
       case .eddystoneUID:
-        let ns = b.namespaceHex
-        let cut = ns.index(ns.startIndex, offsetBy: 10)
-        let fifth = ns[ns.index(cut, offsetBy: -2)..<cut]
-        return "eddy:\(ns[..<cut])\(fifth)\(ns[cut...])-\(b.instanceHex)"
+        return ESPresenseID.eddystone(namespace: b.namespaceHex, instance: b.instanceHex)
       }
     case .device(.address(let a)):
       return mac(a)
