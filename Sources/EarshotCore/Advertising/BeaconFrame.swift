@@ -21,7 +21,7 @@ public struct BeaconBytes: Hashable, Sendable, CustomStringConvertible {
 
   /// Parses hex ("12345678901234678901"); `nil` unless 1-16 whole bytes.
   public init?(hex: some StringProtocol) {
-    guard let raw = EarshotCore.bytes(fromHex: hex), (1...16).contains(raw.count) else {
+    guard let raw = hexDecoded(hex), (1...16).contains(raw.count) else {
       return nil
     }
     let parsed = raw.withUnsafeBytes { BeaconBytes($0, 0, raw.count) }

@@ -241,7 +241,7 @@ extension BeaconLayout {
         body = parts[0]
         let (start, end) = try Self.range(&body, term)
         guard body.isEmpty else { throw fail("unexpected '\(body)' after the range") }
-        guard !parts[1].isEmpty, let bytes = EarshotCore.bytes(fromHex: parts[1]),
+        guard !parts[1].isEmpty, let bytes = hexDecoded(parts[1]),
           parts[1].allSatisfy(\.isHexDigit)
         else { throw fail("'\(parts[1])' is not hex bytes") }
         guard bytes.count == end - start + 1 else {

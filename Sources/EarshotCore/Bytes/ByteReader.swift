@@ -126,3 +126,8 @@ public func bytes(fromHex text: some StringProtocol) -> [UInt8]? {
   }
   return high == nil ? out : nil
 }
+
+/// `bytes(fromHex:)` under a name no property shadows (inside a type with
+/// a `bytes` member, and in the fuzz targets, which compile the core as
+/// another module, so `EarshotCore.bytes` cannot be written).
+public func hexDecoded(_ text: some StringProtocol) -> [UInt8]? { bytes(fromHex: text) }
