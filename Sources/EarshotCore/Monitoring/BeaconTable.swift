@@ -41,12 +41,13 @@ struct BeaconTable: Sendable {
   /// One report: creates the record on first sight. Returns its position.
   /// A gap longer than the beacon's timeout before the report (its own
   /// under `auto` within `floor`…`ceiling`, else `cautious`) was an
-  /// absence, and does not count as a gap in its advertising.
+  /// absence, and does not count as a gap in its advertising. `learn`
+  /// false (a report heard at a low scan duty): no gap is learnt.
   @discardableResult
   mutating func observe(
     _ id: TrackKey, address: BDAddress, rssi: Int8?, measuredPower: Int8,
     powerSource: PowerSource = .measured, at t: Int64, floor: Double = 0,
-    ceiling: Double = .infinity, cautious: Double = .infinity
+    ceiling: Double = .infinity, cautious: Double = .infinity, learn: Bool = true
   ) -> Int {
     let i: Int
     if let found = index[id] {
@@ -75,7 +76,12 @@ struct BeaconTable: Sendable {
         address: address, rssi: rssi, measuredPower: measuredPower, powerSource: powerSource,
         at: t)
       let limit = records[k].interval.timeout(floor: floor, ceiling: ceiling) ?? cautious
-      records[k].interval.observe(at: t, absentAfter: limit)
+      if learn {
+        records[k].interval.observe(at: t, absentAfter: limit)
+      } else {
+        // Heard at a low duty: the gap to it is longer than the beacon's.
+        records[k].interval.interrupt()
+      }
     }
     return i
   }

@@ -82,15 +82,19 @@ public struct RegionMonitor: Sendable {
     let lastSeen: Int64
     let seconds: Double
     let beacon: TrackKey
+    /// What a second of its silence says at each duty (nil: too few gaps
+    /// learnt at full duty to say).
+    let evidence: SilenceEvidence?
     /// `seconds` in microseconds, and the end it gives: worked out once,
     /// since deadlines are asked for at every report.
     let micros: Int64
     let end: Int64
 
-    init(lastSeen: Int64, seconds: Double, beacon: TrackKey) {
+    init(lastSeen: Int64, seconds: Double, beacon: TrackKey, evidence: SilenceEvidence?) {
       self.lastSeen = lastSeen
       self.seconds = seconds
       self.beacon = beacon
+      self.evidence = evidence
       micros = Int64((seconds * 1e6).rounded())
       end = lastSeen &+ micros
     }
@@ -132,10 +136,16 @@ public struct RegionMonitor: Sendable {
   private var deviceRegions: [[Int]] = []
   private var deviceLastSeen: [Int64?] = []
   private var nextForget: Int64 = .min
+  /// When the adapter's present scanning began (nil while it is down):
+  /// nothing heard before says anything about after.
   private var scanningSince: Int64? = nil
   private var scanPaused = false
   /// When scanning last stopped (adapter down or paused).
   private var scanStoppedAt: Int64? = nil
+  /// The time that counts toward exits: listening, at what duty.
+  private var listening = ListeningClock()
+  /// The scanner's duty while it scans (the scan scheduler's choice).
+  private var scanDuty = 1.0
   private var now: Int64 = .min
   private var started = false
   private var startedAt: Int64 = .min
@@ -189,7 +199,7 @@ public struct RegionMonitor: Sendable {
     started = true
     now = t
     startedAt = t
-    if scanning { scanningSince = t }
+    if scanning { beginScanning(at: t) }
     invalidateTimers()
     return regions.map {
       MonitorEvent(t: t, kind: .state, region: $0.config.name, state: .unknown, beacons: [])
@@ -199,9 +209,16 @@ public struct RegionMonitor: Sendable {
   public mutating func adapterUp(at t: Int64) -> [MonitorEvent] {
     var out = advance(to: t)
     if !started { out += start(at: t, scanning: true) }
-    if scanningSince == nil { scanningSince = t }
+    if scanningSince == nil { beginScanning(at: t) }
     invalidateTimers()
     return out
+  }
+
+  private mutating func beginScanning(at t: Int64) {
+    scanningSince = t
+    scanPaused = false
+    listening.reset()
+    listening.listen(duty: scanDuty, at: t)
   }
 
   public mutating func adapterDown(at t: Int64) -> [MonitorEvent] {
@@ -209,6 +226,7 @@ public struct RegionMonitor: Sendable {
     if scanningSince != nil { scanStoppedAt = t }
     scanningSince = nil
     scanPaused = false
+    listening.stop(at: t)
     beacons.interruptIntervals()
     for i in regions.indices where regions[i].state != .unknown {
       guard regions[i].config.watchesReports, !tagConnected(i) else { continue }
@@ -233,30 +251,53 @@ public struct RegionMonitor: Sendable {
   }
 
   /// Nobody scans for a moment while the adapter stays up (another
-  /// program's scan ended; Earshot's own starts again shortly): states are
-  /// kept, but the time does not count toward exit_after.
+  /// program's scan ended; Earshot's own starts again shortly, or the
+  /// scheduler changes its settings): states are kept, and the time does
+  /// not count toward exit_after.
   public mutating func scanPaused(at t: Int64) -> [MonitorEvent] {
     let out = advance(to: t)
-    if scanningSince != nil {
-      scanningSince = nil
-      scanStoppedAt = t
+    if scanningSince != nil, !scanPaused {
       scanPaused = true
+      listening.stop(at: t)
+      beacons.interruptIntervals()
     }
     invalidateTimers()
     return out
   }
 
-  /// Scanning again after `scanPaused`: exit_after counts afresh from now
-  /// for regions not seen since (never sooner than it would have).
+  /// Scanning again after `scanPaused`: the silence counted before the
+  /// pause goes on counting from now (listening time accumulates across
+  /// pauses; the pause itself never counts).
   public mutating func scanResumed(at t: Int64) -> [MonitorEvent] {
     let out = advance(to: t)
     if scanPaused {
       scanPaused = false
-      scanningSince = t
+      listening.listen(duty: scanDuty, at: t)
     }
     invalidateTimers()
     return out
   }
+
+  /// The scanner listens at `duty` from `t` (the scan scheduler changed
+  /// its window or interval). Exits are decided only at full duty: while
+  /// the duty is lower no region is declared outside, and after a raise
+  /// the exit waits for `confirm` seconds of full duty (see
+  /// `fullDutyNeeded`). Beacons' advertising intervals are learnt at full
+  /// duty only: gaps heard at a lower one are longer than the beacon's.
+  public mutating func scanDutyChanged(to duty: Double, at t: Int64) -> [MonitorEvent] {
+    var out = advance(to: t)
+    let duty = min(1, max(0.001, duty))
+    guard duty != scanDuty else { return out }
+    scanDuty = duty
+    if duty < 1 { beacons.interruptIntervals() }
+    if scanningSince != nil, !scanPaused { listening.listen(duty: duty, at: t) }
+    invalidateTimers()
+    out += advance(to: t)
+    return out
+  }
+
+  /// The duty the monitor counts the scanner at.
+  public var duty: Double { scanDuty }
 
   /// One iBeacon report. Reports are evidence of presence even without an
   /// RSSI or with an implausible measured power; ranging is what those spoil.
@@ -392,7 +433,12 @@ public struct RegionMonitor: Sendable {
   ) {
     if !started { out += start(at: t, scanning: true) }
     if scanningSince == nil {
-      scanningSince = t
+      beginScanning(at: t)
+      invalidateTimers()
+    } else if scanPaused {
+      // Reports flow again: someone scans.
+      scanPaused = false
+      listening.listen(duty: scanDuty, at: t)
       invalidateTimers()
     }
     if beacons.count >= beaconCapacity, beacons.position(of: key) == nil {
@@ -401,7 +447,8 @@ public struct RegionMonitor: Sendable {
 
     let position = beacons.observe(
       key, address: address, rssi: rssi, measuredPower: power, powerSource: source, at: t,
-      floor: monitor.autoFloor, ceiling: monitor.autoCeiling, cautious: cautiousTimeout)
+      floor: monitor.autoFloor, ceiling: monitor.autoCeiling, cautious: cautiousTimeout,
+      learn: scanDuty >= 1)
 
     if let n {
       for i in deviceRegions[n] { counted(i, key, at: t, position: position, into: &out) }
@@ -602,21 +649,110 @@ public struct RegionMonitor: Sendable {
     }
   }
 
-  /// The deadline from the scanner's reports (beacons, devices):
-  /// exit_after of scanning after the later of its last report and the
-  /// start of scanning. Under `auto`, the holder's timeout after its last
-  /// report; when the holder had already gone when scanning last stopped,
-  /// a cautious wait.
-  private func reportDeadline(_ i: Int) -> Int64? {
+  /// What a region's exit waits for: silence since `from`, `seconds` of
+  /// it spent listening (exit_after, or under `auto` the holder's timeout),
+  /// as much evidence as `missChance` asks (when the beacon's pace and loss
+  /// are known), and its last `confirm` seconds at full duty.
+  struct SilencePlan {
+    var from: Int64
+    var seconds: Double
+    var evidence: SilenceEvidence?
+    /// Full-duty listening the exit needs at its end: half the evidence
+    /// (a present beacon that silent at full duty alone: under 1e-3), or
+    /// the whole silence when the beacon's pace is not known.
+    var confirm: Double {
+      guard let e = evidence else { return seconds }
+      return min(seconds, 0.5 * SilenceEvidence.needed / e.rate(1))
+    }
+  }
+
+  /// The silence region `i`'s reports must keep to be declared outside:
+  /// counted from the later of its last report and the start of scanning.
+  /// Under `auto`, the holder's timeout after its last report; when the
+  /// holder had already gone when scanning last stopped, a cautious wait.
+  private func silence(_ i: Int) -> SilencePlan? {
     guard let since = scanningSince else { return nil }
     let start = max(since, regions[i].watchedSince ?? since)
     if isAuto(i) {
       guard let h = regions[i].holder, h.end >= min(start, scanStoppedAt ?? start) else {
-        return start + Int64((cautiousTimeout * 1e6).rounded())
+        return SilencePlan(from: start, seconds: cautiousTimeout, evidence: nil)
       }
-      return max(h.lastSeen, start) + h.micros
+      return SilencePlan(from: max(h.lastSeen, start), seconds: h.seconds, evidence: h.evidence)
     }
-    return max(regions[i].lastSeen ?? start, start) + Int64((timeout(i) * 1e6).rounded())
+    let evidence = regions[i].lastBeacon.flatMap { beacons[$0] }.flatMap(Self.evidence)
+    return SilencePlan(
+      from: max(regions[i].lastSeen ?? start, start), seconds: timeout(i), evidence: evidence)
+  }
+
+  /// When the plan's silence is over if listening goes on as now: its
+  /// seconds of listening, its evidence, and its confirm span at full
+  /// duty since the duty was last lower.
+  private func deadline(_ plan: SilencePlan) -> Int64? {
+    guard let a = listening.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty)
+    else { return nil }
+    var d = a
+    if let e = plan.evidence, scanDuty < 1 || fullDutySince > plan.from {
+      // At full duty throughout, the timeout holds this evidence already.
+      guard
+        let b = listening.time(reaching: SilenceEvidence.needed, from: plan.from, rate: e.rate)
+      else { return nil }
+      d = max(d, b)
+    }
+    let fullFrom = max(plan.from, fullDutySince)
+    guard
+      let c = listening.time(reaching: plan.confirm, from: fullFrom, rate: Self.anyDuty)
+    else { return nil }
+    return max(d, c)
+  }
+
+  /// The deadline from the scanner's reports (beacons, devices): never
+  /// while the duty is below full (an exit is decided at full duty).
+  private func reportDeadline(_ i: Int) -> Int64? {
+    guard scanDuty >= 1, let plan = silence(i) else { return nil }
+    return deadline(plan)
+  }
+
+  private static func anyDuty(_: Double) -> Double { 1 }
+
+  /// Since when the duty has been full with no lower span between (pauses
+  /// do not matter): `.min` if it never was lower.
+  private var fullDutySince: Int64 { listening.lastBelowFull ?? .min }
+
+  private static func evidence(_ b: TrackedBeacon) -> SilenceEvidence? {
+    guard let interval = b.interval.intervalSeconds, let loss = b.interval.lossUpperBound else {
+      return nil
+    }
+    return SilenceEvidence(interval: interval, loss: loss)
+  }
+
+  /// When the scanner must be back at full duty for every exit to come
+  /// in time, were it to scan at `sampledDuty` until then: the earliest
+  /// over regions not outside (`nil`: no region needs it). A region needs
+  /// it at once when its beacons' pace is unknown (start, adapter back, a
+  /// beacon too new to have been learnt). Otherwise its exit may come
+  /// `allowance` times the full-duty evidence time later than at full duty:
+  /// the raise is as late as that allows, and leaves the confirm span.
+  public func fullDutyNeeded(at now: Int64, sampledDuty: Double, allowance: Double) -> Int64? {
+    guard scanningSince != nil else { return nil }
+    var need: Int64? = nil
+    for i in regions.indices where regions[i].state != .outside && regions[i].config.watchesReports
+    {
+      guard let plan = silence(i), let e = plan.evidence else { return now }
+      guard
+        let a = listening.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty)
+      else { continue }  // paused: asked again when scanning resumes
+      let eF = e.rate(1)
+      let eD = min(e.rate(sampledDuty), 0.99 * eF)
+      let fullSeconds = SilenceEvidence.needed / eF
+      let goal = a &+ ListeningClock.micros(max(0, allowance) * fullSeconds)
+      let got = listening.accumulated(from: plan.from, to: now, rate: e.rate)
+      let x = ((Double(goal - now) / 1e6) - (SilenceEvidence.needed - got) / eF) / (1 - eD / eF)
+      let byEvidence = now &+ Int64((x * 1e6).rounded(.down))
+      let byConfirm = goal &- ListeningClock.micros(plan.confirm)
+      let r = min(byEvidence, byConfirm)
+      need = min(need ?? r, r)
+    }
+    return need
   }
 
   private mutating func fireExit(_ i: Int, at t: Int64, into out: inout [MonitorEvent]) {
@@ -689,7 +825,9 @@ public struct RegionMonitor: Sendable {
   }
 
   private func holder(_ b: TrackedBeacon) -> Holder {
-    Holder(lastSeen: b.track.lastSeen, seconds: beaconTimeout(b), beacon: b.track.id)
+    Holder(
+      lastSeen: b.track.lastSeen, seconds: beaconTimeout(b), beacon: b.track.id,
+      evidence: Self.evidence(b))
   }
 
   /// The same for the record at `position`, read in place.
