@@ -146,6 +146,31 @@ public struct RegionMonitor: Sendable {
   private var listening = ListeningClock()
   /// The scanner's duty while it scans (the scan scheduler's choice).
   private var scanDuty = 1.0
+  /// When the duty last became full (`.min`: it never was lower), so
+  /// that an exit's confirm span is counted from it.
+  private var fullDutySince: Int64 = .min
+
+  /// Ask a device by name (a BR/EDR Remote Name Request to its identity
+  /// address) before its region is declared outside: phones go quiet for
+  /// tens of seconds when locked, yet answer a page. See `takeNameRequests`.
+  public var nameRequests = false
+  /// A page times out after 5.12 s (the controller's default); its answer
+  /// is waited for a little longer.
+  static let nameRequestTimeoutMicros: Int64 = 6_000_000
+  /// At most one request per device this often (paging takes radio time
+  /// from Wi-Fi too); an answer keeps the device present for as long.
+  static let nameRequestEveryMicros: Int64 = 15_000_000
+  /// Per device of the directory: until when its regions' exits wait (a
+  /// request's answer, or the presence an answer proved).
+  private var nameHold: [Int: Int64] = [:]
+  private var lastNameRequest: [Int: Int64] = [:]
+  /// Devices whose last request went unanswered and was not yet repeated:
+  /// one page lost to interference is not an absence, so it is asked once
+  /// more before the exit.
+  private var nameRetryDue: Set<Int> = []
+  /// Devices whose request in flight is that repeat.
+  private var nameRetrying: Set<Int> = []
+  private var wantedNames: [BDAddress] = []
   private var now: Int64 = .min
   private var started = false
   private var startedAt: Int64 = .min
@@ -289,7 +314,7 @@ public struct RegionMonitor: Sendable {
     let duty = min(1, max(0.001, duty))
     guard duty != scanDuty else { return out }
     scanDuty = duty
-    if duty < 1 { beacons.interruptIntervals() }
+    if duty < 1 { beacons.interruptIntervals() } else { fullDutySince = t }
     if scanningSince != nil, !scanPaused { listening.listen(duty: duty, at: t) }
     invalidateTimers()
     out += advance(to: t)
@@ -341,6 +366,9 @@ public struct RegionMonitor: Sendable {
     var out = advance(to: t)
     guard let n, n < deviceLastSeen.count else { return out }
     deviceLastSeen[n] = t
+    nameHold[n] = nil
+    nameRetryDue.remove(n)
+    nameRetrying.remove(n)
     guard let firstMatch = deviceRegions[n].first else { return out }
     let device = devices.entries[n]
     let (power, source) = PowerSource.device(
@@ -349,6 +377,65 @@ public struct RegionMonitor: Sendable {
       .device(device), firstMatch: firstMatch, device: n, address: address, rssi: rssi,
       power: power, source: source, at: t, into: &out)
     return out
+  }
+
+  /// The name requests to send now (each once): the shell answers each
+  /// with `nameAnswered`.
+  public mutating func takeNameRequests() -> [BDAddress] {
+    defer { wantedNames.removeAll() }
+    return wantedNames
+  }
+
+  /// A name request's answer: `found`, the device answered its page, so it
+  /// is here (its regions stay inside for `nameRequestEveryMicros`, and
+  /// then ask again); not found, the exit that waited for it goes ahead.
+  public mutating func nameAnswered(_ address: BDAddress, found: Bool, at t: Int64)
+    -> [MonitorEvent]
+  {
+    var out = advance(to: t)
+    for n in devices.entries.indices where devices.entries[n].address == address {
+      guard nameHold[n] != nil else { continue }
+      nameHold[n] = found ? t &+ Self.nameRequestEveryMicros : t
+      let wasRepeat = nameRetrying.remove(n) != nil
+      if found {
+        deviceLastSeen[n] = t
+        nameRetryDue.remove(n)
+      } else if !wasRepeat {
+        nameRetryDue.insert(n)
+      }
+    }
+    invalidateTimers()
+    out += advance(to: t)
+    return out
+  }
+
+  /// The device entry that last kept region `i` inside, if a device did.
+  private func holdingDevice(_ i: Int) -> Int? {
+    guard case .device(let d)? = regions[i].lastBeacon else { return nil }
+    return devices.entries.firstIndex(of: d)
+  }
+
+  /// At region `i`'s exit: whether to ask its device by name first (and
+  /// hold the exit for the answer) instead of declaring it outside now.
+  private mutating func askedByName(_ i: Int, at t: Int64) -> Bool {
+    guard nameRequests, let n = holdingDevice(i), let address = devices.entries[n].address else {
+      return false
+    }
+    if let hold = nameHold[n], hold > t { return true }
+    let repeating = nameRetryDue.remove(n) != nil
+    // Rate-limited per quiet spell: heard since the last request, it may
+    // be asked again.
+    if !repeating, let last = lastNameRequest[n], t - last < Self.nameRequestEveryMicros,
+      (deviceLastSeen[n] ?? .min) <= last
+    {
+      nameHold[n] = nil
+      return false
+    }
+    if repeating { nameRetrying.insert(n) }
+    lastNameRequest[n] = t
+    nameHold[n] = t &+ Self.nameRequestTimeoutMicros
+    wantedNames.append(address)
+    return true
   }
 
   /// A tag's link is up: every region naming it is inside at once.
@@ -620,6 +707,13 @@ public struct RegionMonitor: Sendable {
   /// reports' deadline and its tags' (each part it watches must be over).
   private func exitDeadline(_ i: Int) -> Int64? {
     guard regions[i].state != .outside else { return nil }
+    if nameRequests, let n = holdingDevice(i), let hold = nameHold[n] {
+      return baseExitDeadline(i).map { max($0, hold) }
+    }
+    return baseExitDeadline(i)
+  }
+
+  private func baseExitDeadline(_ i: Int) -> Int64? {
     // Read in place: this runs for every region at each report.
     if regions[i].config.tags.isEmpty { return reportDeadline(i) }
     guard let tags = tagDeadline(i) else { return nil }
@@ -714,10 +808,6 @@ public struct RegionMonitor: Sendable {
 
   private static func anyDuty(_: Double) -> Double { 1 }
 
-  /// Since when the duty has been full with no lower span between (pauses
-  /// do not matter): `.min` if it never was lower.
-  private var fullDutySince: Int64 { listening.lastBelowFull ?? .min }
-
   private static func evidence(_ b: TrackedBeacon) -> SilenceEvidence? {
     guard let interval = b.interval.intervalSeconds, let loss = b.interval.lossUpperBound else {
       return nil
@@ -749,13 +839,16 @@ public struct RegionMonitor: Sendable {
       let x = ((Double(goal - now) / 1e6) - (SilenceEvidence.needed - got) / eF) / (1 - eD / eF)
       let byEvidence = now &+ Int64((x * 1e6).rounded(.down))
       let byConfirm = goal &- ListeningClock.micros(plan.confirm)
-      let r = min(byEvidence, byConfirm)
+      var r = min(byEvidence, byConfirm)
+      // A name's answer holds the exit: nothing to decide before it ends.
+      if nameRequests, let n = holdingDevice(i), let hold = nameHold[n] { r = max(r, hold) }
       need = min(need ?? r, r)
     }
     return need
   }
 
   private mutating func fireExit(_ i: Int, at t: Int64, into out: inout [MonitorEvent]) {
+    if regions[i].known == .inside, askedByName(i, at: t) { return }
     let kind: MonitorEvent.Kind = regions[i].known == .inside ? .exit : .state
     let last = regions[i].lastBeacon.flatMap { beacons[$0]?.track }
     regions[i].state = .outside

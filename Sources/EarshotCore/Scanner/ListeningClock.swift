@@ -27,8 +27,6 @@ public struct ListeningClock: Sendable {
 
   static let capacity = 64
   private(set) var spans: [Span] = []
-  /// When the last span below full duty ended (nil: none since `reset`).
-  public private(set) var lastBelowFull: Int64? = nil
 
   public init() {}
 
@@ -55,9 +53,7 @@ public struct ListeningClock: Sendable {
       guard last.duty != duty else { return }
       spans[spans.count - 1].end = max(t, last.start)
     }
-    if duty >= 1, let last = spans.last, last.duty < 1 {
-      lastBelowFull = last.end ?? t
-    }
+
     spans.append(Span(start: t, end: nil, duty: duty))
     if spans.count > Self.capacity { spans.removeFirst(spans.count - Self.capacity) }
   }
@@ -70,10 +66,7 @@ public struct ListeningClock: Sendable {
 
   /// Forgets every span (the adapter went down: nothing heard before says
   /// anything about after).
-  public mutating func reset() {
-    spans.removeAll(keepingCapacity: true)
-    lastBelowFull = nil
-  }
+  public mutating func reset() { spans.removeAll(keepingCapacity: true) }
 
   /// What the spans between `from` and `to` add up to at `rate(duty)` per
   /// second (`{ _ in 1 }`: seconds of listening at any duty).

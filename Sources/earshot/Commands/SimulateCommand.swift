@@ -8,7 +8,7 @@ import EarshotLinux
 let simulateCommand = Command(
   name: "simulate",
   summary: "Write a synthetic btsnoop capture (for demos, tests and benchmarks)",
-  arguments: "busy-room|scenario|house",
+  arguments: "busy-room|scenario|house|radio",
   details: """
     busy-room: reports from 64 advertisers, one in four an iBeacon
     (UUID 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182, major 1, minors 0-7), one
@@ -28,16 +28,36 @@ let simulateCommand = Command(
     DIR/truth.jsonl, each beacon's room over time
     ({"t":T,"beacon":"UUID:MAJOR:MINOR","name":"walker","room":"kitchen"};
     "room":null when absent or outside every room).
+
+    radio: the closed loop of region monitor, scan scheduler and a radio
+    that hears only in the scan windows (each advertising event on channels
+    37, 38 and 39 after a 0-10 ms advDelay, one channel per scan interval,
+    loss per PDU), on a house of --fast iBeacons at 100 ms, --slow at 1 s
+    and --phones phones (200 ms-1 s, 20-60 s silences while locked), 30 %
+    loss, each coming and going, for --hours. Prints the mean duty, exits,
+    enters and false exits on battery, on mains, at full duty, and as
+    before the scheduler ("today": full duty, no name requests); --write
+    FILE gets the HCI commands of the battery run as JSON lines
+    ({"t":SECONDS,"command":HEX}).
     """,
   options: [
-    .value("write", "FILE", "Where to write the capture, or the directory for house (required)"),
+    .value(
+      "write", "FILE",
+      "Where to write the capture, or the directory for house (required but for radio)"),
     .value("reports", "N", "How many reports (busy-room; default 2000)"),
     .value("spec", "FILE", "Scenario description (scenario)"),
     .value("truth", "FILE", "Where to write the scenario's ground truth"),
+    .value("hours", "H", "Simulated hours (radio; default 24)"),
+    .value("seed", "N", "Random seed (radio; default 1)"),
+    .value("fast", "N", "iBeacons at 100 ms (radio; default 4)"),
+    .value("slow", "N", "iBeacons at 1 s (radio; default 2)"),
+    .value("phones", "N", "Phones (radio; default 2)"),
+    .value("format", "text|json", "Output (radio; default text)"),
   ],
   run: runSimulate)
 
 func runSimulate(_ args: Arguments) throws -> Int32 {
+  if args.positionals == ["radio"] { return try runSimulateRadio(args) }
   guard let path = args.value("write") else { throw UsageError("--write FILE is required") }
   if args.positionals == ["scenario"] { return try runScenario(args, path: path) }
   if args.positionals == ["house"] { return try runHouse(args, directory: path) }

@@ -1,0 +1,284 @@
+import XCTest
+
+@testable import EarshotCore
+
+private let s: Int64 = 1_000_000
+
+/// ListeningClock: listening time accumulates across pauses, at a rate
+/// per duty, and never overcounts.
+final class ListeningClockTests: XCTestCase {
+  func testAccumulatesAcrossPausesAndSaysNothingWhileStopped() {
+    var c = ListeningClock()
+    c.listen(duty: 1, at: 0)
+    c.stop(at: 3 * s)
+    XCTAssertNil(c.time(reaching: 5, from: 1 * s, rate: { _ in 1 }), "no deadline in a pause")
+    c.listen(duty: 1, at: 10 * s)
+    // 2 s heard before the pause (1…3 s), 3 s more after it.
+    XCTAssertEqual(c.time(reaching: 5, from: 1 * s, rate: { _ in 1 }), 13 * s)
+    XCTAssertEqual(c.accumulated(from: 1 * s, to: 12 * s, rate: { _ in 1 }), 4, accuracy: 1e-9)
+    // Reached before the pause: the time it was reached, in the past.
+    XCTAssertEqual(c.time(reaching: 1.5, from: 1 * s, rate: { _ in 1 }), 2_500_000)
+  }
+
+  func testRateFollowsTheDuty() {
+    var c = ListeningClock()
+    c.listen(duty: 0.1, at: 0)
+    c.listen(duty: 1, at: 10 * s)
+    let rate: (Double) -> Double = { $0 }  // evidence proportional to duty
+    XCTAssertEqual(c.accumulated(from: 0, to: 12 * s, rate: rate), 3, accuracy: 1e-9)
+    XCTAssertEqual(c.time(reaching: 3, from: 0, rate: rate), 12 * s)
+    XCTAssertEqual(c.dutySince, 10 * s)
+    XCTAssertEqual(c.duty, 1)
+  }
+
+  func testBoundedMemoryNeverOvercounts() {
+    var c = ListeningClock()
+    var truth = 0.0
+    for k in 0..<500 {
+      let t = Int64(k) * 2 * s
+      c.listen(duty: 1, at: t)
+      c.stop(at: t + s)
+      truth += 1
+    }
+    c.listen(duty: 1, at: 1000 * s)
+    XCTAssertLessThanOrEqual(c.spans.count, ListeningClock.capacity)
+    let counted = c.accumulated(from: 0, to: 1000 * s, rate: { _ in 1 })
+    XCTAssertLessThan(counted, truth, "forgotten spans are not counted")
+    // So a deadline from long ago comes later than the truth, never sooner.
+    let d = c.time(reaching: truth + 1, from: 0, rate: { _ in 1 })!
+    XCTAssertGreaterThanOrEqual(d, 1001 * s)
+  }
+
+  func testEvidenceOfSilence() {
+    let e = SilenceEvidence(interval: 0.1, loss: 0.3)
+    // Full duty: each missed event is a 30 % chance.
+    XCTAssertEqual(e.rate(1), -log(0.3) / 0.1, accuracy: 1e-9)
+    // 4 % duty hears 4 % × 70 % of events.
+    XCTAssertEqual(e.rate(0.04), -log(1 - 0.028) / 0.1, accuracy: 1e-9)
+    XCTAssertEqual(SilenceEvidence(interval: 1, loss: 0).loss, 0.05, "loss taken as at least 5 %")
+  }
+}
+
+/// ScanScheduler's guarantees, one by one.
+final class ScanSchedulerTests: XCTestCase {
+  func testFullPolicyIsAlwaysContinuous() {
+    var sch = ScanScheduler(settings: ScanScheduleSettings(policy: .full))
+    XCTAssertNil(sch.decide(at: 0, power: .battery, need: { _, _ in nil }))
+    XCTAssertEqual(sch.timing, .continuous)
+    XCTAssertNil(sch.recheckAt)
+  }
+
+  func testSamplesByThePowerSourceWhenNothingIsDue() {
+    var sch = ScanScheduler(settings: ScanScheduleSettings())
+    XCTAssertEqual(sch.decide(at: 0, power: .battery, need: { _, _ in nil }), sch.settings.battery)
+    XCTAssertEqual(sch.timing.duty, 0.04, accuracy: 1e-9)
+    XCTAssertEqual(sch.decide(at: 0, power: .mains, need: { _, _ in nil }), sch.settings.mains)
+    XCTAssertEqual(sch.timing.duty, 0.1, accuracy: 1e-9)
+    var saving = ScanScheduler(settings: ScanScheduleSettings(policy: .saving))
+    _ = saving.decide(at: 0, power: .mains, need: { _, _ in nil })
+    XCTAssertEqual(saving.timing, saving.settings.battery, "saving: the battery timing on mains")
+  }
+
+  func testFullWithinTheLeadOfANeedAndRecheckBeforeIt() {
+    var sch = ScanScheduler(settings: ScanScheduleSettings())
+    // Due in 10 s: sample, look again 0.25 s before.
+    _ = sch.decide(at: 0, power: .battery, need: { _, _ in 10 * s })
+    XCTAssertFalse(sch.timing.isFull)
+    XCTAssertEqual(sch.recheckAt, 10 * s - 250_000)
+    XCTAssertEqual(
+      sch.decide(at: 10 * s - 250_000, power: .battery, need: { _, _ in 10 * s }), .continuous)
+    // The need asked is for the duty it would sample at.
+    var asked: Double?
+    _ = sch.decide(at: 0, power: .battery) { duty, _ in
+      asked = duty
+      return nil
+    }
+    XCTAssertEqual(asked ?? 0, 0.04, accuracy: 1e-9)
+  }
+
+  func testForceFullAndNoFlappingForShortSpans() {
+    var sch = ScanScheduler(settings: ScanScheduleSettings())
+    XCTAssertNil(sch.decide(at: 0, power: .battery, forceFull: true, need: { _, _ in nil }))
+    XCTAssertEqual(sch.timing, .continuous)
+    // Full now; a need 1.5 s away leaves a sampled span under hold (2 s).
+    XCTAssertNil(sch.decide(at: 0, power: .battery, need: { _, _ in 1_500_000 }))
+    XCTAssertEqual(sch.timing, .continuous)
+    XCTAssertNotNil(sch.decide(at: 0, power: .battery, need: { _, _ in 3 * s }))
+    XCTAssertFalse(sch.timing.isFull)
+  }
+}
+
+/// The region monitor at a sampled duty: never an exit below full duty;
+/// after the raise, one only once the confirm span has passed at full.
+final class MonitorDutyTests: XCTestCase {
+  let id = BeaconID(uuid: testUUID, major: 1, minor: 10)
+  let address = BDAddress("C1:02:03:04:05:06")!
+
+  func learnt() -> RegionMonitor {
+    var c = Config()
+    c.regions = [region("desk", major: 1, minor: 10, exitAfter: .auto)]
+    var m = RegionMonitor(config: c, emitRange: false)
+    _ = m.start(at: 0, scanning: true)
+    // 30 s of a 100 ms beacon heard at every event: its pace is learnt.
+    for k in 0..<300 {
+      _ = m.report(
+        at: Int64(k) * 100_000, beacon: IBeacon(id: id, measuredPower: -59), address: address,
+        rssi: -60)
+    }
+    return m
+  }
+
+  func testUnlearntBeaconsNeedFullDutyAtOnce() {
+    var c = Config()
+    c.regions = [region("desk", major: 1, minor: 10, exitAfter: .auto)]
+    var m = RegionMonitor(config: c, emitRange: false)
+    _ = m.start(at: 0, scanning: true)
+    XCTAssertEqual(m.fullDutyNeeded(at: 0, sampledDuty: 0.04, allowance: 1), 0)
+    _ = m.report(at: s, beacon: IBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
+    XCTAssertEqual(m.fullDutyNeeded(at: s, sampledDuty: 0.04, allowance: 1), s)
+  }
+
+  func testNoExitWhileSampledAndTheConfirmSpanAfterTheRaise() {
+    var m = learnt()
+    let last: Int64 = 29_900_000
+    let need = try! XCTUnwrap(m.fullDutyNeeded(at: 30 * s, sampledDuty: 0.04, allowance: 1))
+    XCTAssertGreaterThan(need, last + 3 * s, "a learnt 100 ms beacon may be sampled for seconds")
+    XCTAssertEqual(m.scanDutyChanged(to: 0.04, at: 30 * s), [])
+    XCTAssertNil(m.deadline(), "no exit deadline below full duty")
+    XCTAssertEqual(m.advance(to: 600 * s), [], "silent for ten minutes at 4 %: no exit")
+    XCTAssertEqual(m.state(of: "desk"), .inside)
+    // Raised: the exit waits for the confirm span (half the evidence at
+    // full duty; a beacon that never missed is taken at 5 % loss:
+    // 0.5 × 13.8 / (-ln 0.05 / 0.1) = 0.23 s).
+    XCTAssertEqual(m.scanDutyChanged(to: 1, at: 600 * s), [])
+    let d = try! XCTUnwrap(m.deadline())
+    XCTAssertGreaterThanOrEqual(d, 600 * s + 200_000)
+    XCTAssertLessThan(d, 600 * s + 2 * s)
+    XCTAssertEqual(m.advance(to: d - 1), [])
+    XCTAssertEqual(m.advance(to: d).map(\.kind), [.exit])
+  }
+
+  func testARaiseInTimeGivesTheExitWithinTheAllowance() {
+    var m = learnt()
+    let last: Int64 = 29_900_000
+    _ = m.scanDutyChanged(to: 0.04, at: 30 * s)
+    let need = try! XCTUnwrap(m.fullDutyNeeded(at: 30 * s, sampledDuty: 0.04, allowance: 1))
+    _ = m.advance(to: need)
+    _ = m.scanDutyChanged(to: 1, at: need)
+    let exit = try! XCTUnwrap(m.deadline())
+    let full = try! XCTUnwrap(m.exitTimeout(region: "desk"))
+    // At full duty throughout it would be `full` (6 s, the floor) after the
+    // last report; sampling costs at most one full-duty evidence time more.
+    XCTAssertGreaterThanOrEqual(Double(exit - last) / 1e6, full - 0.01)
+    XCTAssertLessThanOrEqual(Double(exit - last) / 1e6, full + 2.0)
+  }
+}
+
+/// Name requests: a phone that goes quiet is asked by name before its
+/// region is declared outside.
+final class NameRequestTests: XCTestCase {
+  let phone = BDAddress("00:1A:7D:DA:71:13")!
+
+  func monitor() -> RegionMonitor {
+    var c = Config()
+    var r = RegionConfig(name: "phone", line: 1)
+    r.devices = [phone]
+    r.exitAfter = .seconds(8)
+    c.regions = [r]
+    var m = RegionMonitor(config: c, emitRange: false)
+    m.nameRequests = true
+    _ = m.start(at: 0, scanning: true)
+    _ = m.report(at: s, address: phone, type: .public, rssi: -60, txPower: nil)
+    return m
+  }
+
+  func testAQuietPhoneThatAnswersStays() {
+    var m = monitor()
+    XCTAssertEqual(m.advance(to: 9 * s), [], "no exit: asked by name instead")
+    XCTAssertEqual(m.takeNameRequests(), [phone])
+    XCTAssertEqual(m.takeNameRequests(), [], "once")
+    XCTAssertEqual(m.nameAnswered(phone, found: true, at: 9 * s + 400_000), [])
+    // The answer holds it 15 s; then it is asked again rather than exited.
+    XCTAssertEqual(m.advance(to: 30 * s), [])
+    XCTAssertEqual(m.takeNameRequests(), [phone])
+    XCTAssertEqual(m.state(of: "phone"), .inside)
+  }
+
+  func testAPhoneThatIsGoneExitsAfterTwoUnansweredPages() {
+    var m = monitor()
+    _ = m.advance(to: 9 * s)
+    XCTAssertEqual(m.takeNameRequests(), [phone])
+    XCTAssertEqual(m.nameAnswered(phone, found: false, at: 9 * s + 5_120_000), [])
+    XCTAssertEqual(m.takeNameRequests(), [phone], "one lost page is asked again")
+    let exit = m.nameAnswered(phone, found: false, at: 19 * s + 500_000)
+    XCTAssertEqual(exit.map(\.kind), [.exit])
+    XCTAssertEqual(exit.first?.t, 19 * s + 500_000, "stamped when the answer came")
+    XCTAssertEqual(m.takeNameRequests(), [])
+  }
+
+  func testUnansweredRequestTimesOutIntoTheExit() {
+    var m = monitor()
+    _ = m.advance(to: 9 * s)
+    _ = m.takeNameRequests()
+    // No answer at all (the shell lost it): the exit comes after the wait.
+    XCTAssertEqual(m.advance(to: 14 * s), [])
+    XCTAssertEqual(m.advance(to: 15 * s).map(\.kind), [.exit])
+  }
+
+  func testAdvertisingAgainEndsTheRequest() {
+    var m = monitor()
+    _ = m.advance(to: 9 * s)
+    _ = m.takeNameRequests()
+    _ = m.report(at: 10 * s, address: phone, type: .public, rssi: -60, txPower: nil)
+    XCTAssertEqual(m.nameAnswered(phone, found: false, at: 14 * s), [])
+    XCTAssertEqual(m.advance(to: 17 * s), [], "8 s after the report: not yet")
+    XCTAssertEqual(m.advance(to: 18 * s), [])
+    XCTAssertEqual(m.takeNameRequests(), [phone], "asked again at the next exit")
+  }
+}
+
+/// The closed loop on the scheduling issue's house, one simulated hour.
+final class RadioSimulationTests: XCTestCase {
+  func testSavingTakesLessRadioAndNeverAFalseExit() {
+    for seed: UInt64 in [1, 2] {
+      let sim = RadioSimulation.house(hours: 1, seed: seed)
+      let battery = sim.run(schedule: ScanScheduleSettings(), power: .battery)
+      XCTAssertEqual(battery.falseExits, 0, "seed \(seed)")
+      XCTAssertLessThan(battery.meanDuty, 0.3, "seed \(seed)")
+      let full = sim.run(schedule: ScanScheduleSettings(policy: .full), power: .mains)
+      XCTAssertEqual(full.meanDuty, 1, accuracy: 1e-9)
+      XCTAssertGreaterThan(battery.settingChanges, 10)
+    }
+  }
+
+  func testPhonesSilencesGiveFalseExitsWithoutNameRequests() {
+    var sim = RadioSimulation.house(hours: 1, seed: 1, fastBeacons: 0, slowBeacons: 0, phones: 2)
+    sim.nameRequests = false
+    let without = sim.run(schedule: ScanScheduleSettings(policy: .full), power: .mains)
+    XCTAssertGreaterThan(without.falseExits, 0, "the 20-60 s silences")
+    sim.nameRequests = true
+    let with = sim.run(schedule: ScanScheduleSettings(policy: .full), power: .mains)
+    XCTAssertLessThan(with.falseExits, without.falseExits)
+    XCTAssertGreaterThan(with.nameRequests, 0)
+  }
+
+  func testTheScheduleIsWrittenAsHCICommands() {
+    var sim = RadioSimulation.house(hours: 0.2, seed: 3, fastBeacons: 1, slowBeacons: 0, phones: 0)
+    sim.keepCommands = true
+    let r = sim.run(schedule: ScanScheduleSettings(), power: .battery)
+    XCTAssertEqual(r.commands.count, 3 * r.settingChanges)
+    let parameters = r.commands.filter {
+      $0.command.opcode
+        == HCICommand.leSetScanParameters(
+          type: .passive, timing: .continuous
+        ).opcode
+    }
+    XCTAssertFalse(parameters.isEmpty)
+    // Passive, and each timing is one the scheduler may choose.
+    for p in parameters {
+      XCTAssertEqual(p.command.parameters[0], 0, "passive")
+      let interval = UInt16(p.command.parameters[1]) | UInt16(p.command.parameters[2]) << 8
+      XCTAssertTrue([0x0060, 0x04B0].contains(interval), "interval \(interval)")
+    }
+  }
+}
