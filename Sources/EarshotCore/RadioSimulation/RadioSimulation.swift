@@ -304,10 +304,6 @@ public struct RadioSimulation: Sendable {
         if e.kind == .exit {
           if present(i, at: s) {
             l.falseExits += 1
-              print(
-                "FALSE exit \(e.region) at \(s) duty \(timing.duty) last heard \(lastHeard[i].map { Double($0)/1e6 } ?? -1) switches \(recent)"
-              )
-            }
           } else if let left = a.present.last(where: { $0.upperBound <= s })?.upperBound {
             l.exits.append(s - left)
           }
