@@ -261,7 +261,9 @@ public struct RadioSimulation: Sendable {
               at: t, address: RadioSimulation.address(i), type: .public, rssi: -60, txPower: nil),
             at: t)
         }
-        if timing.isFull { decide(at: t) }
+        // Every report may move the need (a region entered, a deadline
+        // later): the shell asks again after each.
+        decide(at: t)
       }
       let step = Self.micros(awakeInterval[i] + rng.unit() * 0.010)
       next[i] = firstEvent(i, after: t + step)

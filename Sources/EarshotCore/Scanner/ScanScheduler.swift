@@ -72,8 +72,10 @@ extension ScanTiming {
 /// - Leaves full duty only for a sampled span of at least `holdSeconds`,
 ///   so a beacon that keeps being suspected does not flap the settings.
 /// - `recheckAt` is set whenever the present settings will need to change
-///   by themselves; after a report or a monitor event the shell asks
-///   again (the need only moves then).
+///   by themselves. The need moves only with reports and monitor events,
+///   so the shell must ask again after each (a region entered while
+///   sampling has an exit to be decided later; the monitor declares none
+///   below full duty, so a shell that did not ask would keep it inside).
 public struct ScanScheduler: Sendable {
   public let settings: ScanScheduleSettings
   /// The settings chosen last (full until the first decision).
