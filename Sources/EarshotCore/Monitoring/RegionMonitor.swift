@@ -146,9 +146,18 @@ public struct RegionMonitor: Sendable {
   private var listening = ListeningClock()
   /// The scanner's duty while it scans (the scan scheduler's choice).
   private var scanDuty = 1.0
-  /// When the duty last became full (`.min`: it never was lower), so
-  /// that an exit's confirm span is counted from it.
+  /// When the duty last became full (`.min`: it never was lower).
   private var fullDutySince: Int64 = .min
+  /// Gaps are learnt only this far into a full-duty span. The scheduler
+  /// ends a span as soon as the beacons it waited for are heard, so a short
+  /// span holds a beacon's short gaps and cuts its long ones: learnt from,
+  /// it would make the beacon seem to lose less than it does, and its
+  /// confirm span too short.
+  static let learnAfterFullMicros: Int64 = 30_000_000
+
+  private func learnsGaps(at t: Int64) -> Bool {
+    scanDuty >= 1 && (fullDutySince == .min || t - fullDutySince >= Self.learnAfterFullMicros)
+  }
 
   /// Ask a device by name (a BR/EDR Remote Name Request to its identity
   /// address) before its region is declared outside: phones go quiet for
@@ -164,12 +173,12 @@ public struct RegionMonitor: Sendable {
   /// request's answer, or the presence an answer proved).
   private var nameHold: [Int: Int64] = [:]
   private var lastNameRequest: [Int: Int64] = [:]
-  /// Devices whose last request went unanswered and was not yet repeated:
-  /// one page lost to interference is not an absence, so it is asked once
-  /// more before the exit.
-  private var nameRetryDue: Set<Int> = []
-  /// Devices whose request in flight is that repeat.
-  private var nameRetrying: Set<Int> = []
+  /// Per device: its requests in a row that went unanswered. A page lost
+  /// to interference (or to a phone busy on another link) is not an
+  /// absence: an unanswered request is repeated `nameRepeats` times before
+  /// the exit goes ahead.
+  private var nameMisses: [Int: Int] = [:]
+  static let nameRepeats = 2
   private var wantedNames: [BDAddress] = []
   private var now: Int64 = .min
   private var started = false
@@ -367,8 +376,7 @@ public struct RegionMonitor: Sendable {
     guard let n, n < deviceLastSeen.count else { return out }
     deviceLastSeen[n] = t
     nameHold[n] = nil
-    nameRetryDue.remove(n)
-    nameRetrying.remove(n)
+    nameMisses[n] = nil
     guard let firstMatch = deviceRegions[n].first else { return out }
     let device = devices.entries[n]
     let (power, source) = PowerSource.device(
@@ -396,12 +404,11 @@ public struct RegionMonitor: Sendable {
     for n in devices.entries.indices where devices.entries[n].address == address {
       guard nameHold[n] != nil else { continue }
       nameHold[n] = found ? t &+ Self.nameRequestEveryMicros : t
-      let wasRepeat = nameRetrying.remove(n) != nil
       if found {
         deviceLastSeen[n] = t
-        nameRetryDue.remove(n)
-      } else if !wasRepeat {
-        nameRetryDue.insert(n)
+        nameMisses[n] = nil
+      } else {
+        nameMisses[n, default: 0] += 1
       }
     }
     invalidateTimers()
@@ -422,16 +429,20 @@ public struct RegionMonitor: Sendable {
       return false
     }
     if let hold = nameHold[n], hold > t { return true }
-    let repeating = nameRetryDue.remove(n) != nil
+    let misses = nameMisses[n] ?? 0
+    // Unanswered as often as it is asked: the exit goes ahead.
+    guard misses <= Self.nameRepeats else {
+      nameHold[n] = nil
+      return false
+    }
     // Rate-limited per quiet spell: heard since the last request, it may
     // be asked again.
-    if !repeating, let last = lastNameRequest[n], t - last < Self.nameRequestEveryMicros,
+    if misses == 0, let last = lastNameRequest[n], t - last < Self.nameRequestEveryMicros,
       (deviceLastSeen[n] ?? .min) <= last
     {
       nameHold[n] = nil
       return false
     }
-    if repeating { nameRetrying.insert(n) }
     lastNameRequest[n] = t
     nameHold[n] = t &+ Self.nameRequestTimeoutMicros
     wantedNames.append(address)
@@ -535,7 +546,7 @@ public struct RegionMonitor: Sendable {
     let position = beacons.observe(
       key, address: address, rssi: rssi, measuredPower: power, powerSource: source, at: t,
       floor: monitor.autoFloor, ceiling: monitor.autoCeiling, cautious: cautiousTimeout,
-      learn: scanDuty >= 1)
+      learn: learnsGaps(at: t))
 
     if let n {
       for i in deviceRegions[n] { counted(i, key, at: t, position: position, into: &out) }
@@ -745,18 +756,23 @@ public struct RegionMonitor: Sendable {
 
   /// What a region's exit waits for: silence since `from`, `seconds` of
   /// it spent listening (exit_after, or under `auto` the holder's timeout),
-  /// as much evidence as `missChance` asks (when the beacon's pace and loss
-  /// are known), and its last `confirm` seconds at full duty.
+  /// and `confirm` seconds of that silence heard at full duty.
   struct SilencePlan {
     var from: Int64
     var seconds: Double
     var evidence: SilenceEvidence?
-    /// Full-duty listening the exit needs at its end: half the evidence
-    /// (a present beacon that silent at full duty alone: under 1e-3), or
-    /// the whole silence when the beacon's pace is not known.
+    /// Full-duty listening the exit needs since the last report, added up
+    /// across full-duty spans: the whole evidence `missChance` asks (the
+    /// silence of a present beacon heard at full duty alone), or the whole
+    /// silence when the beacon's pace is not known. Silence at a lower duty
+    /// counts for nothing here: a periodic scan and a periodic advertiser
+    /// can miss each other for long stretches (their phases beat), so what
+    /// a sampled scan did not hear proves little. Counting from the last
+    /// report, not from the last raise, keeps one chance per silence, as at
+    /// full duty throughout.
     var confirm: Double {
       guard let e = evidence else { return seconds }
-      return min(seconds, 0.5 * SilenceEvidence.needed / e.rate(1))
+      return min(seconds, SilenceEvidence.needed / e.rate(1))
     }
   }
 
@@ -779,24 +795,12 @@ public struct RegionMonitor: Sendable {
   }
 
   /// When the plan's silence is over if listening goes on as now: its
-  /// seconds of listening, its evidence, and its confirm span at full
-  /// duty since the duty was last lower.
+  /// seconds of listening and its confirm span at full duty.
   private func deadline(_ plan: SilencePlan) -> Int64? {
-    guard let a = listening.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty)
+    guard let a = listening.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty),
+      let c = listening.time(reaching: plan.confirm, from: plan.from, rate: Self.fullDuty)
     else { return nil }
-    var d = a
-    if let e = plan.evidence, scanDuty < 1 || fullDutySince > plan.from {
-      // At full duty throughout, the timeout holds this evidence already.
-      guard
-        let b = listening.time(reaching: SilenceEvidence.needed, from: plan.from, rate: e.rate)
-      else { return nil }
-      d = max(d, b)
-    }
-    let fullFrom = max(plan.from, fullDutySince)
-    guard
-      let c = listening.time(reaching: plan.confirm, from: fullFrom, rate: Self.anyDuty)
-    else { return nil }
-    return max(d, c)
+    return max(a, c)
   }
 
   /// The deadline from the scanner's reports (beacons, devices): never
@@ -807,6 +811,7 @@ public struct RegionMonitor: Sendable {
   }
 
   private static func anyDuty(_: Double) -> Double { 1 }
+  private static func fullDuty(_ duty: Double) -> Double { duty >= 1 ? 1 : 0 }
 
   private static func evidence(_ b: TrackedBeacon) -> SilenceEvidence? {
     guard let interval = b.interval.intervalSeconds, let loss = b.interval.lossUpperBound else {
@@ -816,12 +821,14 @@ public struct RegionMonitor: Sendable {
   }
 
   /// When the scanner must be back at full duty for every exit to come
-  /// in time, were it to scan at `sampledDuty` until then: the earliest
-  /// over regions not outside (`nil`: no region needs it). A region needs
-  /// it at once when its beacons' pace is unknown (start, adapter back, a
-  /// beacon too new to have been learnt). Otherwise its exit may come
-  /// `allowance` times the full-duty evidence time later than at full duty:
-  /// the raise is as late as that allows, and leaves the confirm span.
+  /// in time: the earliest over regions not outside (`nil`: no region
+  /// needs it). A region needs it at once when its beacons' pace is
+  /// unknown (start, adapter back, a beacon too new to have been learnt).
+  /// Otherwise its exit may come `allowance` times the full-duty evidence
+  /// time later than at full duty throughout, and needs its confirm span
+  /// at full duty (see `SilencePlan.confirm`): the raise is as late as
+  /// leaves that span before the goal. `sampledDuty` is the duty the scan
+  /// would keep until then (it adds no confirm time).
   public func fullDutyNeeded(at now: Int64, sampledDuty: Double, allowance: Double) -> Int64? {
     guard scanningSince != nil else { return nil }
     var need: Int64? = nil
@@ -831,15 +838,10 @@ public struct RegionMonitor: Sendable {
       guard
         let a = listening.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty)
       else { continue }  // paused: asked again when scanning resumes
-      let eF = e.rate(1)
-      let eD = min(e.rate(sampledDuty), 0.99 * eF)
-      let fullSeconds = SilenceEvidence.needed / eF
+      let fullSeconds = SilenceEvidence.needed / e.rate(1)
       let goal = a &+ ListeningClock.micros(max(0, allowance) * fullSeconds)
-      let got = listening.accumulated(from: plan.from, to: now, rate: e.rate)
-      let x = ((Double(goal - now) / 1e6) - (SilenceEvidence.needed - got) / eF) / (1 - eD / eF)
-      let byEvidence = now &+ Int64((x * 1e6).rounded(.down))
-      let byConfirm = goal &- ListeningClock.micros(plan.confirm)
-      var r = min(byEvidence, byConfirm)
+      let heardAtFull = listening.accumulated(from: plan.from, to: now, rate: Self.fullDuty)
+      var r = goal &- ListeningClock.micros(max(0, plan.confirm - heardAtFull))
       // A name's answer holds the exit: nothing to decide before it ends.
       if nameRequests, let n = holdingDevice(i), let hold = nameHold[n] { r = max(r, hold) }
       need = min(need ?? r, r)
