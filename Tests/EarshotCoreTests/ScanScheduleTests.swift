@@ -335,3 +335,50 @@ final class RadioSimulationTests: XCTestCase {
     }
   }
 }
+
+/// Where the power comes from, by the kernel's power_supply entries.
+final class PowerSupplyTests: XCTestCase {
+  func testALaptopOnItsChargerAndOffIt() {
+    let charger = PowerSupplyEntry(type: "Mains", online: true)
+    let battery = PowerSupplyEntry(type: "Battery", scope: nil, status: "Charging")
+    XCTAssertEqual(PowerSupply(supplies: [charger, battery]), .mains)
+    var unplugged = charger
+    unplugged.online = false
+    var discharging = battery
+    discharging.status = "Discharging"
+    XCTAssertEqual(PowerSupply(supplies: [unplugged, discharging]), .battery)
+    // Full and not charging, nothing online: running on it.
+    XCTAssertEqual(
+      PowerSupply(supplies: [unplugged, PowerSupplyEntry(type: "Battery", status: "Full")]),
+      .battery)
+  }
+
+  func testADischargingBatteryWinsOverAUSBPortThatSaysOnline() {
+    let port = PowerSupplyEntry(type: "USB", online: true)
+    let battery = PowerSupplyEntry(type: "Battery", status: "Discharging")
+    XCTAssertEqual(PowerSupply(supplies: [port, battery]), .battery)
+    XCTAssertEqual(
+      PowerSupply(supplies: [PowerSupplyEntry(type: "USB_PD", online: true)]), .mains)
+  }
+
+  func testADesktopAndPeripheralsBatteriesAreMains() {
+    XCTAssertEqual(PowerSupply(supplies: []), .mains)
+    let mouse = PowerSupplyEntry(type: "Battery", scope: "Device", status: "Discharging")
+    XCTAssertEqual(PowerSupply(supplies: [mouse]), .mains)
+  }
+}
+
+final class DutyMeterTests: XCTestCase {
+  func testTheMeanIsTimeWeightedPerPowerSource() {
+    var m = DutyMeter()
+    XCTAssertNil(m.mean(on: .mains, at: 0))
+    m.set(duty: 1, power: .mains, at: 0)
+    m.set(duty: 0.1, power: .mains, at: 10 * s)
+    // 10 s at 1, 30 s at 0.1: (10 + 3) / 40.
+    XCTAssertEqual(try XCTUnwrap(m.mean(on: .mains, at: 40 * s)), 13.0 / 40, accuracy: 1e-9)
+    m.set(duty: 0.04, power: .battery, at: 40 * s)
+    m.set(duty: nil, power: .battery, at: 60 * s)
+    XCTAssertEqual(try XCTUnwrap(m.mean(on: .battery, at: 80 * s)), 0.8 / 40, accuracy: 1e-9)
+    XCTAssertEqual(try XCTUnwrap(m.mean(on: .mains, at: 80 * s)), 13.0 / 40, accuracy: 1e-9)
+  }
+}

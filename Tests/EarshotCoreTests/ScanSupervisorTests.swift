@@ -64,7 +64,10 @@ final class ScanSupervisorTests: XCTestCase {
     XCTAssertEqual(d.on(.answered(commands[0].opcode, .success)), [.send(commands[1])])
     XCTAssertEqual(
       d.on(.answered(commands[1].opcode, .success)),
-      [.report(.scanning(adapter: "hci0", commands: .extended, type: .active))])
+      [
+        .report(.scanning(adapter: "hci0", commands: .extended, type: .active)),
+        .listening(.continuous),
+      ])
     XCTAssertTrue(d.s.isScanOurs)
     XCTAssertEqual(d.s.commands, .extended)
   }
@@ -76,8 +79,11 @@ final class ScanSupervisorTests: XCTestCase {
     XCTAssertEqual(
       first, [.send(.leSetExtendedScanParameters(type: .passive, timing: .continuous))])
     XCTAssertEqual(
-      d.answerAll(.extended).last,
-      .report(.scanning(adapter: "hci0", commands: .extended, type: .passive)))
+      d.answerAll(.extended).suffix(2),
+      [
+        .report(.scanning(adapter: "hci0", commands: .extended, type: .passive)),
+        .listening(.continuous),
+      ])
   }
 
   func testScanLegacyOnlyExtendedRefusedGivesUpWithTheHCIError() {
@@ -158,7 +164,9 @@ final class ScanSupervisorTests: XCTestCase {
       ])
     XCTAssertEqual(d.on(.device(.registered, index: 0)), [.cancelTimer(.retry), .openAdapter])
     d.on(.adapterOpened(name: "hci0", index: 0, commands: .legacy))
-    XCTAssertEqual(d.answerAll(.legacy), [.send(.leSetScanEnable(true)), .report(scanning0)])
+    XCTAssertEqual(
+      d.answerAll(.legacy),
+      [.send(.leSetScanEnable(true)), .report(scanning0), .listening(.continuous)])
   }
 
   func testRunWaitsForADownAdapter() {
@@ -195,7 +203,7 @@ final class ScanSupervisorTests: XCTestCase {
     XCTAssertEqual(
       d.on(.adapterOpened(name: "hci0", index: 0, commands: .legacy)),
       [.send(.leSetScanParameters(type: .active, timing: .continuous))])
-    XCTAssertEqual(d.answerAll(.legacy).last, .report(scanning0))
+    XCTAssertEqual(d.answerAll(.legacy).suffix(2), [.report(scanning0), .listening(.continuous)])
   }
 
   func testScanHotplugRemovalIsReportedAndEarshotKeepsRunning() {
@@ -226,7 +234,7 @@ final class ScanSupervisorTests: XCTestCase {
     XCTAssertEqual(d.on(.device(.registered, index: 0)), [.cancelTimer(.retry), .openAdapter])
     XCTAssertEqual(d.on(.device(.up, index: 0)), [], "already opening: one attempt at a time")
     d.on(.adapterOpened(name: "hci0", index: 0, commands: .legacy))
-    XCTAssertEqual(d.answerAll(.legacy).last, .report(scanning0))
+    XCTAssertEqual(d.answerAll(.legacy).suffix(2), [.report(scanning0), .listening(.continuous)])
   }
 
   func testMonitorLiveReadErrorLosesTheAdapter() {
@@ -260,7 +268,7 @@ final class ScanSupervisorTests: XCTestCase {
     d.on(.adapterOpened(name: "hci0", index: 0, commands: .legacy))
     XCTAssertEqual(
       d.on(.answered(.leSetScanParameters, .commandDisallowed)),
-      [.report(.sharing(adapter: "hci0"))], "no enable is sent")
+      [.report(.sharing(adapter: "hci0")), .listening(.continuous)], "no enable is sent")
     XCTAssertFalse(d.s.isScanOurs)
     // Stopping leaves bluetoothd's scan alone: nothing to restore.
     XCTAssertEqual(d.on(.stop), [.closeAdapter, .closeLifecycle])
@@ -272,7 +280,8 @@ final class ScanSupervisorTests: XCTestCase {
     d.on(.adapterOpened(name: "hci0", index: 0, commands: .legacy))
     d.on(.answered(.leSetScanParameters, .success))
     XCTAssertEqual(
-      d.on(.answered(.leSetScanEnable, .commandDisallowed)), [.report(.sharing(adapter: "hci0"))])
+      d.on(.answered(.leSetScanEnable, .commandDisallowed)),
+      [.report(.sharing(adapter: "hci0")), .listening(.continuous)])
     XCTAssertEqual(d.on(.stop), [.closeAdapter, .closeLifecycle])
   }
 
@@ -342,7 +351,9 @@ final class ScanSupervisorTests: XCTestCase {
     _ = d.otherProgram(enables: false)
     d.now += .seconds(5)
     d.on(.timerFired(.retake))
-    XCTAssertEqual(d.answerAll(.legacy).last, .report(scanning0))
+    XCTAssertEqual(
+      d.answerAll(.legacy).last, .report(scanning0),
+      "continuous, as the shared scan counted: nothing to say")
     // Restarted and discovering again: shared, then taken back.
     _ = d.otherProgram(enables: false)
     XCTAssertEqual(d.otherProgram(enables: true).last, .report(.sharing(adapter: "hci0")))
@@ -418,6 +429,83 @@ final class ScanSupervisorTests: XCTestCase {
 
   // MARK: Guarantees over random event sequences
 
+  // MARK: The scan scheduler's timing
+
+  let sampled = ScanTiming(interval: 0x04B0, window: 0x0030)
+
+  func testAWantedTimingChangesOurScanAndALowerDutyIsSaidFirst() {
+    var d = ScanDrive()
+    d.scanning()
+    XCTAssertEqual(
+      d.on(.want(sampled)), [.listening(sampled), .send(.leSetScanEnable(false))],
+      "silence counts at the lower duty from the moment the change starts")
+    XCTAssertEqual(
+      d.on(.answered(.leSetScanEnable, .success)),
+      [.send(.leSetScanParameters(type: .active, timing: sampled))])
+    XCTAssertEqual(
+      d.on(.answered(.leSetScanParameters, .success)), [.send(.leSetScanEnable(true))])
+    XCTAssertEqual(d.on(.answered(.leSetScanEnable, .success)), [], "said already")
+    XCTAssertTrue(d.s.isScanOurs)
+    // Back to full: said once the scan listens again.
+    XCTAssertEqual(d.on(.want(.continuous)), [.send(.leSetScanEnable(false))])
+    d.on(.answered(.leSetScanEnable, .success))
+    d.on(.answered(.leSetScanParameters, .success))
+    XCTAssertEqual(d.on(.answered(.leSetScanEnable, .success)), [.listening(.continuous)])
+    XCTAssertEqual(d.on(.want(.continuous)), [], "the same timing again: nothing")
+    // Stopping undoes the changed scan as any other of Earshot's.
+    XCTAssertEqual(
+      d.on(.stop), [.restore(ScanCommandSet.legacy.restore), .closeAdapter, .closeLifecycle])
+  }
+
+  func testAWantWhileCommandsAreOutWaitsForThem() {
+    var d = ScanDrive()
+    d.on(.start(waitForAdapter: false))
+    d.on(.adapterOpened(name: "hci0", index: 0, commands: .extended))
+    XCTAssertEqual(d.on(.want(sampled)), [], "the start sequence is out")
+    d.on(.answered(.leSetExtendedScanParameters, .success))
+    let done = d.on(.answered(.leSetExtendedScanEnable, .success))
+    XCTAssertEqual(
+      done,
+      [
+        .report(.scanning(adapter: "hci0", commands: .extended, type: .active)),
+        .listening(.continuous), .listening(sampled), .send(.leSetExtendedScanEnable(false)),
+      ])
+  }
+
+  func testAnotherProgramsScanIsNeverChangedAndTheWantWaitsForTheRetake() {
+    var d = ScanDrive()
+    d.scanning()
+    _ = d.otherProgram(enables: false)
+    _ = d.otherProgram(enables: true)
+    XCTAssertEqual(d.on(.want(sampled)), [], "bluetoothd's scan is left alone")
+    _ = d.otherProgram(enables: false)
+    d.now += .seconds(5)
+    XCTAssertEqual(
+      d.on(.timerFired(.retake)), [.send(.leSetScanParameters(type: .active, timing: sampled))])
+    d.on(.answered(.leSetScanParameters, .success))
+    XCTAssertEqual(
+      d.on(.answered(.leSetScanEnable, .success)),
+      [.scanPaused(false), .report(scanning0), .listening(sampled)])
+  }
+
+  func testAChangeThatFailsLosesTheAdapterAndStartsAfresh() {
+    var d = ScanDrive()
+    d.scanning()
+    d.on(.want(sampled))
+    let lost = d.on(.sendFailed(ScanFailure(.down, reason: "down")))
+    XCTAssertTrue(lost.contains(.closeAdapter))
+    XCTAssertTrue(lost.contains(.armTimer(.retry, deadline: d.now + sec)))
+    d.now += sec
+    XCTAssertEqual(d.on(.timerFired(.retry)), [.openAdapter])
+    XCTAssertEqual(
+      d.on(.adapterOpened(name: "hci0", index: 0, commands: .legacy)),
+      [.send(.leSetScanParameters(type: .active, timing: sampled))], "with the wanted timing")
+    d.on(.answered(.leSetScanParameters, .success))
+    XCTAssertEqual(
+      d.on(.answered(.leSetScanEnable, .success)), [.report(scanning0), .listening(sampled)],
+      "said again after the adapter came back")
+  }
+
   /// At most one `.openAdapter`/`.send` awaits its answer; scan commands
   /// go out only on a fresh adapter or a retake; restore only when ours.
   func testRandomEventsNeverOverlapRequests() {
@@ -445,6 +533,7 @@ final class ScanSupervisorTests: XCTestCase {
             .otherProgramSent(.leSetScanEnable(true)),
             .responseSeen(.leSetScanEnable, .success), .timerFired(.retry),
             .timerFired(.retake), .stop, .sendFailed(ScanFailure(.other, reason: "x")),
+            .want(.continuous), .want(ScanTiming(interval: 0x04B0, window: 0x0030)),
           ]
           event = pool.randomElement(using: &rng)!
         }

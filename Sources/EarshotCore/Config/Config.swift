@@ -50,6 +50,8 @@ public struct ScannerConfig: Sendable, Equatable {
   /// and scan requests cost every scannable advertiser's and Wi-Fi's air time.
   public var passive = true
   public var mode = ScanMode.auto
+  /// How much radio time the agent's scan takes (`ScanScheduler`).
+  public var duty = ScanPolicy.automatic
   public init() {}
 }
 
@@ -330,6 +332,10 @@ extension ScannerConfig: ConfigSection {
     .choice(
       "mode", "legacy, extended or auto (extended scan commands when the controller has them).",
       \.mode),
+    .choice(
+      "duty",
+      "Radio time the agent's scan takes: automatic (short windows while every region is settled, fewer on battery, all the time before an exit), saving (the battery timing on mains too) or full (all the time).",
+      \.duty),
   ]
 }
 

@@ -120,18 +120,24 @@ public enum ScanCommandSet: String, Sendable {
     }
   }
 
+  /// Scanning off (before new parameters: the controller refuses them
+  /// while it scans).
+  public var disable: HCICommand {
+    switch self {
+    case .legacy: .leSetScanEnable(false)
+    case .extended: .leSetExtendedScanEnable(false)
+    }
+  }
+
   /// The commands that undo `start`: scanning off, then the parameters
   /// back to the Core spec's defaults (HCI has no command to read the
   /// previous ones; the kernel sets its own before every scan it starts).
   public var restore: [HCICommand] {
     switch self {
     case .legacy:
-      [.leSetScanEnable(false), .leSetScanParameters(type: .passive, timing: .specDefault)]
+      [disable, .leSetScanParameters(type: .passive, timing: .specDefault)]
     case .extended:
-      [
-        .leSetExtendedScanEnable(false),
-        .leSetExtendedScanParameters(type: .passive, timing: .specDefault),
-      ]
+      [disable, .leSetExtendedScanParameters(type: .passive, timing: .specDefault)]
     }
   }
 }

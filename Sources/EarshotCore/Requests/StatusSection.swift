@@ -4,6 +4,8 @@
 public enum StatusSection: String, CaseIterable, Sendable {
   case agent, find, volume
   case monitoring, regions, beacons, adapter
+  /// The live scan's timing, duty and mean duty per power source.
+  case scan
   case shutter, media
   /// The Home Assistant Bluetooth proxy, when [esphome] is enabled.
   case esphome

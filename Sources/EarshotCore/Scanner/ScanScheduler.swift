@@ -1,6 +1,6 @@
 /// Where the machine's power comes from (`/sys/class/power_supply`, or
 /// UPower's `OnBattery`). A machine with no battery at all is on mains.
-public enum PowerSupply: String, Sendable, Equatable {
+public enum PowerSupply: String, Sendable, Equatable, CaseIterable {
   case mains, battery
 }
 

@@ -63,6 +63,10 @@ public enum ScanEvent: Equatable, Sendable {
   case responseSeen(HCIOpcode, HCIStatus)
   /// The timer armed by `.armTimer` went off (stale firings are ignored).
   case timerFired(ScanTimer)
+  /// Scan with this timing from now on (the scan scheduler's choice):
+  /// applied to Earshot's own scan at once, to a scan it starts later
+  /// otherwise.
+  case want(ScanTiming)
 }
 
 /// What the shell must do, in order.
@@ -92,6 +96,10 @@ public enum ScanAction: Equatable, Sendable {
   case scanPaused(Bool)
   /// Starting failed for good: `start` fails with this.
   case giveUp(ScanFailure)
+  /// The scan that reports come from listens with this timing from now
+  /// (Earshot's own scan started or changed; another program's scan,
+  /// whose timing is unknown, counts as continuous, as it always did).
+  case listening(ScanTiming)
 }
 
 /// The scanner's adapter lifecycle as a pure state machine: events and the
@@ -119,6 +127,12 @@ public enum ScanAction: Equatable, Sendable {
 /// - Before `.start` and after `.stop` or `.giveUp` every event but
 ///   `.start` is ignored; `.stop` cancels every timer and closes both
 ///   sockets.
+/// - A wanted timing (`.want`) changes only Earshot's own scan, as the
+///   kernel does: scan disabled, parameters set, scan enabled, one command
+///   at a time, never while another command of its own awaits an answer.
+///   `.listening` says the timing reports come with: a lower duty before
+///   the change starts, a higher one once the scan is enabled again, so
+///   that silence is never counted at more than the duty it was heard at.
 public struct ScanSupervisor: Sendable {
   public let settings: ScanSettings
   /// The last state reported.
@@ -148,9 +162,17 @@ public struct ScanSupervisor: Sendable {
   /// Scan enables other programs sent, awaiting their answer: opcode -> enable.
   private var otherScanCommands: [HCIOpcode: Bool] = [:]
   private var paused = false
+  /// The timing asked for (`.want`), and the one Earshot's running scan has.
+  public private(set) var wanted: ScanTiming
+  private var applied: ScanTiming?
+  /// The timing the sequence in flight sets.
+  private var pending: ScanTiming?
+  /// The last `.listening` said.
+  private var listeningTiming: ScanTiming?
 
   public init(settings: ScanSettings) {
     self.settings = settings
+    wanted = settings.timing
   }
 
   /// The scan running is Earshot's own.
@@ -228,6 +250,9 @@ public struct ScanSupervisor: Sendable {
       retakeDeadline = nil
       guard openIndex != nil, sequence.isEmpty, !ours else { break }
       startScan(retake: true, &actions)
+    case .want(let timing):
+      wanted = timing
+      changeTimingIfWanted(&actions)
     }
     return actions
   }
@@ -242,10 +267,33 @@ public struct ScanSupervisor: Sendable {
   private mutating func startScan(retake: Bool, _ actions: inout [ScanAction]) {
     guard let set = commands else { return }
     retaking = retake
+    pending = wanted
     sequence = set.start(
-      type: settings.scanType, timing: settings.timing,
-      filterDuplicates: settings.filterDuplicates)
+      type: settings.scanType, timing: wanted, filterDuplicates: settings.filterDuplicates)
     if let first = sequence.first { actions.append(.send(first)) }
+  }
+
+  /// Earshot's own scan, idle between commands, gets the wanted timing.
+  /// A failure on the way is the adapter's (as for a retake): it is looked
+  /// for again and the scan started afresh.
+  private mutating func changeTimingIfWanted(_ actions: inout [ScanAction]) {
+    guard ours, sequence.isEmpty, openIndex != nil, let set = commands, let current = applied,
+      wanted != current
+    else { return }
+    retaking = true
+    pending = wanted
+    if wanted.duty < current.duty { say(listening: wanted, &actions) }
+    sequence =
+      [set.disable]
+      + set.start(
+        type: settings.scanType, timing: wanted, filterDuplicates: settings.filterDuplicates)
+    actions.append(.send(sequence[0]))
+  }
+
+  private mutating func say(listening timing: ScanTiming, _ actions: inout [ScanAction]) {
+    guard listeningTiming != timing else { return }
+    listeningTiming = timing
+    actions.append(.listening(timing))
   }
 
   private mutating func answered(
@@ -256,8 +304,10 @@ public struct ScanSupervisor: Sendable {
       // Someone else is scanning: read their reports, send nothing more.
       sequence = []
       ours = false
+      applied = nil
       firstAttempt = false
       setState(.sharing(adapter: name), &actions)
+      say(listening: .continuous, &actions)
       return
     }
     guard status.isSuccess else {
@@ -265,7 +315,10 @@ public struct ScanSupervisor: Sendable {
       sequenceFailed(.refused(adapter: name, command.opcode, status), now: now, &actions)
       return
     }
-    if command.scanEnableValue == true { ours = true }
+    if command.scanEnableValue == true {
+      ours = true
+      applied = pending
+    }
     sequence.removeFirst()
     if let next = sequence.first {
       actions.append(.send(next))
@@ -275,6 +328,9 @@ public struct ScanSupervisor: Sendable {
     if let set = commands {
       setState(.scanning(adapter: name, commands: set, type: settings.scanType), &actions)
     }
+    if let applied { say(listening: applied, &actions) }
+    // The want may have moved while the commands were out.
+    changeTimingIfWanted(&actions)
   }
 
   private mutating func sequenceFailed(
@@ -335,6 +391,8 @@ public struct ScanSupervisor: Sendable {
     openIndex = nil
     sequence = []
     ours = false
+    applied = nil
+    listeningTiming = nil
     otherScanCommands.removeAll()
   }
 
@@ -356,8 +414,10 @@ public struct ScanSupervisor: Sendable {
     guard let name = adapterName else { return }
     cancel(.retake, &actions)
     ours = false
+    applied = nil
     if enabled {
       setState(.sharing(adapter: name), &actions)
+      say(listening: .continuous, &actions)
       return
     }
     if !paused {

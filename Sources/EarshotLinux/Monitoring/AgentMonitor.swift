@@ -50,6 +50,8 @@ public final class AgentMonitor {
   private var logind: LogindSleep?
   /// Between logind's PrepareForSleep(true) and (false).
   private var goingToSleep = false
+  /// The scan scheduler's shell (live, unless the duty is `full`).
+  private var duty: ScanDutyControl?
 
   public init(loop: EventLoop, driver: MonitorDriver, proximityLog: ProximityLogWriter? = nil) {
     self.loop = loop
@@ -67,6 +69,7 @@ public final class AgentMonitor {
       // Never short of the deadline it was armed for.
       self.driver.advance(to: max(Clock.monotonicMicros(), Int64(deadline.nanos / 1000)))
       self.rearm()
+      self.duty?.ask(force: true)
     }
     hookTimer.onFire = { [unowned self] _ in
       self.driver.hooks?.reap()
@@ -115,7 +118,13 @@ public final class AgentMonitor {
   /// (regions stay unknown) instead of being an error. `reapOnSignal`:
   /// take SIGCHLD through the loop to collect finished hooks at once
   /// (otherwise at their timeouts and with the next event).
-  public func startLive(options: LiveScanOptions, waitForAdapter: Bool, reapOnSignal: Bool) throws {
+  ///
+  /// `schedule`: how much radio time the scan takes (`[scanner] duty`);
+  /// `power` says where the machine's power comes from.
+  public func startLive(
+    options: LiveScanOptions, schedule: ScanScheduleSettings = ScanScheduleSettings(policy: .full),
+    power: PowerSupplyReader = PowerSupplyReader(), waitForAdapter: Bool, reapOnSignal: Bool
+  ) throws {
     live = true
     if reapOnSignal, driver.hooks != nil {
       try loop.handleSignals([SIGCHLD]) { [unowned self] _ in
@@ -129,6 +138,10 @@ public final class AgentMonitor {
     driver.timeline = .live(read: { Clock.reading() })
     started = true
     driver.start(at: Clock.monotonicMicros(), scanning: false)
+    let duty =
+      schedule.policy == .full
+      ? nil : ScanDutyControl(loop: loop, settings: schedule, driver: driver, power: power)
+    self.duty = duty
     let s = LiveScanner(
       loop: loop, options: options,
       onReport: { [unowned self] micros, report in
@@ -136,12 +149,22 @@ public final class AgentMonitor {
         let reading = clocks.check()
         self.driver.report(at: LiveTime.decision(stamp: micros, at: reading), report)
         self.rearm()
+        duty?.ask()
       },
       onAdapterState: { [unowned self] state in self.adapterChanged(state) })
     s.onScanPaused = { [unowned self] paused in
       let t = Clock.monotonicMicros()
       if paused { self.driver.scanPaused(at: t) } else { self.driver.scanResumed(at: t) }
       self.rearm()
+      duty?.ask(force: true)
+    }
+    if let duty {
+      duty.attach(s)
+      s.onListening = { [unowned self] timing in
+        duty.listening(timing, at: Clock.monotonicMicros())
+        self.rearm()
+        duty.ask(force: true)
+      }
     }
     scanner = s
     do {
@@ -161,6 +184,7 @@ public final class AgentMonitor {
     if state.isReceiving != receiving {
       receiving = state.isReceiving
       if receiving { driver.adapterUp(at: t) } else { driver.adapterDown(at: t) }
+      if !receiving { duty?.listening(nil, at: t) }
       proximityLog?.record(
         .adapter(
           AdapterLogEvent(
@@ -178,6 +202,7 @@ public final class AgentMonitor {
     guard case .slept = change, !goingToSleep else { return }
     driver.resumed(at: Clock.monotonicMicros())
     rearm()
+    duty?.ask(force: true)
   }
 
   /// Follows logind's PrepareForSleep on `bus` (the system bus) with a
@@ -211,6 +236,7 @@ public final class AgentMonitor {
     driver.scanResumed(at: t)
     driver.resumed(at: t)
     rearm()
+    duty?.ask(force: true)
   }
 
   /// A tag's link went up or down (`TagTransport.onPresence`): regions
@@ -220,6 +246,7 @@ public final class AgentMonitor {
     clocks?.check()
     driver.tag(name, connected: connected, at: Clock.monotonicMicros())
     rearm()
+    duty?.ask(force: true)
   }
 
   /// Keeps one loop timer on the monitor's next deadline and one on the
@@ -236,6 +263,8 @@ public final class AgentMonitor {
   public func stop() {
     scanner?.stop()
     scanner = nil
+    duty?.stop()
+    duty = nil
     pacedReplay?.cancel()
     pacedReplay = nil
     deadlineTimer.cancel()
@@ -347,6 +376,7 @@ public final class AgentMonitor {
   public func reconfigure(_ config: Config) {
     driver.reconfigure(config, at: now)
     rearm()
+    duty?.ask(force: true)
   }
 
   // MARK: What the agent's status shows
@@ -373,6 +403,13 @@ public final class AgentMonitor {
       }
     }
     return out.sorted { RangedBeacon.nearestFirst($0.1, $1.1) }
+  }
+
+  /// The live scan's timing and duty (`status`'s `scan`): null in a replay.
+  private var scanStatus: JSONValue {
+    guard live, scanner != nil else { return .null }
+    if let duty { return duty.status() }
+    return .object([("policy", .string(ScanPolicy.full.rawValue)), ("duty", .number(1))])
   }
 
   /// `monitoring`, `regions` and `beacons` for the daemon's `status`.
@@ -407,6 +444,7 @@ public final class AgentMonitor {
             })
         },
       .adapter: { [unowned self] in self.adapter.map { .string($0.message) } ?? .null },
+      .scan: { [unowned self] in self.scanStatus },
     ]
   }
 }

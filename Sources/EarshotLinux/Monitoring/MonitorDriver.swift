@@ -116,6 +116,9 @@ public final class MonitorDriver {
   public func resumed(at t: Int64) { handle(monitor.resumed(at: t)) }
   public func scanPaused(at t: Int64) { handle(monitor.scanPaused(at: t)) }
   public func scanResumed(at t: Int64) { handle(monitor.scanResumed(at: t)) }
+  public func scanDutyChanged(to duty: Double, at t: Int64) {
+    handle(monitor.scanDutyChanged(to: duty, at: t))
+  }
 
   /// When `advance` must next be called (capture or wall-clock time).
   public var nextDeadline: Int64? { monitor.deadline() }

@@ -53,6 +53,9 @@ public final class LiveScanner {
   /// retakes it (`retakeSeconds`); false: a scan runs again. No reports
   /// flow meanwhile, so the monitor must not count that time toward exits.
   public var onScanPaused: ((Bool) -> Void)?
+  /// The timing reports come with from now (the scan started, or its
+  /// timing changed after `want`; another program's counts as continuous).
+  public var onListening: ((ScanTiming) -> Void)?
 
   public var state: AdapterState? { supervisor.state }
   /// The command set in use on the current adapter.
@@ -134,6 +137,16 @@ public final class LiveScanner {
     dispatch(.stop)
   }
 
+  /// Scans with `timing` from now: Earshot's own scan is changed at once
+  /// (disable, parameters, enable), another program's is left alone and
+  /// the timing waits for Earshot's next start.
+  public func want(_ timing: ScanTiming) {
+    dispatch(.want(timing))
+  }
+
+  /// The timing asked for last.
+  public var wantedTiming: ScanTiming { supervisor.wanted }
+
   // MARK: The supervisor
 
   /// Hands `event` to the supervisor and performs what it decides; events
@@ -178,6 +191,7 @@ public final class LiveScanner {
     case .report(let state): onAdapterState(state)
     case .scanPaused(let paused): onScanPaused?(paused)
     case .giveUp(let failure): gaveUp = failure
+    case .listening(let timing): onListening?(timing)
     }
   }
 

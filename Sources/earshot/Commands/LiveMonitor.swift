@@ -17,7 +17,8 @@ func runLiveMonitor(config: Config, agent: AgentMonitor) throws -> Int32 {
   agent.proximityLog?.attach(to: loop)
   do {
     try agent.startLive(
-      options: LiveScanOptions(config: config.scanner), waitForAdapter: false, reapOnSignal: true)
+      options: LiveScanOptions(config: config.scanner),
+      schedule: ScanScheduleSettings(policy: config.scanner.duty), waitForAdapter: false, reapOnSignal: true)
   } catch let e as ScanError {
     throw CommandFailure(e.description)
   }

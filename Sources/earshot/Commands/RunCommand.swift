@@ -237,7 +237,8 @@ private func start(
   }
   do {
     try monitor.startLive(
-      options: LiveScanOptions(config: config.scanner), waitForAdapter: true, reapOnSignal: true)
+      options: LiveScanOptions(config: config.scanner),
+      schedule: ScanScheduleSettings(policy: config.scanner.duty), waitForAdapter: true, reapOnSignal: true)
   } catch let e as ScanError {
     throw CommandFailure(e.description)
   }

@@ -1,0 +1,75 @@
+/// One entry of `/sys/class/power_supply`, as the kernel describes it
+/// (`type`, `online`, `scope`, `status`; absent attributes are nil).
+public struct PowerSupplyEntry: Sendable, Equatable {
+  public var type: String
+  public var online: Bool?
+  /// "System" or "Device" (a mouse's or a headset's battery); nil: system.
+  public var scope: String?
+  public var status: String?
+
+  public init(type: String, online: Bool? = nil, scope: String? = nil, status: String? = nil) {
+    self.type = type
+    self.online = online
+    self.scope = scope
+    self.status = status
+  }
+
+  var isSystemBattery: Bool { type == "Battery" && scope != "Device" }
+  /// Mains, a USB or USB-C charger, a wireless charger.
+  var isExternal: Bool { ["Mains", "USB", "Wireless"].contains(type) || type.hasPrefix("USB_") }
+}
+
+extension PowerSupply {
+  /// Where the machine's power comes from, by its supplies: on battery
+  /// when a system battery discharges, or when it has one and no external
+  /// supply is online; on mains otherwise (a desktop has no battery at
+  /// all). Peripherals' batteries (`scope` Device) say nothing about it.
+  public init(supplies: [PowerSupplyEntry]) {
+    let batteries = supplies.filter(\.isSystemBattery)
+    if batteries.contains(where: { $0.status == "Discharging" }) {
+      self = .battery
+    } else if supplies.contains(where: { $0.isExternal && $0.online == true }) {
+      self = .mains
+    } else {
+      self = batteries.isEmpty ? .mains : .battery
+    }
+  }
+}
+
+/// How long the scan listened at each duty, per power source: the mean
+/// duty `earshot status` and MQTT show. Time in microseconds.
+public struct DutyMeter: Sendable, Equatable {
+  public private(set) var duty: Double = 1
+  public private(set) var power: PowerSupply = .mains
+  private var since: Int64?
+  /// Per power source: seconds listened (duty-weighted) and seconds run.
+  private var listened: [PowerSupply: Double] = [:]
+  private var elapsed: [PowerSupply: Double] = [:]
+
+  public init() {}
+
+  /// From `t` the scan listens at `duty` on `power` (nil duty: it does
+  /// not listen at all, the adapter is away).
+  public mutating func set(duty: Double?, power: PowerSupply, at t: Int64) {
+    close(at: t)
+    self.duty = duty ?? 0
+    self.power = power
+  }
+
+  /// The mean duty on `power` up to `t` (nil: no time on it yet).
+  public func mean(on power: PowerSupply, at t: Int64) -> Double? {
+    var copy = self
+    copy.close(at: t)
+    guard let run = copy.elapsed[power], run > 0 else { return nil }
+    return (copy.listened[power] ?? 0) / run
+  }
+
+  private mutating func close(at t: Int64) {
+    if let since, t > since {
+      let seconds = Double(t - since) / 1e6
+      elapsed[power, default: 0] += seconds
+      listened[power, default: 0] += seconds * duty
+    }
+    since = max(since ?? t, t)
+  }
+}
