@@ -255,7 +255,7 @@ final class NameRequestTests: XCTestCase {
     XCTAssertEqual(m.state(of: "phone"), .inside)
   }
 
-  func testAPhoneThatIsGoneExitsAfterThreeUnansweredPages() {
+  func testAPhoneThatIsGoneExitsAfterFourUnansweredPages() {
     var m = monitor()
     _ = m.advance(to: 9 * s)
     XCTAssertEqual(m.takeNameRequests(), [phone])
@@ -263,9 +263,11 @@ final class NameRequestTests: XCTestCase {
     XCTAssertEqual(m.takeNameRequests(), [phone], "one lost page is asked again")
     XCTAssertEqual(m.nameAnswered(phone, found: false, at: 14 * s + 500_000), [])
     XCTAssertEqual(m.takeNameRequests(), [phone], "and a second")
-    let exit = m.nameAnswered(phone, found: false, at: 19 * s + 500_000)
+    XCTAssertEqual(m.nameAnswered(phone, found: false, at: 19 * s + 500_000), [])
+    XCTAssertEqual(m.takeNameRequests(), [phone], "and a third")
+    let exit = m.nameAnswered(phone, found: false, at: 24 * s + 500_000)
     XCTAssertEqual(exit.map(\.kind), [.exit])
-    XCTAssertEqual(exit.first?.t, 19 * s + 500_000, "stamped when the answer came")
+    XCTAssertEqual(exit.first?.t, 24 * s + 500_000, "stamped when the answer came")
     XCTAssertEqual(m.takeNameRequests(), [])
   }
 

@@ -178,7 +178,7 @@ public struct RegionMonitor: Sendable {
   /// absence: an unanswered request is repeated `nameRepeats` times before
   /// the exit goes ahead.
   private var nameMisses: [Int: Int] = [:]
-  static let nameRepeats = 2
+  static let nameRepeats = 3
   private var wantedNames: [BDAddress] = []
   private var now: Int64 = .min
   private var started = false
@@ -824,22 +824,24 @@ public struct RegionMonitor: Sendable {
   /// in time: the earliest over regions not outside (`nil`: no region
   /// needs it). A region needs it at once when its beacons' pace is
   /// unknown (start, adapter back, a beacon too new to have been learnt).
-  /// Otherwise its exit may come `allowance` times the full-duty evidence
-  /// time later than at full duty throughout, and needs its confirm span
-  /// at full duty (see `SilencePlan.confirm`): the raise is as late as
-  /// leaves that span before the goal. `sampledDuty` is the duty the scan
+  /// Otherwise its exit may come `allowance` times its confirm span later
+  /// than at full duty throughout, and needs that span at full duty (see
+  /// `SilencePlan.confirm`): the raise is as late as leaves the span
+  /// before the goal. `sampledDuty` is the duty the scan
   /// would keep until then (it adds no confirm time).
   public func fullDutyNeeded(at now: Int64, sampledDuty: Double, allowance: Double) -> Int64? {
     guard scanningSince != nil else { return nil }
     var need: Int64? = nil
     for i in regions.indices where regions[i].state != .outside && regions[i].config.watchesReports
     {
-      guard let plan = silence(i), let e = plan.evidence else { return now }
+      guard let plan = silence(i), plan.evidence != nil else { return now }
       guard
         let a = listening.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty)
       else { continue }  // paused: asked again when scanning resumes
-      let fullSeconds = SilenceEvidence.needed / e.rate(1)
-      let goal = a &+ ListeningClock.micros(max(0, allowance) * fullSeconds)
+      // The exit may come `allowance` confirm spans later than at full
+      // duty: the confirm span is what a raise costs (at most the timeout
+      // itself, when a fixed exit_after is shorter than the evidence).
+      let goal = a &+ ListeningClock.micros(max(0, allowance) * plan.confirm)
       let heardAtFull = listening.accumulated(from: plan.from, to: now, rate: Self.fullDuty)
       var r = goal &- ListeningClock.micros(max(0, plan.confirm - heardAtFull))
       // A name's answer holds the exit: nothing to decide before it ends.

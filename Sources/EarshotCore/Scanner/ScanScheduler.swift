@@ -22,8 +22,9 @@ public struct ScanScheduleSettings: Equatable, Sendable {
   public var mains: ScanTiming
   public var battery: ScanTiming
   /// How much later than at full duty an exit may come while saving, in
-  /// units of the beacon's full-duty evidence time (about 1.2 s for a
-  /// 100 ms beacon, 13 s for a 1 s one at 30 % loss).
+  /// units of the region's confirm span (the full-duty silence an exit
+  /// needs: about 1.2 s for a 100 ms beacon, 12 s for a 1 s one at 30 %
+  /// loss, at most the region's exit_after).
   public var allowance: Double
   /// The scanner goes to full duty this long before a decision needs it
   /// (three HCI commands, and the controller's first full interval).

@@ -71,6 +71,8 @@ public final class LiveScanner {
   /// performed, and packets read meanwhile, in the order they happened.
   private var events: [ScanEvent] = []
   private var dispatching = false
+  /// A `want` not yet taken up.
+  private var nextWant: ScanTiming?
   private var timers: [ScanTimer: EventLoop.TimerID] = [:]
   /// The error behind the last failure fed to the supervisor, for `start` to throw.
   private var lastError: (any Error)?
@@ -140,12 +142,23 @@ public final class LiveScanner {
   /// Scans with `timing` from now: Earshot's own scan is changed at once
   /// (disable, parameters, enable), another program's is left alone and
   /// the timing waits for Earshot's next start.
+  ///
+  /// Taken up on the loop's next turn, not here: the want may come from a
+  /// report handler (the region monitor's need moved), and the commands
+  /// it sends read the socket that report came from.
   public func want(_ timing: ScanTiming) {
-    dispatch(.want(timing))
+    let scheduled = nextWant != nil
+    nextWant = timing
+    guard !scheduled else { return }
+    _ = loop.after(nanos: 0) { [weak self] in
+      guard let self, let timing = self.nextWant else { return }
+      self.nextWant = nil
+      self.dispatch(.want(timing))
+    }
   }
 
   /// The timing asked for last.
-  public var wantedTiming: ScanTiming { supervisor.wanted }
+  public var wantedTiming: ScanTiming { nextWant ?? supervisor.wanted }
 
   // MARK: The supervisor
 
