@@ -236,6 +236,38 @@ final class MQTTBridgeTests: XCTestCase {
     bridge.close()
   }
 
+  /// The scan's duty: a diagnostic sensor in percent, its attributes what
+  /// `status` says under `scan`; unknown ("None") while no scan runs.
+  func testScanDutyIsADiagnosticSensor() throws {
+    let broker = try Broker()
+    let loop = try EventLoop()
+    let bridge = try makeBridge(loop, broker)
+    bridge.start()
+    try run(loop) { bridge.isConnected }
+    let sampled = ScanTiming(interval: 0x03C0, window: 0x0060)
+    bridge.scanDuty(
+      ScanDutyReport(
+        policy: .automatic, power: .battery, timing: sampled, mean: [.battery: 0.1634]))
+    try settle(loop)
+    var r = try broker.retained()
+    let payload = try XCTUnwrap(r["homeassistant/sensor/earshot_testhost/scan_duty/config"])
+    let config = try XCTUnwrap(
+      JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+    XCTAssertEqual(config["entity_category"] as? String, "diagnostic")
+    XCTAssertEqual(config["unit_of_measurement"] as? String, "%")
+    XCTAssertEqual(config["state_topic"] as? String, "earshot/testhost/scan/duty")
+    XCTAssertEqual(r["earshot/testhost/scan/duty"], "10.0")
+    XCTAssertEqual(
+      r["earshot/testhost/scan/attributes"],
+      #"{"policy":"automatic","power":"battery","duty":0.1,"window_ms":60,"interval_ms":600,"mean_duty":{"mains":null,"battery":0.1634}}"#
+    )
+    bridge.scanDuty(ScanDutyReport(policy: .automatic, power: .battery, timing: nil, mean: [:]))
+    try settle(loop)
+    r = try broker.retained()
+    XCTAssertEqual(r["earshot/testhost/scan/duty"], "None", "no scan: Home Assistant's unknown")
+    bridge.close()
+  }
+
   /// An identity region is an occupancy binary_sensor and a
   /// device_tracker on the same state topic: home while inside, not_home
   /// while outside, unavailable while unknown; a beacon region is no tracker.

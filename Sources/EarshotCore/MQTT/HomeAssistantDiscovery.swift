@@ -148,6 +148,21 @@ public struct HomeAssistantDiscovery: Sendable {
     return Message(topic: topic("sensor", "find_phone"), payload: j.line)
   }
 
+  /// The radio time the scan takes now (a diagnostic sensor, in percent),
+  /// with the policy, power source, timing and mean duties as attributes.
+  public func scanDuty() -> Message {
+    var j = JSONLine()
+    common(&j, object: "scan_duty", name: "Scan duty")
+    j.add("entity_category", "diagnostic")
+    j.add("unit_of_measurement", "%")
+    j.add("state_class", "measurement")
+    j.add("icon", "mdi:radar")
+    j.add("state_topic", topics.scanDuty)
+    j.add("json_attributes_topic", topics.scanAttributes)
+    j.addRaw("availability", availability())
+    return Message(topic: topic("sensor", "scan_duty"), payload: j.line)
+  }
+
   /// The fixed entities: ring and found buttons, volume number, mute switch.
   public func controls() -> [Message] {
     var ring = JSONLine()

@@ -5,6 +5,8 @@ public enum MQTTEntity: Hashable, Sendable {
   case controls
   /// Find-phone's state sensor.
   case findPhone
+  /// The live scan's duty (a diagnostic sensor).
+  case scanDuty
   case region(String)
   /// An identity region's device_tracker (its state is the region's).
   case tracker(String)

@@ -28,6 +28,9 @@ public struct MQTTTopics: Sendable, Equatable {
   public var findState: String { base + "/find/state" }
   /// `{"requesters":[…]}`: who find-phone rings for (the sensor's attributes).
   public var findAttributes: String { base + "/find/attributes" }
+  /// The scan's duty now in percent; its attributes are `status`'s `scan`.
+  public var scanDuty: String { base + "/scan/duty" }
+  public var scanAttributes: String { base + "/scan/attributes" }
 
   /// A key-finder tag: `connected`, `connecting`, `waiting` (out of reach)...
   public func tagState(_ tag: String) -> String { base + "/tag/" + Self.slug(tag) + "/state" }

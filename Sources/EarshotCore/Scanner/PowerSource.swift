@@ -73,3 +73,54 @@ public struct DutyMeter: Sendable, Equatable {
     since = max(since ?? t, t)
   }
 }
+
+/// What the agent says of its scan (`status`'s `scan`, MQTT's scan duty
+/// sensor): the policy, the power source, the timing reports come with
+/// now (nil: none flow) and the mean duty since start per power source.
+public struct ScanDutyReport: Sendable, Equatable {
+  public var policy: ScanPolicy
+  public var power: PowerSupply
+  public var timing: ScanTiming?
+  public var mean: [PowerSupply: Double]
+
+  public init(
+    policy: ScanPolicy, power: PowerSupply, timing: ScanTiming?, mean: [PowerSupply: Double]
+  ) {
+    self.policy = policy
+    self.power = power
+    self.timing = timing
+    self.mean = mean
+  }
+
+  private static func rounded(_ x: Double, _ decimals: Int) -> Double {
+    let scale = (0..<decimals).reduce(1.0) { x, _ in x * 10 }
+    return (x * scale).rounded() / scale
+  }
+
+  /// `{"policy":…,"power":…,"duty":0.1,"window_ms":60,"interval_ms":600,"mean_duty":{"mains":…,"battery":…}}`
+  public var json: JSONValue {
+    var fields: [(String, JSONValue)] = [
+      ("policy", .string(policy.rawValue)), ("power", .string(power.rawValue)),
+    ]
+    if let t = timing {
+      fields += [
+        ("duty", .number(Self.rounded(t.duty, 4))),
+        ("window_ms", .number(Self.rounded(t.windowSeconds * 1000, 2))),
+        ("interval_ms", .number(Self.rounded(t.intervalSeconds * 1000, 2))),
+      ]
+    } else {
+      fields.append(("duty", .null))
+    }
+    let means = PowerSupply.allCases.map { p in
+      (p.rawValue, mean[p].map { JSONValue.number(Self.rounded($0, 4)) } ?? .null)
+    }
+    fields.append(("mean_duty", .object(means)))
+    return .object(fields)
+  }
+
+  /// The duty now in percent, for a sensor ("None" while no scan runs:
+  /// Home Assistant's MQTT sensor shows that payload as unknown).
+  public var percent: String {
+    timing.map { JSONLine.format(Self.rounded($0.duty * 100, 1), decimals: 1) } ?? "None"
+  }
+}

@@ -181,6 +181,18 @@ public final class MQTTBridge {
     send(shown.show(.tag(name), items))
   }
 
+  /// The live scan's duty now and its attributes (`status`'s `scan`); the
+  /// sensor's discovery config goes with the first.
+  public func scanDuty(_ report: ScanDutyReport) {
+    var items: [MQTTShownState.Item] = []
+    if let d = settings.discovery {
+      items.append(.init(d.scanDuty().topic, d.scanDuty().payload, .discovery))
+    }
+    items.append(.init(settings.topics.scanDuty, report.percent, .state))
+    items.append(.init(settings.topics.scanAttributes, report.json.encoded, .state))
+    send(shown.show(.scanDuty, items))
+  }
+
   /// Find-phone's state, and who asked (the sensor's attributes).
   public func findState(_ state: String, requesters: [String] = []) {
     var j = JSONLine()

@@ -34,10 +34,29 @@ public final class MQTTTransport: AgentTransport {
         tracksDevices: agent.monitor?.tracksDevices(region: r.region) ?? false)
     }
     bridge.start()
+    publishScanDuty(after: 1)
+  }
+
+  /// The scan duty sensor, while the agent scans live: every
+  /// `scanDutySeconds` (the duty moves with every decision; the sensor
+  /// shows it as sampled, the mean duties are in its attributes).
+  public static let scanDutySeconds = 30.0
+  private var scanTimer: EventLoop.TimerID?
+
+  private func publishScanDuty(after seconds: Double) {
+    scanTimer = agent.loop.after(seconds: seconds) { [weak self] in
+      guard let self else { return }
+      if let report = self.agent.monitor?.scanReport { self.bridge.scanDuty(report) }
+      self.publishScanDuty(after: Self.scanDutySeconds)
+    }
   }
 
   /// Says `offline` and disconnects.
-  public func stop() { bridge.close() }
+  public func stop() {
+    if let scanTimer { agent.loop.cancel(scanTimer) }
+    scanTimer = nil
+    bridge.close()
+  }
 
   private func command(_ command: MQTTCommand) {
     let request: DeviceRequest

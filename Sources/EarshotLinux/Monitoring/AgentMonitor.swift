@@ -52,6 +52,7 @@ public final class AgentMonitor {
   private var goingToSleep = false
   /// The scan scheduler's shell (live, unless the duty is `full`).
   private var duty: ScanDutyControl?
+  private var power: PowerSupplyReader?
 
   public init(loop: EventLoop, driver: MonitorDriver, proximityLog: ProximityLogWriter? = nil) {
     self.loop = loop
@@ -142,6 +143,7 @@ public final class AgentMonitor {
       schedule.policy == .full
       ? nil : ScanDutyControl(loop: loop, settings: schedule, driver: driver, power: power)
     self.duty = duty
+    self.power = power
     let s = LiveScanner(
       loop: loop, options: options,
       onReport: { [unowned self] micros, report in
@@ -405,12 +407,16 @@ public final class AgentMonitor {
     return out.sorted { RangedBeacon.nearestFirst($0.1, $1.1) }
   }
 
-  /// The live scan's timing and duty (`status`'s `scan`): null in a replay.
-  private var scanStatus: JSONValue {
-    guard live, scanner != nil else { return .null }
-    if let duty { return duty.status() }
-    return .object([("policy", .string(ScanPolicy.full.rawValue)), ("duty", .number(1))])
+  /// The live scan's policy, timing and duty (nil in a replay).
+  public var scanReport: ScanDutyReport? {
+    guard live, let scanner else { return nil }
+    if let duty { return duty.report() }
+    let timing = scanner.state?.isReceiving == true ? ScanTiming.continuous : nil
+    return ScanDutyReport(
+      policy: .full, power: power?.current() ?? .mains, timing: timing, mean: [:])
   }
+
+  private var scanStatus: JSONValue { scanReport?.json ?? .null }
 
   /// `monitoring`, `regions` and `beacons` for the daemon's `status`.
   public var statusSections: [StatusSection: () -> JSONValue] {

@@ -64,35 +64,11 @@ final class ScanDutyControl {
 
   func stop() { recheck.cancel() }
 
-  /// The `scan` section of the agent's status.
-  func status() -> JSONValue {
+  /// What `status` and MQTT say of the scan.
+  func report() -> ScanDutyReport {
     let t = Clock.monotonicMicros()
-    func number(_ x: Double?, _ decimals: Int) -> JSONValue {
-      guard let x else { return .null }
-      let scale = pow10(decimals)
-      return .number((x * scale).rounded() / scale)
-    }
-    var fields: [(String, JSONValue)] = [
-      ("policy", .string(policy.rawValue)), ("power", .string(meter.power.rawValue)),
-    ]
-    if let l = listening {
-      fields += [
-        ("duty", number(l.duty, 4)), ("window_ms", number(l.windowSeconds * 1000, 2)),
-        ("interval_ms", number(l.intervalSeconds * 1000, 2)),
-      ]
-    } else {
-      fields.append(("duty", .null))
-    }
-    fields.append(
-      (
-        "mean_duty",
-        .object(
-          PowerSupply.allCases.map { ($0.rawValue, number(meter.mean(on: $0, at: t), 4)) })
-      ))
-    return .object(fields)
-  }
-
-  private func pow10(_ n: Int) -> Double {
-    (0..<n).reduce(1) { x, _ in x * 10 }
+    var mean: [PowerSupply: Double] = [:]
+    for p in PowerSupply.allCases { mean[p] = meter.mean(on: p, at: t) }
+    return ScanDutyReport(policy: policy, power: meter.power, timing: listening, mean: mean)
   }
 }
