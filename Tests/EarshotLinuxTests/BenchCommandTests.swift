@@ -41,6 +41,16 @@ final class BenchCommandTests: XCTestCase {
     XCTAssertTrue(dense.contains(" addresses, 5,000/s"), dense)
     XCTAssertTrue(
       lines.contains { $0.hasPrefix("dense room: VmRSS MB, min 1/2 ") }, r.stdout)
+    // The scan scheduler's hour: a duty on each power source, below full.
+    let duty = try XCTUnwrap(
+      lines.first { $0.hasPrefix("scan duty: house hour, battery / mains") }, r.stdout)
+    let duties = duty.dropFirst("scan duty: house hour, battery / mains".count)
+      .split(separator: " ").compactMap { Double($0) }.prefix(2)
+    XCTAssertEqual(duties.count, 2, duty)
+    XCTAssertTrue(duties.allSatisfy { $0 > 1 && $0 < 50 }, duty)
+    let falseExits = try XCTUnwrap(
+      lines.first { $0.hasPrefix("scan duty: false exits, battery / mains") }, r.stdout)
+    XCTAssertTrue(falseExits.contains(" 0 / 0 "), falseExits)
     let start = try XCTUnwrap(value("find-phone: request -> first sample"), r.stdout)
     let silent = try XCTUnwrap(value("find-phone: found -> PCM silent"), r.stdout)
     XCTAssertGreaterThan(start, 0)

@@ -31,6 +31,9 @@ let benchCommand = Command(
     Bluetooth proxy ([esphome], docs/esphome-proxy.md): decode, batch 16
     to a message, seal and frame for 1 and for 10 encrypted clients
     (no sockets); reports/s is advertisements forwarded to every client.
+    Scan duty: an hour of the scan scheduler's closed loop on the house of
+    docs/scanning.md (earshot simulate radio), on battery and on mains:
+    the mean duty and the false exits.
     Find-phone (only with --alert-device, since it plays the ring there):
     the daemon's find-phone driver with the ALSA alert; request to first
     sample written and found to PCM silent, median and worst of the cycles
@@ -209,6 +212,12 @@ func runBench(_ args: Arguments) throws -> Int32 {
   // The Bluetooth proxy: every report forwarded to 1 and to 10 clients.
   rows.append(try BenchESPHome.stage(bytes: bytes, clients: 1, seconds: seconds))
   rows.append(try BenchESPHome.stage(bytes: bytes, clients: 10, seconds: seconds))
+  // The scan scheduler's closed loop: an hour of the scheduling issue's
+  // house (docs/scanning.md has the 24-hour table).
+  let house = RadioSimulation.house(hours: 1, seed: 1)
+  let radio = [PowerSupply.battery, .mains].map {
+    house.run(schedule: ScanScheduleSettings(), power: $0)
+  }
   var find: BenchFindPhone.Result? = nil
   if let device = args.value("alert-device") {
     find = benchFindPhone(device: device, args: args, cycles: seconds >= 1 ? 10 : 3)
@@ -258,6 +267,13 @@ func runBench(_ args: Arguments) throws -> Int32 {
     "memory: RssAnon (private)", f(Double(memory.anonKB) / 1024, 1) + " MB",
     "VmRSS less shared library pages")
   row("memory: VmRSS before tracking", f(Double(memory.baselineKB) / 1024, 1) + " MB", "")
+  row(
+    "scan duty: house hour, battery / mains",
+    radio.map { f($0.meanDuty * 100, 1) }.joined(separator: " / ") + " %",
+    "<= 15 % / <= 25 % (full duty: 100 %)")
+  row(
+    "scan duty: false exits, battery / mains",
+    radio.map { String($0.falseExits) }.joined(separator: " / "), "0")
   if let dense {
     // The first, middle and last minute of capture time.
     let m = dense.minutes
