@@ -70,7 +70,6 @@ public final class AgentMonitor {
       // Never short of the deadline it was armed for.
       self.driver.advance(to: max(Clock.monotonicMicros(), Int64(deadline.nanos / 1000)))
       self.rearm()
-      self.duty?.ask(force: true)
     }
     hookTimer.onFire = { [unowned self] _ in
       self.driver.hooks?.reap()
@@ -150,22 +149,19 @@ public final class AgentMonitor {
         for o in self.reportObservers { o(report) }
         let reading = clocks.check()
         self.driver.report(at: LiveTime.decision(stamp: micros, at: reading), report)
-        self.rearm()
-        duty?.ask()
+        self.rearm(reportOnly: true)
       },
       onAdapterState: { [unowned self] state in self.adapterChanged(state) })
     s.onScanPaused = { [unowned self] paused in
       let t = Clock.monotonicMicros()
       if paused { self.driver.scanPaused(at: t) } else { self.driver.scanResumed(at: t) }
       self.rearm()
-      duty?.ask(force: true)
     }
     if let duty {
       duty.attach(s)
       s.onListening = { [unowned self] timing in
         duty.listening(timing, at: Clock.monotonicMicros())
         self.rearm()
-        duty.ask(force: true)
       }
     }
     scanner = s
@@ -204,7 +200,6 @@ public final class AgentMonitor {
     guard case .slept = change, !goingToSleep else { return }
     driver.resumed(at: Clock.monotonicMicros())
     rearm()
-    duty?.ask(force: true)
   }
 
   /// Follows logind's PrepareForSleep on `bus` (the system bus) with a
@@ -238,7 +233,6 @@ public final class AgentMonitor {
     driver.scanResumed(at: t)
     driver.resumed(at: t)
     rearm()
-    duty?.ask(force: true)
   }
 
   /// A tag's link went up or down (`TagTransport.onPresence`): regions
@@ -248,13 +242,14 @@ public final class AgentMonitor {
     clocks?.check()
     driver.tag(name, connected: connected, at: Clock.monotonicMicros())
     rearm()
-    duty?.ask(force: true)
   }
 
   /// Keeps one loop timer on the monitor's next deadline and one on the
-  /// earliest hook timeout (both monotonic).
-  private func rearm() {
+  /// earliest hook timeout (both monotonic), and has the scan scheduler
+  /// look again (after a report at most every 100 ms: `reportOnly`).
+  private func rearm(reportOnly: Bool = false) {
     guard live else { return }
+    duty?.ask(force: !reportOnly)
     deadlineTimer.arm(
       at: driver.nextDeadline.map { MonotonicTime(nanos: UInt64(max(0, $0)) * 1000) })
     hookTimer.arm(at: driver.hooks?.nextDeadline)
@@ -378,7 +373,6 @@ public final class AgentMonitor {
   public func reconfigure(_ config: Config) {
     driver.reconfigure(config, at: now)
     rearm()
-    duty?.ask(force: true)
   }
 
   // MARK: What the agent's status shows
