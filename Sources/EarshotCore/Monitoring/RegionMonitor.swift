@@ -822,26 +822,29 @@ public struct RegionMonitor: Sendable {
 
   /// When the scanner must be back at full duty for every exit to come
   /// in time: the earliest over regions not outside (`nil`: no region
-  /// needs it). A region needs it at once when its beacons' pace is
-  /// unknown (start, adapter back, a beacon too new to have been learnt).
-  /// Otherwise its exit may come `allowance` times its confirm span later
-  /// than at full duty throughout, and needs that span at full duty (see
-  /// `SilencePlan.confirm`): the raise is as late as leaves the span
-  /// before the goal. `sampledDuty` is the duty the scan
-  /// would keep until then (it adds no confirm time).
+  /// needs it). A region needs it at once while it is unknown (start,
+  /// resume, adapter back: its state is worth learning at once) and while
+  /// its beacons' pace is unknown (a beacon too new to have been learnt).
+  /// Otherwise its exit needs its confirm span at full duty (see
+  /// `SilencePlan.confirm`), and the raise is as late as leaves that span
+  /// before the exit's goal: on time for a fixed `exit_after` (a promise
+  /// of latency the user made), and under `auto` up to `allowance` confirm
+  /// spans after the timeout (the monitor's own choice, traded for radio
+  /// time). `sampledDuty` is the duty the scan would keep until then (it
+  /// adds nothing to the confirm span).
   public func fullDutyNeeded(at now: Int64, sampledDuty: Double, allowance: Double) -> Int64? {
     guard scanningSince != nil else { return nil }
     var need: Int64? = nil
     for i in regions.indices where regions[i].state != .outside && regions[i].config.watchesReports
     {
-      guard let plan = silence(i), plan.evidence != nil else { return now }
+      guard regions[i].state != .unknown, let plan = silence(i), plan.evidence != nil else {
+        return now
+      }
       guard
         let a = listening.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty)
       else { continue }  // paused: asked again when scanning resumes
-      // The exit may come `allowance` confirm spans later than at full
-      // duty: the confirm span is what a raise costs (at most the timeout
-      // itself, when a fixed exit_after is shorter than the evidence).
-      let goal = a &+ ListeningClock.micros(max(0, allowance) * plan.confirm)
+      let late = isAuto(i) ? max(0, allowance) : 0
+      let goal = a &+ ListeningClock.micros(late * plan.confirm)
       let heardAtFull = listening.accumulated(from: plan.from, to: now, rate: Self.fullDuty)
       var r = goal &- ListeningClock.micros(max(0, plan.confirm - heardAtFull))
       // A name's answer holds the exit: nothing to decide before it ends.
