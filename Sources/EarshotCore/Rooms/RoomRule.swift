@@ -13,10 +13,18 @@
 ///   log-normal, and one far reading must not outweigh several near ones).
 /// - With no room yet (first sighting, or back from away) the candidate is
 ///   taken at once.
-/// - Otherwise a challenger replaces the current room only after beating it
-///   by `margin` at every sighting for `switchAfter` seconds; a current
-///   room that no longer hears the beacon is beaten by any challenger
-///   after twice `switchAfter`.
+/// - Otherwise a challenger replaces the current room only after leading it
+///   by the lead required for `switchAfter` seconds (each second weighed by
+///   how far the lead exceeds it, up to three times). The lead required is
+///   `margin`, and also the smaller of `confidence` standard errors of the
+///   difference of the two rooms' means and their usual lead plus
+///   `moveConfidence` standard errors (a move, not a fade). The standard
+///   errors come from each link's wander, learnt from its own sightings
+///   (`Wander`), so fades that outlast the window widen the margin where
+///   they happen and nowhere else. The challenger may win on the window's
+///   means or on the last `quickWindow` seconds'. A current room that no
+///   longer hears the beacon keeps its last level for `silentLimit`, then
+///   is beaten by any challenger after twice `switchAfter`.
 /// - Heard by no agent for `awayAfter` seconds (or, with `auto`, the
 ///   beacon's own timeout learnt from the gaps between its sightings) it
 ///   is away.
