@@ -10,12 +10,12 @@
 # is evaluated with the offsets `earshot calibrate` finds; the others are
 # evaluated as they are (their receivers' bias is what calibration left).
 # Usage: scripts/rooms-houses.sh [SEEDS] [BINARY] [SPEC...]
-#   SEEDS: space-separated list (default "1 2 3"); SPECs default to
+#   SEEDS: space-separated list (default "1 2 3 4 5"); SPECs default to
 #   scenarios/house.spec and scenarios/house-fading-*.spec.
 # RULE="key = value;..." adds [rooms] settings (e.g. RULE="window = 12").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seeds=${1:-1 2 3}
+seeds=${1:-1 2 3 4 5}
 bin=${2:-.build/debug/earshot}
 shift $(($# < 2 ? $# : 2))
 specs=("$@")
