@@ -172,6 +172,48 @@ final class HouseTests: XCTestCase {
     XCTAssertEqual(lag1y, 0, accuracy: 0.05)
   }
 
+  func testFastFadingOnTopOfSlowShadowing() {
+    var h = house()
+    h.duration = 20_000
+    h.shadowing = 4
+    h.shadowingTime = 30
+    h.beacons = [beacon("keys", minor: 2, at: FloorPoint(2, 2))]
+    h.receivers = [h.receivers[0]]
+    let slow = collect(h).map { Double($0.rssi) }
+    h.fading = 3
+    let x = collect(h).map { Double($0.rssi) }
+    XCTAssertEqual(x.count, slow.count, "no loss: every advertisement heard")
+    let mean = x.reduce(0, +) / Double(x.count)
+    let d = x.map { $0 - mean }
+    let variance = d.map { $0 * $0 }.reduce(0, +) / Double(d.count)
+    // Both add up: 16 + 9 dB² (and 1/12 of rounding).
+    XCTAssertEqual(variance, 25 + 1.0 / 12, accuracy: 2.5)
+    // One advertisement to the next: the slow part stays (16 e^(-1/30)),
+    // the fast part does not.
+    let lag1 = zip(d, d.dropFirst()).map { $0 * $1 }.reduce(0, +) / Double(d.count) / variance
+    XCTAssertEqual(lag1, 16 * exp(-1.0 / 30) / 25, accuracy: 0.05)
+    // Without it the reports are those of before, byte for byte: houses
+    // written before `fading` keep their captures.
+    h.fading = 0
+    XCTAssertEqual(collect(h).map { Double($0.rssi) }, slow)
+  }
+
+  func testFadingIsReadFromTheSpec() throws {
+    func spec(fading: String) -> ConfigDocument {
+      var doc = ConfigDocument(file: "t.spec")
+      doc.headers = [
+        SectionHeader(name: "house", line: 1), SectionHeader(name: "receiver \"r\"", line: 3),
+      ]
+      doc.entries = [
+        ConfigEntry(section: "house", key: "fading", value: fading, line: 2),
+        ConfigEntry(section: "receiver \"r\"", key: "position", value: "1 1", line: 4),
+      ]
+      return doc
+    }
+    XCTAssertEqual(try House.build(spec(fading: "2.5")).fading, 2.5)
+    XCTAssertThrowsError(try House.build(spec(fading: "40")))
+  }
+
   func testAbsentOrInaudibleBeaconsAreNotHeard() {
     var h = house()
     h.duration = 100

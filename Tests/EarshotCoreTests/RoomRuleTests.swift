@@ -54,9 +54,24 @@ final class RoomRuleTests: XCTestCase {
     let moved = feed(&rule, 201...240, [("kitchen", { _ in 4 }), ("hall", { _ in 1 })])
     XCTAssertEqual(moved.count, 1)
     XCTAssertEqual(moved.first?.room, "hall")
+    // Steady links wander by nothing, so the margin is what is required;
+    // a lead of twice the margin gathers switch_after's evidence in half.
     let at = Double(moved.first!.t) / 1e6
-    XCTAssertGreaterThanOrEqual(at, 205, "not before switch_after")
+    XCTAssertGreaterThanOrEqual(at, 203, "not before half of switch_after")
     XCTAssertLessThanOrEqual(at, 208, "the window's lag plus switch_after")
+  }
+
+  func testALeadJustOverTheMarginWaitsTheWholeSwitchAfter() {
+    var rule = RoomRule(settings: .init(window: 4, switchAfter: 4, margin: .decibels(3)))
+    // Two steady minutes: the links are learnt to wander by nothing.
+    _ = feed(&rule, 0...120, [("kitchen", { _ in 2 }), ("hall", { _ in 4 })])
+    // From 121 the hall reads 3.5 dB better (n = 2): 1.17 times the margin.
+    let moved = feed(&rule, 121...160, [("kitchen", { _ in 3 }), ("hall", { _ in 2 })])
+    XCTAssertEqual(moved.map(\.room), ["hall"])
+    guard let first = moved.first else { return }
+    let at = Double(first.t) / 1e6
+    XCTAssertGreaterThanOrEqual(at, 121 + 4 / 1.17, "switch_after at the lead's pace")
+    XCTAssertLessThanOrEqual(at, 129)
   }
 
   func testShortBurstsOfTheOtherRoomDoNotSwitch() {
@@ -78,9 +93,23 @@ final class RoomRuleTests: XCTestCase {
   func testACurrentRoomThatStopsHearingIsReplacedAfterSwitchAfter() {
     var rule = RoomRule(settings: .init(window: 4, switchAfter: 4))
     _ = feed(&rule, 0...10, [("kitchen", { _ in 1 }), ("hall", { _ in 8 })])
-    let c = feed(&rule, 11...30, [("hall", { _ in 8 })])
+    // Its last level (1 m) stands for 30 s of silence; then any challenger
+    // wins after twice switch_after.
+    let c = feed(&rule, 11...60, [("hall", { _ in 8 })])
     XCTAssertEqual(c.map(\.room), ["hall"], "no margin against a room that hears nothing")
-    XCTAssertGreaterThanOrEqual(c[0].t, 15_000_000)
+    guard let first = c.first else { return }
+    XCTAssertGreaterThanOrEqual(first.t, 40_000_000)
+    XCTAssertLessThanOrEqual(first.t, 49_000_000)
+  }
+
+  func testAChallengerBeatsASilentCurrentRoomsLastLevelAtOnce() {
+    var rule = RoomRule(settings: .init(window: 4, switchAfter: 4))
+    _ = feed(&rule, 0...10, [("kitchen", { _ in 4 }), ("hall", { _ in 5 })])
+    // The kitchen's receiver goes quiet as the beacon walks to 1 m from the hall's.
+    let c = feed(&rule, 11...30, [("hall", { _ in 1 })])
+    XCTAssertEqual(c.map(\.room), ["hall"])
+    guard let first = c.first else { return }
+    XCTAssertLessThanOrEqual(first.t, 20_000_000, "its last level was weak")
   }
 
   func testAGapAtTheCurrentRoomShorterThanTwiceSwitchAfterMovesNothing() {
@@ -170,10 +199,13 @@ final class RoomRuleTests: XCTestCase {
 
   func testMarginInMetres() {
     var rule = RoomRule(settings: .init(switchAfter: 0, margin: .metres(1)))
-    _ = feed(&rule, 0...10, [("kitchen", { _ in 3 }), ("hall", { _ in 3.5 })])
-    XCTAssertEqual(feed(&rule, 11...30, [("kitchen", { _ in 3 }), ("hall", { _ in 2.5 })]), [])
+    // A minute and more of steady links: learnt to wander by nothing, so
+    // the margin alone is required.
+    _ = feed(&rule, 0...70, [("kitchen", { _ in 3 }), ("hall", { _ in 3.5 })])
+    XCTAssertEqual(feed(&rule, 71...90, [("kitchen", { _ in 3 }), ("hall", { _ in 2.5 })]), [])
     XCTAssertEqual(
-      feed(&rule, 31...40, [("kitchen", { _ in 3 }), ("hall", { _ in 1.5 })]).map(\.room), ["hall"])
+      feed(&rule, 91...100, [("kitchen", { _ in 3 }), ("hall", { _ in 1.5 })]).map(\.room), ["hall"]
+    )
   }
 
   func testSightingsWithoutDistanceKeepABeaconPresentButPlaceNothing() {

@@ -315,8 +315,9 @@ final class RoomsIdentityTests: XCTestCase {
     XCTAssertEqual(out.map(\.subject), [phone, phone, phone])
     XCTAssertEqual(out.map(\.room), ["kitchen", "living", nil])
     XCTAssertEqual(rule.room(of: phone), nil)
-    // The window and switch_after hold it back, as for a beacon.
-    XCTAssertGreaterThanOrEqual(out[1].t, 13_000_000)
+    // switch_after holds it back, as for a beacon: a lead this clear (31 dB)
+    // waits a third of it, after the quick mean has seen the move.
+    XCTAssertGreaterThanOrEqual(out[1].t, 11_000_000)
     XCTAssertLessThanOrEqual(out[1].t, 20_000_000)
   }
 }

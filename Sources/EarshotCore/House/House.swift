@@ -5,7 +5,8 @@
 /// A home for the rooms simulator: rooms as rectangles on one floor,
 /// receivers (one Earshot agent each) at fixed positions, and beacons that
 /// stand still or walk. Turned into what each receiver hears (log-distance
-/// path loss, a fixed loss per wall crossed, log-normal shadowing, loss and
+/// path loss, a fixed loss per wall crossed, log-normal shadowing with its
+/// correlation time and fast fading on top, loss and
 /// a per-receiver RSSI bias) and into the ground truth (each beacon's room
 /// over time). Deterministic for a given seed. Used by
 /// `earshot simulate house` and the rooms tests.
@@ -21,6 +22,11 @@ public struct House: Sendable {
   /// Correlation time of the shadowing, seconds (0: independent for every
   /// advertisement).
   public var shadowingTime = 0.0
+  /// Standard deviation of fast fading, dB: drawn afresh for every
+  /// advertisement at every receiver (multipath), on top of the shadowing,
+  /// so a link can fade slowly (shadowing over `shadowingTime`) and flicker
+  /// from one advertisement to the next at once.
+  public var fading = 0.0
   /// Advertisements weaker than this (dBm) are not heard.
   public var sensitivity = -100.0
   public var rooms: [HouseRoom] = []
@@ -123,7 +129,9 @@ public struct House: Sendable {
         let p = b.position(at: t)
         for (j, r) in receivers.enumerated() {
           // The shadowing evolves whether or not this advertisement is heard.
-          let fade = links[i][j].shadow(at: t, sigma: shadowing, correlation: shadowingTime)
+          var fade = links[i][j].shadow(at: t, sigma: shadowing, correlation: shadowingTime)
+          // Drawn only when asked for: houses without it keep their bytes.
+          if fading > 0 { fade += fading * links[i][j].rng.gaussian() }
           let lost = links[i][j].rng.unit() < r.loss
           guard present, !lost else { continue }
           let rssi = meanRSSI(beaconPower: Double(b.power), at: p, receiver: r) + fade

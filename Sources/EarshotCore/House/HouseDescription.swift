@@ -9,6 +9,7 @@
 ///     wall_loss = 5             ; dB per wall crossed
 ///     shadowing = 4             ; dB, standard deviation
 ///     shadowing_time = 2        ; s, correlation time (0 = each advertisement)
+///     fading = 2                ; dB, standard deviation, each advertisement
 ///     loss = 0.3                ; default for receivers
 ///     sensitivity = -100        ; dBm, weaker is not heard
 ///     [room "kitchen"]
@@ -98,6 +99,7 @@ extension House {
           case "wall_loss": h.wallLoss = try ConfigValue.double(e.value, in: 0...40)
           case "shadowing": h.shadowing = try ConfigValue.double(e.value, in: 0...30)
           case "shadowing_time": h.shadowingTime = try ConfigValue.double(e.value, in: 0...3600)
+          case "fading": h.fading = try ConfigValue.double(e.value, in: 0...30)
           case "loss": defaultLoss = try ConfigValue.double(e.value, in: 0...0.99)
           case "sensitivity": h.sensitivity = try ConfigValue.double(e.value, in: -127...0)
           default: throw ConfigValueError("unknown key")

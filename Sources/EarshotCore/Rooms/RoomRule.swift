@@ -13,10 +13,18 @@
 ///   log-normal, and one far reading must not outweigh several near ones).
 /// - With no room yet (first sighting, or back from away) the candidate is
 ///   taken at once.
-/// - Otherwise a challenger replaces the current room only after beating it
-///   by `margin` at every sighting for `switchAfter` seconds; a current
-///   room that no longer hears the beacon is beaten by any challenger
-///   after twice `switchAfter`.
+/// - Otherwise a challenger replaces the current room only after leading it
+///   by the lead required for `switchAfter` seconds (each second weighed by
+///   how far the lead exceeds it, up to three times). The lead required is
+///   `margin`, and also the smaller of `confidence` standard errors of the
+///   difference of the two rooms' means and their usual lead plus
+///   `moveConfidence` standard errors (a move, not a fade). The standard
+///   errors come from each link's wander, learnt from its own sightings
+///   (`Wander`), so fades that outlast the window widen the margin where
+///   they happen and nowhere else. The challenger may win on the window's
+///   means or on the last `quickWindow` seconds'. A current room that no
+///   longer hears the beacon keeps its last level for `silentLimit`, then
+///   is beaten by any challenger after twice `switchAfter`.
 /// - Heard by no agent for `awayAfter` seconds (or, with `auto`, the
 ///   beacon's own timeout learnt from the gaps between its sightings) it
 ///   is away.
@@ -40,6 +48,18 @@ public struct RoomRule: Sendable {
     /// Seconds a beacon with no room is heard before it is placed, so
     /// that every agent's first sighting counts, not only the quickest's.
     public var placeAfter = 2.0
+    /// A challenger's lead must also reach this many standard errors of the
+    /// difference of the two rooms' window means, as each link's own
+    /// fading makes them wander (0: the margin alone).
+    public var confidence = 3.0
+    /// Or its lead must have grown this many standard errors above the
+    /// usual lead of the two rooms (their links' long means): a move.
+    public var moveConfidence = 4.0
+    /// Seconds of the second, quicker mean a challenger may also win on
+    /// (against the current room's over the same seconds, with its own
+    /// learnt wander): under slow fading averaging longer does not help,
+    /// and this finds a move sooner (0: the window alone).
+    public var quickWindow = 2.0
 
     public init(
       window: Double = 5, switchAfter: Double = 3, margin: RoomMargin = .decibels(3),
@@ -70,6 +90,8 @@ public struct RoomRule: Sendable {
       s.switchAfter = 0
       s.margin = .decibels(0)
       s.placeAfter = 0
+      s.confidence = 0
+      s.quickWindow = 0
       return s
     }
   }
@@ -81,6 +103,70 @@ public struct RoomRule: Sendable {
   /// Beacons kept at most (memory stays bounded whatever is published);
   /// past this, sightings of new beacons are refused and counted.
   public static let defaultCapacity = 100_000
+  /// How long a current room that stops hearing a beacon keeps its last
+  /// level against challengers; then any challenger wins after twice
+  /// switch_after (under heavy loss and slow fades a receiver misses a
+  /// close beacon for ten seconds and more every hour).
+  static let silentLimit: Int64 = 30_000_000
+  /// Seconds a link's usual level is averaged over (exponentially): long
+  /// against a fade of tens of seconds, short against a stay of minutes.
+  static let levelTime: Int64 = 60_000_000
+  /// A lead this many times the required one gathers evidence this many
+  /// times as fast (so a clear move waits a third of switch_after), no more.
+  static let strongLead = 3.0
+
+  /// How far one link's mean wanders when nothing moves, learnt from the
+  /// link itself: every `lag` seconds the change of the mean since the
+  /// last mark, half its square averaged (exponentially, over `memory`
+  /// changes). That is the variogram at the lag, the variance of the mean
+  /// as the link's fading moves it on that time scale: small for fast
+  /// fading that the mean averages out, large for fades that last longer
+  /// than the mean. A beacon's moves (one every few minutes) weigh little,
+  /// and a change beyond `clip` standard deviations counts as that many.
+  struct Wander: Sendable {
+    /// Long enough to see fades of tens of seconds, short enough that
+    /// moves weigh little.
+    static let lag: Int64 = 20_000_000
+    /// About ten minutes of changes at `lag`.
+    static let memory: Int16 = 30
+    /// Changes needed before the learnt value counts alone.
+    static let learnt: Int16 = 3
+    /// Until then, at least this (dB²): a link is thought to wander 2.8 dB.
+    static let prior: Float = 8
+    static let clip: Float = 3
+
+    var markTime: Int64 = .min
+    var markMean: Float = 0
+    var variance: Float = 0
+    var count: Int16 = 0
+
+    /// The mean (dB) at `t`.
+    mutating func learn(_ mean: Float, at t: Int64) {
+      guard markTime != .min, t - markTime >= Self.lag else {
+        if markTime == .min {
+          markTime = t
+          markMean = mean
+        }
+        return
+      }
+      // A mark from before a long silence says nothing about this lag.
+      if t - markTime < 2 * Self.lag {
+        var change = mean - markMean
+        if count >= Self.learnt {
+          let limit = Self.clip * (2 * variance).squareRoot()
+          change = max(-limit, min(limit, change))
+        }
+        count = min(count + 1, Self.memory)
+        variance += (change * change / 2 - variance) / Float(count)
+      }
+      markTime = t
+      markMean = mean
+    }
+
+    /// The variance to use (dB²).
+    var value: Double { Double(count >= Self.learnt ? variance : max(variance, Self.prior)) }
+  }
+
   /// Away beacons unheard this long are forgotten (their retained state
   /// already says away).
   static let forgetAfterMicros: Int64 = 3_600_000_000
@@ -93,6 +179,14 @@ public struct RoomRule: Sendable {
     var times = InlineArray<8, Int64>(repeating: 0)
     /// log10 of the distance in metres.
     var logs = InlineArray<8, Float>(repeating: 0)
+    /// How far this link's means over `window` and over `quickWindow`
+    /// wander (its fading, learnt from its own sightings).
+    var wander = Wander()
+    var quickWander = Wander()
+    /// This link's usual level: its window mean (dB of path loss, 10 n
+    /// log10 d) averaged exponentially over `levelTime`.
+    var level: Float = 0
+    var levelAt: Int64 = .min
 
     init(room: Int32) { self.room = room }
 
@@ -121,6 +215,10 @@ public struct RoomRule: Sendable {
     var hasRoom = false
     var challenger: Int32? = nil
     var challengerSince: Int64 = 0
+    /// Seconds of winning the challenger has gathered, each second weighed
+    /// by its lead over the required one (up to `strongLead` times).
+    var evidence = 0.0
+    var evidenceAt: Int64 = 0
     /// Last sighting from any agent; `nil` after a restore until time moves.
     var lastHeard: Int64? = nil
     /// When a beacon with no room was first heard (placement waits).
@@ -163,6 +261,7 @@ public struct RoomRule: Sendable {
       let k = Self.traceIndex(&states[i], room: room)
       states[i].traces[k].add(s.t, Float(log10(d)))
       states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
+      Self.learnWander(&states[i].traces[k], at: s.t, settings: settings)
     } else if let k = states[i].traces.firstIndex(where: { $0.room == room }) {
       states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
     }
@@ -289,27 +388,55 @@ public struct RoomRule: Sendable {
 
   // MARK: The decision
 
+  /// One room's mean over some seconds and how far it wanders (dB²).
+  struct Level {
+    var room: Int32
+    var score: Double
+    var wander: Double
+    /// The link's usual level, dB.
+    var usual: Double
+  }
+
   /// The change to make now, if any: `.some(nil)` for away is never made
   /// here (away is time's doing), so the result is `.some(room)` or `nil`.
   private static func decide(
     _ b: inout BeaconState, at t: Int64, settings: Settings, online: [Bool]
   ) -> Int32?? {
     let since = t - Int64(settings.window * 1e6)
+    let quickSince = t - Int64(settings.quickWindow * 1e6)
     let switchAfter = Int64(settings.switchAfter * 1e6)
-    var best: (room: Int32, score: Double)? = nil
-    var currentScore: Double? = nil
+    var best: Level? = nil
+    var current: Level? = nil
+    var quickBest: Level? = nil
+    var quickCurrent: Level? = nil
+    func better(_ l: Level, than o: Level?) -> Bool {
+      guard let o else { return true }
+      return l.score < o.score || (l.score == o.score && l.room == b.current)
+    }
     for tr in b.traces where online[Int(tr.room)] {
-      guard let s = tr.score(since: since) else { continue }
-      if tr.room == b.current { currentScore = s }
-      if best == nil || s < best!.score || (s == best!.score && tr.room == b.current) {
-        best = (tr.room, s)
+      if let s = tr.score(since: since) {
+        let l = Level(room: tr.room, score: s, wander: tr.wander.value, usual: Double(tr.level))
+        if tr.room == b.current { current = l }
+        if better(l, than: best) { best = l }
+      } else if tr.room == b.current, settings.confidence > 0, t - tr.lastHeard < silentLimit,
+        let s = tr.score(since: tr.lastHeard - Int64(settings.window * 1e6))
+      {
+        // Not heard in the window (loss, a deep fade): its last level
+        // stands until it has been silent for `silentLimit`.
+        current = Level(room: tr.room, score: s, wander: tr.wander.value, usual: Double(tr.level))
+      }
+      if settings.quickWindow > 0, let s = tr.score(since: quickSince) {
+        let l = Level(
+          room: tr.room, score: s, wander: tr.quickWander.value, usual: Double(tr.level))
+        if tr.room == b.current { quickCurrent = l }
+        if better(l, than: quickBest) { quickBest = l }
       }
     }
     guard let best else {
       b.challenger = nil
       return nil
     }
-    guard b.hasRoom, let current = b.current else {
+    guard b.hasRoom, let room = b.current else {
       let first = b.firstHeard ?? t
       b.firstHeard = first
       guard t - first >= Int64(settings.placeAfter * 1e6) else { return nil }
@@ -319,42 +446,90 @@ public struct RoomRule: Sendable {
       b.challenger = nil
       return .some(best.room)
     }
-    if best.room == current {
-      b.challenger = nil
-      return nil
-    }
     // A current room whose agent is offline drops out at once.
-    if !online[Int(current)] {
+    if best.room != room, !online[Int(room)] {
       b.current = best.room
       b.challenger = nil
       return .some(best.room)
     }
-    let wins = currentScore.map { beats(best.score, $0, settings) } ?? true
-    guard wins else {
+    // The challenger and how strongly it leads (1: just the required lead).
+    var challenger: (room: Int32, strength: Double)? = nil
+    if let current {
+      if best.room != room {
+        challenger = (best.room, strength(best, over: current, settings))
+      }
+      if let q = quickBest, q.room != room, let qc = quickCurrent {
+        let s = strength(q, over: qc, settings)
+        if s > challenger?.strength ?? 0 { challenger = (q.room, s) }
+      }
+    } else if best.room != room {
+      challenger = (best.room, 1)
+    }
+    guard let challenger, challenger.strength >= 1 else {
       b.challenger = nil
       return nil
     }
-    if b.challenger != best.room {
-      b.challenger = best.room
+    if b.challenger != challenger.room {
+      b.challenger = challenger.room
       b.challengerSince = t
+      b.evidence = 0
+      b.evidenceAt = t
     }
-    // A current room that hears nothing in the window loses without a
-    // margin, but only after twice switch_after: a receiver close to the
-    // beacon can miss several advertisements in a row (8 s at 30 % loss
-    // happens every few hours), and a beacon that really left still moves.
-    let needed = currentScore == nil ? 2 * switchAfter : switchAfter
-    guard t - b.challengerSince >= needed else { return nil }
-    b.current = best.room
+    b.evidence += Double(t - b.evidenceAt) / 1e6 * min(challenger.strength, strongLead)
+    b.evidenceAt = t
+    if current == nil {
+      // A current room that hears nothing in the window loses without a
+      // margin, but only after twice switch_after: a receiver close to the
+      // beacon can miss several advertisements in a row (8 s at 30 % loss
+      // happens every few hours), and a beacon that really left still moves.
+      guard t - b.challengerSince >= 2 * switchAfter else { return nil }
+    } else {
+      guard b.evidence * 1e6 >= Double(switchAfter) else { return nil }
+    }
+    b.current = challenger.room
     b.challenger = nil
-    return .some(best.room)
+    return .some(challenger.room)
   }
 
-  /// Whether a challenger's score beats the current one's by the margin
-  /// (scores are mean log10 distances).
-  private static func beats(_ challenger: Double, _ current: Double, _ settings: Settings) -> Bool {
+  /// A challenger's lead over the current room (dB of path loss) as a
+  /// multiple of the lead required: the margin, and `confidence` standard
+  /// errors of the difference of the two means (their wanders added).
+  /// Below 1 it does not win.
+  static func strength(_ challenger: Level, over current: Level, _ settings: Settings) -> Double {
+    let lead = 10 * settings.exponent * (current.score - challenger.score)
+    let se = (current.wander + challenger.wander).squareRoot()
+    // Either it leads by `confidence` standard errors, or its lead has grown
+    // by `moveConfidence` of them over the usual one (a move, not a fade).
+    let usualLead = current.usual - challenger.usual
+    let required = min(settings.confidence * se, usualLead + settings.moveConfidence * se)
     switch settings.margin {
-    case .decibels(let db): 10 * settings.exponent * (current - challenger) >= db
-    case .metres(let m): pow(10, current) - pow(10, challenger) >= m
+    case .decibels(let db):
+      let r = max(required, db)
+      return r > 0 ? lead / r : (lead >= 0 ? 1 : 0)
+    case .metres(let m):
+      guard pow(10, current.score) - pow(10, challenger.score) >= m, lead >= required else {
+        return 0
+      }
+      return required > 0 ? lead / required : 1
+    }
+  }
+
+  /// After a sighting: both means of the trace teach their wanders.
+  static func learnWander(_ tr: inout Trace, at t: Int64, settings: Settings) {
+    guard settings.confidence > 0 else { return }
+    let dB = Float(10 * settings.exponent)
+    if let m = tr.score(since: t - Int64(settings.window * 1e6)) {
+      tr.wander.learn(dB * Float(m), at: t)
+      if tr.levelAt == .min {
+        tr.level = dB * Float(m)
+      } else {
+        let a = 1 - exp(-Double(t - tr.levelAt) / Double(levelTime))
+        tr.level += Float(a) * (dB * Float(m) - tr.level)
+      }
+      tr.levelAt = t
+    }
+    if settings.quickWindow > 0, let m = tr.score(since: t - Int64(settings.quickWindow * 1e6)) {
+      tr.quickWander.learn(dB * Float(m), at: t)
     }
   }
 
