@@ -23,6 +23,13 @@ wait_for 10 test -S /tmp/agent.sock
 EVENTS=$!
 inside() { "$EARSHOT" status --socket /tmp/agent.sock | grep -q '"region":"desk","state":"inside"'; }
 check "the region is inside while the advertiser runs" wait_for 30 inside
+# Earshot samples once the region is settled (issue 25); the discovery
+# below must find the advertiser all the same.
+duty() { "$EARSHOT" status --socket /tmp/agent.sock | sed -n 's/.*"scan":{"policy":"[a-z]*","power":"[a-z]*","duty":\([0-9.]*\).*/\1/p'; }
+sampled() { [ "$(duty)" = 0.1 ]; }
+wait_for 60 sampled
+before=$(duty)
+a1=$(adapter_address hci1)
 
 # bluetoothd discovers, then dies mid-discovery.
 rm -f /tmp/btd_restart_ctl
@@ -34,6 +41,8 @@ echo "power on" >&3
 echo "scan on" >&3
 check "bluetoothd is discovering on hci0" wait_for 15 grep -q 'Discovery started' ctl.out
 check "earshot says the scan is shared with the discovery" wait_for 10 grep -q 'already scanning' agent.err
+check "bluetoothd's discovery finds the advertiser while Earshot scans (its duty was $before)" \
+  wait_for 20 grep -q "Device $a1" ctl.out
 exec 3>&-
 kill -KILL $BTD
 wait $BTD 2>/dev/null
@@ -48,6 +57,7 @@ check "the agent is still running" kill -0 $AGENT
 start_bluetoothd bluetoothd2.log
 check "bluetoothd lists hci0 again" wait_for 15 bluetoothd_lists "$addr"
 bluetoothctl --timeout 8 scan on >ctl2.out 2>&1
+check "the second discovery finds the advertiser too" grep -q "Device $a1" ctl2.out
 sleep $((EXIT_AFTER * 2))
 check "still inside after bluetoothd's restart and discovery" inside
 check "no exit was ever reported" bash -c "! grep -q '\"event\":\"exit\"' events.out"
