@@ -132,6 +132,9 @@ func runScan(_ args: Arguments) throws -> Int32 {
       "earshot scan: \(input): \(malformed) malformed event(s) or report(s) skipped"
         + (replay.truncated ? "; the capture ends in a truncated record" : "") + "\n")
   }
+  for (why, n) in replay.skippedLinkLayer.sorted(by: { $0.key.description < $1.key.description }) {
+    Console.error("earshot scan: \(input): \(n) link-layer PDU(s) skipped: \(why)\n")
+  }
   // What came before a fault is out; the fault still fails the command.
   if let failure { throw CommandFailure("\(input): \(failure)") }
   return 0
