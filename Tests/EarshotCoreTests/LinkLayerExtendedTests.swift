@@ -145,6 +145,12 @@ final class LinkLayerExtendedTests: XCTestCase {
     }
   }
 
+  func testReservedAdvModeIsMalformed() {
+    XCTAssertEqual(
+      decode(packet(payload(mode: 3, flags: 0x01, fields: adva, data: data))),
+      .malformed("extended advertising AdvMode 3 is reserved (connectable and scannable at once)"))
+  }
+
   func testHeaderLengthByteHasAdvModeInItsTopBits() {
     // 0x87 = AdvMode 2, length 7: the mode bits must not count as length.
     guard case .report(let s) = decode(packet([0x87, 0x01] + adva + data)) else {
@@ -155,7 +161,8 @@ final class LinkLayerExtendedTests: XCTestCase {
   }
 
   func testReplayCountsSkipsAndWritesExtendedEvents() throws {
-    var writer = CaptureWriter(container: .pcap(bigEndian: false, nanoseconds: false), linkType: 256)
+    var writer = CaptureWriter(
+      container: .pcap(bigEndian: false, nanoseconds: false), linkType: 256)
     let pdus = [
       packet(payload(mode: 0, flags: 0x19, fields: adva + [0, 0x10] + [1, 2, 3], data: [])),
       packet(payload(mode: 0, flags: 0x01, fields: adva, data: data)),

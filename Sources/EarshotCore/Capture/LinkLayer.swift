@@ -45,6 +45,9 @@ public enum LinkLayer {
     case extendedHeaderPastPDU(header: Int, available: Int)
     /// An extended header too short for the fields its flags announce.
     case extendedHeaderTooShort(header: Int, needed: Int)
+    /// AdvMode 0b11: reserved (an extended advertisement is connectable or
+    /// scannable, never both).
+    case reservedAdvMode
 
     public var description: String {
       switch self {
@@ -60,6 +63,8 @@ public enum LinkLayer {
       case .extendedHeaderTooShort(let header, let needed):
         "extended advertising header length \(header) is too short for the fields its "
           + "flags announce (\(needed) bytes)"
+      case .reservedAdvMode:
+        "extended advertising AdvMode 3 is reserved (connectable and scannable at once)"
       }
     }
   }
@@ -128,6 +133,7 @@ public enum LinkLayer {
     }
     let headerLength = Int(first & 0x3F)
     let advMode = first >> 6
+    guard advMode != 3 else { return .malformed(.reservedAdvMode) }
     guard let header = p.take(headerLength) else {
       return .malformed(.extendedHeaderPastPDU(header: headerLength, available: p.remaining))
     }
