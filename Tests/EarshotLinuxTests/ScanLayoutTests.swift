@@ -70,7 +70,7 @@ final class ScanLayoutTests: XCTestCase {
     XCTAssertTrue(f.last?.hasPrefix(#"[{"frame":"AltBeacon""#) ?? false, "the built-in row wins")
   }
 
-  func testABadLayoutIsRefusedByCheckConfigAndScan() throws {
+  func testABadLayoutIsRefusedByCheckConfigScanAndRun() throws {
     let conf = tmp + ".conf"
     defer { try? FileManager.default.removeItem(atPath: conf) }
     try "[layout \"acme\"]\nlayout = m:2-3=ac1e,i:4-9,p:12-13\n"
@@ -83,6 +83,10 @@ final class ScanLayoutTests: XCTestCase {
     let scan = try Earshot.run(["scan", "--all", "--input", "/dev/null", "--config", conf])
     XCTAssertEqual(scan.status, 1)
     XCTAssertTrue(scan.stderr.contains(expected), scan.stderr)
+    // The agent refuses it at start, before it opens anything.
+    let run = try Earshot.run(["run", "--config", conf])
+    XCTAssertEqual(run.status, 1)
+    XCTAssertTrue(run.stderr.contains(expected), run.stderr)
   }
 
   func testSniffedExtendedHeaderOnlyIsCountedOnStandardError() throws {
