@@ -140,8 +140,9 @@ public enum LinkLayer {
     let advData = p.rest()
     var flags: UInt8 = 0
     var h = ByteReader(header)
-    if headerLength > 0 {
-      flags = h.u8()!
+    // A header of 0 bytes has no flags byte either: no fields at all.
+    if let f = h.u8() {
+      flags = f
       let needed =
         1
         + extendedFieldSizes.enumerated().reduce(0) {
