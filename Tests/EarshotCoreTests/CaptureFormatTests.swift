@@ -246,6 +246,7 @@ final class CaptureFormatTests: XCTestCase {
       switch bytes.withUnsafeBytes({ LinkLayer.decode($0, rssi: nil) }) {
       case .malformed(let fault): "\(fault)"
       case .report: "report"
+      case .skipped(let why): "skipped: \(why)"
       case .ignored: "ignored"
       }
     }

@@ -41,6 +41,7 @@ final class ConfigFileTests: XCTestCase {
     var keysSeen: [String: String] = [:]  // "section key" -> default written
     var regionKeysSeen: Set<String> = []
     var tagKeysSeen: Set<String> = []
+    var layoutKeysSeen: Set<String> = []
     for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
       let line = String(raw)
       let at = "etc/earshot.conf:\(n + 1): "
@@ -54,6 +55,8 @@ final class ConfigFileTests: XCTestCase {
         section = "region"
       } else if line.hasPrefix(";[tag \"") {
         section = "tag"
+      } else if line.hasPrefix(";[layout \"") {
+        section = "layout"
       } else if line.hasPrefix(";"), let eq = line.firstIndex(of: "=") {
         let key = String(line.dropFirst()[..<eq]).trimmingCharacters(in: .whitespaces)
         let value = String(line[line.index(after: eq)...]).trimmingCharacters(in: .whitespaces)
@@ -61,7 +64,11 @@ final class ConfigFileTests: XCTestCase {
           XCTFail(at + "key outside a section")
           continue
         }
-        if section == "tag" {
+        if section == "layout" {
+          XCTAssertTrue(
+            Config.layoutKeys.contains { $0.name == key }, at + "no layout key \(key)")
+          layoutKeysSeen.insert(key)
+        } else if section == "tag" {
           XCTAssertTrue(Config.tagKeys.contains { $0.name == key }, at + "no tag key \(key)")
           tagKeysSeen.insert(key)
         } else if section == "region" {
@@ -90,6 +97,8 @@ final class ConfigFileTests: XCTestCase {
     }
     XCTAssertEqual(regionKeysSeen, Set(Config.regionKeys.map(\.name)), "the region example's keys")
     XCTAssertEqual(tagKeysSeen, Set(Config.tagKeys.map(\.name)), "the tag example's keys")
+    XCTAssertEqual(
+      layoutKeysSeen, Set(Config.layoutKeys.map(\.name)), "the layout example's keys")
 
     // The examples, uncommented, are valid: the regions load and every
     // section keeps its defaults.
@@ -110,6 +119,9 @@ final class ConfigFileTests: XCTestCase {
     defaults.regions = example.regions
     XCTAssertEqual(example.tags.map(\.name), ["keys"])
     defaults.tags = example.tags
+    XCTAssertEqual(example.layouts.map(\.name), ["acme"])
+    XCTAssertEqual(example.beaconClassifier.layouts.last?.name, "acme")
+    defaults.layouts = example.layouts
     XCTAssertEqual(example.render(), defaults.render())
     // The effective settings read back to the same config.
     let again = try Config.build(IniReader.parse(example.render(), file: "render"))

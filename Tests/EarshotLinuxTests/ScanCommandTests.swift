@@ -58,9 +58,11 @@ final class ScanCommandTests: XCTestCase {
     let convert = try Earshot.run(["scan", "--input", input, "--write", out])
     XCTAssertEqual(convert.status, 0, convert.stderr)
     let back = try Earshot.run(["scan", "--all", "--input", out])
-    XCTAssertEqual(
-      back.stdout.split(separator: "\n").count, all.stdout.split(separator: "\n").count)
-    XCTAssertGreaterThan(all.stdout.split(separator: "\n").count, 50)
+    // The capture's one malformed type-7 PDU is a reject line, not an event.
+    let reports = all.stdout.split(separator: "\n").filter { !$0.contains("\"reject\"") }
+    XCTAssertEqual(all.stdout.split(separator: "\n").count - reports.count, 1)
+    XCTAssertEqual(back.stdout.split(separator: "\n").count, reports.count)
+    XCTAssertGreaterThan(reports.count, 50)
   }
 
   func testAllShowsADStructuresAndTheAdvertisementAScanResponseAnswers() throws {

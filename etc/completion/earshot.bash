@@ -6,7 +6,7 @@ _earshot() {
     return
   fi
   case ${COMP_WORDS[1]} in
-    scan) opts="--adapter --input --write --all --format --active --passive --legacy --extended --bring-up --duration --help" ;;
+    scan) opts="--adapter --input --write --all --format --config --active --passive --legacy --extended --bring-up --duration --help" ;;
     monitor) opts="--config --input --pace --start-at --no-range --state --no-hooks --log --help" ;;
     check-config) opts="--config --help" ;;
     simulate) opts="--write --reports --spec --truth --hours --seed --fast --slow --phones --format --help" ;;

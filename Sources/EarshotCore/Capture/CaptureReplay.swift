@@ -5,6 +5,9 @@ public struct CaptureReplay {
   public var decoder = AdvertisingEventDecoder()
   /// Sniffer packets whose PDU did not fit; counted and skipped.
   public var malformedLinkLayer = 0
+  /// Sniffer PDUs that are well formed but hold no report by themselves
+  /// (an ADV_EXT_IND pointing at its AUX_ADV_IND), by reason.
+  public var skippedLinkLayer: [LinkLayer.Skip: Int] = [:]
   public private(set) var records = 0
   public private(set) var truncated = false
 
@@ -58,13 +61,17 @@ public struct CaptureReplay {
       case .report(let r):
         decoder.stats.reports += 1
         // Offer sniffed PDUs as the HCI event a controller would send.
-        if let event, let bytes = HCIEventEncoder.legacyReport(r) {
+        if let event,
+          let bytes = HCIEventEncoder.legacyReport(r) ?? HCIEventEncoder.extendedReport(r)
+        {
           bytes.withUnsafeBytes { event(t, $0) }
         }
         report(t, r)
       case .malformed(let fault):
         malformedLinkLayer += 1
         reject?(t, pdu, fault.description)
+      case .skipped(let why):
+        skippedLinkLayer[why, default: 0] += 1
       case .ignored:
         break
       }

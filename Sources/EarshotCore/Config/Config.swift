@@ -17,6 +17,8 @@ public struct Config: Sendable {
   public var link = LinkConfig()
   /// `[tag "NAME"]` sections, in file order.
   public var tags: [TagConfig] = []
+  /// `[layout "NAME"]` sections, in file order (`beaconClassifier`).
+  public var layouts: [LayoutConfig] = []
   public var rooms = RoomsConfig()
   public var esphome = ESPHomeConfig()
 

@@ -17,6 +17,8 @@ extension Config {
     var seenSingletons: [String: Int] = [:]
     var tagIndex: [String: Int] = [:]  // raw section text -> index in config.tags
     let tagTable = Dictionary(uniqueKeysWithValues: tagKeys.map { ($0.name, $0) })
+    var layoutIndex: [String: Int] = [:]  // raw section text -> index in config.layouts
+    let layoutTable = Dictionary(uniqueKeysWithValues: layoutKeys.map { ($0.name, $0) })
     /// A `[KIND "NAME"]` header: its name, given once per kind.
     func declare<Element>(
       _ h: SectionHeader, _ name: NameResult, kind: String,
@@ -47,6 +49,10 @@ extension Config {
         declare(h, name, kind: "tag", \.tags, &tagIndex, line: \.line) {
           TagConfig(name: $0, line: $1)
         }
+      } else if let name = layoutName(h.name) {
+        declare(h, name, kind: "layout", \.layouts, &layoutIndex, line: \.line) {
+          LayoutConfig(name: $0, line: $1)
+        }
       } else if tables[h.name] != nil {
         if let first = seenSingletons[h.name] {
           fail(
@@ -58,7 +64,7 @@ extension Config {
       } else {
         fail(
           h.line, h.name, nil,
-          "unknown section; known sections: \(sections.map(\.name).joined(separator: ", ")), region \"NAME\", tag \"NAME\""
+          "unknown section; known sections: \(sections.map(\.name).joined(separator: ", ")), region \"NAME\", tag \"NAME\", layout \"NAME\""
         )
       }
     }
@@ -102,6 +108,8 @@ extension Config {
           try set(&config.regions[index], kind: "region", regionKeys, regionTable)
         } else if let index = tagIndex[e.section] {
           try set(&config.tags[index], kind: "tag", tagKeys, tagTable)
+        } else if let index = layoutIndex[e.section] {
+          try set(&config.layouts[index], kind: "layout", layoutKeys, layoutTable)
         } else if let table = tables[e.section] {
           guard try table.set(&config, e.key, e.value) else {
             fail(
@@ -164,6 +172,12 @@ extension Config {
     for (raw, index) in tagIndex.sorted(by: { $0.value < $1.value })
     where config.tags[index].address == nil && seenKeys[raw + "\u{0}address"] == nil {
       fail(config.tags[index].line, raw, "address", "a tag needs an address")
+    }
+    for (raw, index) in layoutIndex.sorted(by: { $0.value < $1.value })
+    where config.layouts[index].layout == nil && seenKeys[raw + "\u{0}layout"] == nil {
+      fail(
+        config.layouts[index].line, raw, "layout",
+        "a layout section needs a layout string, e.g. layout = m:2-3=0a0b,i:4-9,p:10-10")
     }
     if config.monitor.autoFloor > config.monitor.autoCeiling {
       fail(
@@ -246,6 +260,11 @@ extension Config {
         if v.isEmpty { continue }
         out += "\(k.name) = \(v)\n"
       }
+      out += "\n"
+    }
+    for l in layouts {
+      out += "[layout \"\(l.name)\"]\n"
+      for k in Config.layoutKeys { out += "\(k.name) = \(k.show(l))\n" }
       out += "\n"
     }
     return out

@@ -15,6 +15,8 @@ extension Config {
     for key in regionKeys { row("region \"NAME\"", key.name, key.show(region), key.help) }
     let tag = TagConfig(name: "NAME", line: 0)
     for key in tagKeys { row("tag \"NAME\"", key.name, key.show(tag), key.help) }
+    let layout = LayoutConfig(name: "NAME", line: 0)
+    for key in layoutKeys { row("layout \"NAME\"", key.name, key.show(layout), key.help) }
     return out
   }
 

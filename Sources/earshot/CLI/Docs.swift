@@ -72,6 +72,11 @@ enum Docs {
     s += "A key-finder tag to keep connected; one section per tag (docs/tags.md).\n"
     let tag = TagConfig(name: "NAME", line: 0)
     for k in Config.tagKeys { key(k.name, k.show(tag), k.help) }
+    s += ".SS \"[layout \\(dqNAME\\(dq]\"\n"
+    s +=
+      "A beacon format of your own as a layout string; one section per format, tried after the built-in ones (docs/beacon-formats.md).\n"
+    let layout = LayoutConfig(name: "NAME", line: 0)
+    for k in Config.layoutKeys { key(k.name, k.show(layout), k.help) }
     s += ".SH SEE ALSO\n.BR earshot (1)\n"
     return s
   }

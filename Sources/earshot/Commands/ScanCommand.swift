@@ -10,7 +10,8 @@ let scanCommand = Command(
     --input, replays a btsnoop, pcap or pcapng capture instead (timestamps come
     from the capture). --write records
     what is seen as btsnoop (datalink 1002) that btmon -r and Wireshark read;
-    --input X --write Y converts.
+    --input X --write Y converts. --all prints every beacon frame by the layout
+    table: the built-in formats, then the config's [layout "NAME"] sections.
     """,
   options: [
     .value("adapter", "hciN", "Adapter to scan with (default: the first LE-capable one)"),
@@ -18,6 +19,10 @@ let scanCommand = Command(
     .value("write", "FILE", "Record the HCI events seen as btsnoop"),
     .flag("all", "Print every report with its AD structures, and malformed events"),
     .value("format", "json|text", "Output format (default json)"),
+    .value(
+      "config", "FILE",
+      "Config file whose [layout \"NAME\"] sections --all decodes too (default: the user's or /etc/earshot/earshot.conf if present)"
+    ),
     .flag("active", "Active scanning: send scan requests, print scan responses too"),
     .flag("passive", "Passive scanning, no scan requests sent (the default)"),
     .flag("legacy", "Force legacy scan commands"),
@@ -32,12 +37,15 @@ let scanCommand = Command(
 struct ReportPrinter {
   let all: Bool
   let text: Bool
+  /// The layout table `--all` prints frames by (the config's layouts too).
+  let classifier: BeaconClassifier
   var merger = ScanResponseMerger()
   var printed = 0
 
-  init(all: Bool, text: Bool) {
+  init(all: Bool, text: Bool, classifier: BeaconClassifier = .standard) {
     self.all = all
     self.text = text
+    self.classifier = classifier
     if text { Console.line(ReportFormatter.textHeader) }
   }
 
@@ -52,12 +60,14 @@ struct ReportPrinter {
       if report.pdu.isScanResponse {
         merger.observe(report) { merged in
           line = ReportFormatter.reportJSON(
-            micros: micros, report: report, beacon: beacon, merged: merged)
+            micros: micros, report: report, beacon: beacon, merged: merged,
+            classifier: classifier)
         }
       } else {
         merger.observe(report) { _ in }
         line = ReportFormatter.reportJSON(
-          micros: micros, report: report, beacon: beacon, merged: nil)
+          micros: micros, report: report, beacon: beacon, merged: nil,
+          classifier: classifier)
       }
       Console.line(line)
     } else if let beacon {
@@ -90,7 +100,13 @@ func runScan(_ args: Arguments) throws -> Int32 {
   if args.has("legacy") && args.has("extended") {
     throw UsageError("--legacy and --extended exclude each other")
   }
-  var printer = ReportPrinter(all: args.has("all"), text: try outputIsText(args))
+  // Only --all prints frames by the layout table: a plain scan reads no config
+  // unless one is named (then it is checked like any other).
+  let classifier =
+    args.has("all") || args.value("config") != nil
+    ? try loadConfigOrDefaults(args).beaconClassifier : .standard
+  var printer = ReportPrinter(
+    all: args.has("all"), text: try outputIsText(args), classifier: classifier)
   let sink = try args.value("write").map { path throws in
     let sink = try FileSink(creating: path)
     try sink.write(BtsnoopWriter.header)
@@ -131,6 +147,9 @@ func runScan(_ args: Arguments) throws -> Int32 {
     Console.error(
       "earshot scan: \(input): \(malformed) malformed event(s) or report(s) skipped"
         + (replay.truncated ? "; the capture ends in a truncated record" : "") + "\n")
+  }
+  for (why, n) in replay.skippedLinkLayer.sorted(by: { $0.key.description < $1.key.description }) {
+    Console.error("earshot scan: \(input): \(n) link-layer PDU(s) skipped: \(why)\n")
   }
   // What came before a fault is out; the fault still fails the command.
   if let failure { throw CommandFailure("\(input): \(failure)") }
