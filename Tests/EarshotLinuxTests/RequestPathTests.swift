@@ -175,7 +175,8 @@ final class RequestPathTests: XCTestCase {
     let sa = status(a)
     let sb = status(b)
     XCTAssertEqual(
-      sa.map(\.0), ["volume", "monitoring", "regions", "beacons", "adapter", "shutter", "media"])
+      sa.map(\.0),
+      ["volume", "monitoring", "regions", "beacons", "adapter", "scan", "shutter", "media"])
     XCTAssertEqual(sa.map(\.0), sb.map(\.0))
     XCTAssertEqual(JSONValue.object(sa), JSONValue.object(sb))
   }
