@@ -384,3 +384,30 @@ final class DutyMeterTests: XCTestCase {
     XCTAssertEqual(try XCTUnwrap(m.mean(on: .mains, at: 80 * s)), 13.0 / 40, accuracy: 1e-9)
   }
 }
+
+/// The page that asks a device by name, and its outcome.
+final class RemoteNameTests: XCTestCase {
+  func testTheRequestAndItsCompleteEvent() {
+    let phone = BDAddress("00:1A:7D:DA:71:13")!
+    let command = HCICommand.remoteNameRequest(phone)
+    // Opcode 0x0419 (OGF 1, OCF 0x19), 10 bytes: the address little-endian,
+    // R2, reserved, no clock offset.
+    XCTAssertEqual(
+      command.packet, [0x01, 0x19, 0x04, 10, 0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00, 0x02, 0, 0, 0])
+    var event: [UInt8] = [0x07, 255, 0x00, 0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00]
+    event += Array("Pixel".utf8) + [UInt8](repeating: 0, count: 248 - 5)
+    let answered = event.withUnsafeBytes { RemoteNameResult(event: $0) }
+    XCTAssertEqual(answered?.address, phone)
+    XCTAssertEqual(answered?.answered, true)
+    var timeout = event
+    timeout[2] = 0x04  // Page Timeout
+    XCTAssertEqual(timeout.withUnsafeBytes { RemoteNameResult(event: $0) }?.answered, false)
+    let short = Array(event.prefix(20))
+    XCTAssertNil(short.withUnsafeBytes { RemoteNameResult(event: $0) }, "cut short: refused")
+  }
+
+  func testOnlyPublicLookingAddressesArePaged() {
+    XCTAssertTrue(RemoteNameResult.pageable(BDAddress("00:1A:7D:DA:71:13")!))
+    XCTAssertFalse(RemoteNameResult.pageable(BDAddress("C4:1A:7D:DA:71:13")!), "static random")
+  }
+}

@@ -87,6 +87,9 @@ public struct MonitorConfig: Sendable, Equatable {
   public var autoFloor = 6.0
   /// ... nor more than this.
   public var autoCeiling = 300.0
+  /// Live: before a device's region is declared outside, page it by name
+  /// (a BR/EDR Remote Name Request to its public identity address).
+  public var nameRequests = true
   public init() {}
 }
 
@@ -375,6 +378,10 @@ extension MonitorConfig: ConfigSection {
     .number(
       "auto_ceiling", "exit_after = auto never waits longer than this many seconds.",
       \.autoCeiling, in: 1...86_400),
+    .bool(
+      "name_requests",
+      "Before a device's region is declared outside, ask the device by name (a BR/EDR page to its public address): a locked phone that went quiet still answers.",
+      \.nameRequests),
   ]
 }
 

@@ -40,6 +40,7 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
   public static let leSetScanEnable = HCIOpcode(ogf: 0x08, ocf: 0x000C)
   public static let leSetExtendedScanParameters = HCIOpcode(ogf: 0x08, ocf: 0x0041)
   public static let leSetExtendedScanEnable = HCIOpcode(ogf: 0x08, ocf: 0x0042)
+  public static let remoteNameRequest = HCIOpcode(ogf: 0x01, ocf: 0x0019)
 
   public var name: String {
     switch self {
@@ -54,6 +55,7 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     case .leSetScanEnable: "LE Set Scan Enable"
     case .leSetExtendedScanParameters: "LE Set Extended Scan Parameters"
     case .leSetExtendedScanEnable: "LE Set Extended Scan Enable"
+    case .remoteNameRequest: "Remote Name Request"
     default: "command 0x" + String(rawValue, radix: 16)
     }
   }

@@ -65,6 +65,7 @@ public struct SupportedCommands: Equatable, Sendable {
       self.octet = octet
       self.bit = bit
     }
+    public static let remoteNameRequest = Bit(octet: 2, bit: 3)
     public static let leSetScanParameters = Bit(octet: 26, bit: 2)
     public static let leSetScanEnable = Bit(octet: 26, bit: 3)
     public static let leSetExtendedScanParameters = Bit(octet: 37, bit: 5)

@@ -16,6 +16,8 @@ public struct HCIEventCode: RawRepresentable, Hashable, Sendable {
   public let rawValue: UInt8
   public init(rawValue: UInt8) { self.rawValue = rawValue }
 
+  /// 7.7.7: a Remote Name Request's outcome (the page answered, or not).
+  public static let remoteNameRequestComplete = HCIEventCode(rawValue: 0x07)
   /// 7.7.14: the answer to most commands, with their return parameters.
   public static let commandComplete = HCIEventCode(rawValue: 0x0E)
   /// 7.7.15: the answer to commands that complete later.

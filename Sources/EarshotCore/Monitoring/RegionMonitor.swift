@@ -425,9 +425,9 @@ public struct RegionMonitor: Sendable {
   /// At region `i`'s exit: whether to ask its device by name first (and
   /// hold the exit for the answer) instead of declaring it outside now.
   private mutating func askedByName(_ i: Int, at t: Int64) -> Bool {
-    guard nameRequests, let n = holdingDevice(i), let address = devices.entries[n].address else {
-      return false
-    }
+    guard nameRequests, let n = holdingDevice(i), let address = devices.entries[n].address,
+      RemoteNameResult.pageable(address)
+    else { return false }
     if let hold = nameHold[n], hold > t { return true }
     let misses = nameMisses[n] ?? 0
     // Unanswered as often as it is asked: the exit goes ahead.

@@ -157,6 +157,14 @@ public final class AgentMonitor {
       if paused { self.driver.scanPaused(at: t) } else { self.driver.scanResumed(at: t) }
       self.rearm()
     }
+    s.onNameAnswer = { [unowned self] address, found in
+      // On the loop's next turn: the answer may come from inside a read.
+      self.loop.after(nanos: 0) { [weak self] in
+        guard let self, self.live else { return }
+        self.driver.nameAnswered(address, found: found, at: Clock.monotonicMicros())
+        self.rearm()
+      }
+    }
     if let duty {
       duty.attach(s)
       s.onListening = { [unowned self] timing in
@@ -182,6 +190,7 @@ public final class AgentMonitor {
     if state.isReceiving != receiving {
       receiving = state.isReceiving
       if receiving { driver.adapterUp(at: t) } else { driver.adapterDown(at: t) }
+      if receiving { askNamesIfPageable() }
       if !receiving { duty?.listening(nil, at: t) }
       proximityLog?.record(
         .adapter(
@@ -244,12 +253,26 @@ public final class AgentMonitor {
     rearm()
   }
 
+  /// Name requests live, where `[monitor] name_requests` allows and the
+  /// adapter can page (never in a replay: nobody would answer).
+  private func askNamesIfPageable() {
+    guard live else { return }
+    driver.askNames(driver.config.monitor.nameRequests && scanner?.canPage == true)
+  }
+
   /// Keeps one loop timer on the monitor's next deadline and one on the
   /// earliest hook timeout (both monotonic), and has the scan scheduler
   /// look again (after a report at most every 100 ms: `reportOnly`).
   private func rearm(reportOnly: Bool = false) {
     guard live else { return }
     duty?.ask(force: !reportOnly)
+    let names = driver.takeNameRequests()
+    if !names.isEmpty {
+      // A page goes out from the loop, never from inside a report's read.
+      loop.after(nanos: 0) { [weak self] in
+        for address in names { self?.scanner?.requestName(address) }
+      }
+    }
     deadlineTimer.arm(
       at: driver.nextDeadline.map { MonotonicTime(nanos: UInt64(max(0, $0)) * 1000) })
     hookTimer.arm(at: driver.hooks?.nextDeadline)
@@ -372,6 +395,7 @@ public final class AgentMonitor {
   /// Applies a reloaded config's regions, `[ranging]` and `[monitor]`.
   public func reconfigure(_ config: Config) {
     driver.reconfigure(config, at: now)
+    askNamesIfPageable()
     rearm()
   }
 

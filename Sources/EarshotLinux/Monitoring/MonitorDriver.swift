@@ -116,6 +116,14 @@ public final class MonitorDriver {
   public func resumed(at t: Int64) { handle(monitor.resumed(at: t)) }
   public func scanPaused(at t: Int64) { handle(monitor.scanPaused(at: t)) }
   public func scanResumed(at t: Int64) { handle(monitor.scanResumed(at: t)) }
+  /// Live: ask devices by name before their regions are declared outside
+  /// (`[monitor] name_requests`, when the adapter can page).
+  public func askNames(_ on: Bool) { monitor.nameRequests = on }
+  /// The name requests the monitor wants sent (each once).
+  public func takeNameRequests() -> [BDAddress] { monitor.takeNameRequests() }
+  public func nameAnswered(_ address: BDAddress, found: Bool, at t: Int64) {
+    handle(monitor.nameAnswered(address, found: found, at: t))
+  }
   public func scanDutyChanged(to duty: Double, at t: Int64) {
     handle(monitor.scanDutyChanged(to: duty, at: t))
   }

@@ -205,7 +205,10 @@ public final class HCISocket {
     hci_filter_clear(&f)
     hci_filter_set_ptype(Int32(H4PacketType.event.rawValue), &f)
     hci_filter_set_ptype(Int32(H4PacketType.command.rawValue), &f)
-    for code in [HCIEventCode.leMeta, .commandComplete, .commandStatus, .hardwareError] {
+    for code in [
+      HCIEventCode.leMeta, .commandComplete, .commandStatus, .hardwareError,
+      .remoteNameRequestComplete,
+    ] {
       hci_filter_set_event(Int32(code.rawValue), &f)
     }
     return f

@@ -56,6 +56,10 @@ public final class LiveScanner {
   /// The timing reports come with from now (the scan started, or its
   /// timing changed after `want`; another program's counts as continuous).
   public var onListening: ((ScanTiming) -> Void)?
+  /// A name request's outcome: whether the device answered its page.
+  public var onNameAnswer: ((BDAddress, Bool) -> Void)?
+  /// Whether the adapter open now can page (BR/EDR Remote Name Request).
+  public private(set) var canPage = false
 
   public var state: AdapterState? { supervisor.state }
   /// The command set in use on the current adapter.
@@ -159,6 +163,24 @@ public final class LiveScanner {
 
   /// The timing asked for last.
   public var wantedTiming: ScanTiming { nextWant ?? supervisor.wanted }
+
+  /// Pages `address` by name (Remote Name Request); the outcome comes
+  /// through `onNameAnswer`, when the page is answered or times out (5.12
+  /// s). Refused at once (answered false) when no adapter is open, it
+  /// cannot page, or the controller refuses the command. Call from the
+  /// loop, not from a report handler (the request reads the socket).
+  public func requestName(_ address: BDAddress) {
+    guard socket != nil, canPage else {
+      onNameAnswer?(address, false)
+      return
+    }
+    do {
+      let answer = try request(.remoteNameRequest(address), timeout: min(options.commandTimeout, 1))
+      if !answer.status.isSuccess { onNameAnswer?(address, false) }
+    } catch {
+      onNameAnswer?(address, false)
+    }
+  }
 
   // MARK: The supervisor
 
@@ -288,6 +310,7 @@ public final class LiveScanner {
     guard let set = ScanCommandSet.choose(supported, forced: options.commandSet) else {
       throw ScanError.noLEScanning(name)
     }
+    canPage = supported.supports(.remoteNameRequest)
     return set
   }
 
@@ -399,6 +422,12 @@ public final class LiveScanner {
         dispatch(.otherProgramSent(command))
       }
     case .event:
+      if body.first == HCIEventCode.remoteNameRequestComplete.rawValue {
+        if let result = RemoteNameResult(event: body) {
+          onNameAnswer?(result.address, result.answered)
+        }
+        return
+      }
       let outcome = decoder.decode(event: body) { report in onReport(micros, report) }
       // Every answer, even with nothing recorded yet: the command it answers
       // may still be queued behind the action being performed.

@@ -27,6 +27,9 @@ duty = full
 [region "phone"]
 device = $a1
 exit_after = $EXIT_AFTER
+[monitor]
+# hci1 answers pages (it is there): the exit here is by silence alone.
+name_requests = false
 [state]
 path = /tmp/identity.state
 CONF
