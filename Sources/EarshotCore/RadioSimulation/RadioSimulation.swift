@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// An advertiser of the simulated house: its pace, its loss, when it is
 /// there, and when (being there) it is silent (a phone locked).

@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// The spans in which the scanner listened, and at what duty: what exit
 /// decisions count instead of plain elapsed time.
