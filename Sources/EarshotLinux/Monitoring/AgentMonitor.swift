@@ -155,6 +155,7 @@ public final class AgentMonitor {
     s.onScanPaused = { [unowned self] paused in
       let t = Clock.monotonicMicros()
       if paused { self.driver.scanPaused(at: t) } else { self.driver.scanResumed(at: t) }
+      duty?.paused(paused, at: t)
       self.rearm()
     }
     s.onNameAnswer = { [unowned self] address, found in

@@ -40,15 +40,31 @@ final class ScanDutyControl {
   /// The scan listens with `timing` from now (`nil`: not at all).
   func listening(_ timing: ScanTiming?, at t: Int64) {
     listening = timing
-    meter.set(duty: timing?.duty, power: meter.power, at: t)
+    meter.set(duty: paused ? nil : timing?.duty, power: meter.power, at: t)
     if let timing { driver.scanDutyChanged(to: timing.duty, at: t) }
   }
+
+  /// Nobody scans for a moment (another program's scan ended, Earshot's
+  /// not yet back): the mean duty counts that time as none.
+  func paused(_ paused: Bool, at t: Int64) {
+    self.paused = paused
+    meter.set(duty: paused ? nil : listening?.duty, power: meter.power, at: t)
+  }
+  private var paused = false
 
   /// Decides the timing now; `force`: even within `askEveryMicros` of the
   /// last time.
   func ask(force: Bool = false) {
     let t = Clock.monotonicMicros()
-    guard force || t &- lastAsked >= Self.askEveryMicros else { return }
+    guard force || t &- lastAsked >= Self.askEveryMicros else {
+      // Skipped, not dropped: the report may have moved the need (a region
+      // entered), and nothing else may come to ask again.
+      let soon = lastAsked &+ Self.askEveryMicros
+      if recheck.deadline.map({ Int64($0.nanos / 1000) > soon }) ?? true {
+        recheck.arm(at: MonotonicTime(nanos: UInt64(max(0, soon)) * 1000))
+      }
+      return
+    }
     lastAsked = t
     let source = power.current()
     if source != meter.power { meter.set(duty: listening?.duty, power: source, at: t) }

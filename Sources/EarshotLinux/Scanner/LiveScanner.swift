@@ -174,13 +174,26 @@ public final class LiveScanner {
       onNameAnswer?(address, false)
       return
     }
+    // As for the supervisor's commands: what is read meanwhile waits, so
+    // no other command goes out before this one's Command Status.
+    dispatching = true
+    var accepted = false
     do {
       let answer = try request(.remoteNameRequest(address), timeout: min(options.commandTimeout, 1))
-      if !answer.status.isSuccess { onNameAnswer?(address, false) }
-    } catch {
+      accepted = answer.status.isSuccess
+    } catch {}
+    dispatching = false
+    if accepted {
+      pagesInFlight.insert(address)
+    } else {
       onNameAnswer?(address, false)
     }
+    drainEvents()
   }
+
+  /// Addresses paged by `requestName` whose outcome is still to come (a
+  /// page bluetoothd sent is not Earshot's answer).
+  private var pagesInFlight: Set<BDAddress> = []
 
   // MARK: The supervisor
 
@@ -188,6 +201,12 @@ public final class LiveScanner {
   /// arising meanwhile queue behind it.
   private func dispatch(_ event: ScanEvent) {
     events.append(event)
+    drainEvents()
+  }
+
+  /// Hands the queued events to the supervisor, unless a command is being
+  /// performed (they wait for it).
+  private func drainEvents() {
     guard !dispatching else { return }
     dispatching = true
     defer { dispatching = false }
@@ -350,6 +369,8 @@ public final class LiveScanner {
       s.close()
     }
     socket = nil
+    // Their answers will not come (the monitor's own wait ends them).
+    pagesInFlight.removeAll()
   }
 
   // MARK: Adapters coming and going
@@ -423,7 +444,9 @@ public final class LiveScanner {
       }
     case .event:
       if body.first == HCIEventCode.remoteNameRequestComplete.rawValue {
-        if let result = RemoteNameResult(event: body) {
+        if let result = RemoteNameResult(event: body),
+          pagesInFlight.remove(result.address) != nil
+        {
           onNameAnswer?(result.address, result.answered)
         }
         return
