@@ -9,26 +9,6 @@ import XCTest
 /// decoded as the agent decodes reports (`IBeacon.decodeTracked`), into a
 /// monitor whose regions were read from config text.
 final class BeaconFormatRegionTests: XCTestCase {
-  /// The few INI lines these tests write, as libinih would hand them over
-  /// (the core has no INI reader of its own).
-  func document(_ text: String, file: String) -> ConfigDocument {
-    var doc = ConfigDocument(file: file)
-    var section = ""
-    for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-      let line = raw.trimmingCharacters(in: .whitespaces)
-      if line.hasPrefix("[") && line.hasSuffix("]") {
-        section = String(line.dropFirst().dropLast())
-        doc.headers.append(SectionHeader(name: section, line: n + 1))
-      } else if let eq = line.firstIndex(of: "=") {
-        doc.entries.append(
-          ConfigEntry(
-            section: section, key: line[..<eq].trimmingCharacters(in: .whitespaces),
-            value: line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces),
-            line: n + 1))
-      }
-    }
-    return doc
-  }
 
   let altUUID = "2F234454-CF6D-4A0F-ADF2-F4911BA9FFA6"
   let namespace = "8f2c1a3e5b7d4e90a1c2"

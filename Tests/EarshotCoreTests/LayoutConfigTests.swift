@@ -7,25 +7,6 @@ import XCTest
 /// `[layout "NAME"]` sections: a beacon format of the user's own, read from
 /// config and decoded by the one layout table (`Config.beaconClassifier`).
 final class LayoutConfigTests: XCTestCase {
-  /// The INI lines as libinih would hand them over (the core reads no INI).
-  func document(_ text: String, file: String = "x.conf") -> ConfigDocument {
-    var doc = ConfigDocument(file: file)
-    var section = ""
-    for (n, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-      let line = raw.trimmingCharacters(in: .whitespaces)
-      if line.hasPrefix("[") && line.hasSuffix("]") {
-        section = String(line.dropFirst().dropLast())
-        doc.headers.append(SectionHeader(name: section, line: n + 1))
-      } else if let eq = line.firstIndex(of: "=") {
-        doc.entries.append(
-          ConfigEntry(
-            section: section, key: line[..<eq].trimmingCharacters(in: .whitespaces),
-            value: line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces),
-            line: n + 1))
-      }
-    }
-    return doc
-  }
 
   func error(_ text: String) -> String {
     do {
