@@ -209,12 +209,12 @@ final class MonitorLineImportTests: XCTestCase {
   }
 
   func testBeaconFilter() throws {
-    XCTAssertTrue(try BeaconFilter(parsing: uuid.description).matches(door))
-    XCTAssertTrue(try BeaconFilter(parsing: "\(uuid):1").matches(desk))
-    XCTAssertFalse(try BeaconFilter(parsing: "\(uuid):1").matches(door))
-    XCTAssertFalse(try BeaconFilter(parsing: "\(uuid):1:11").matches(desk))
-    XCTAssertThrowsError(try BeaconFilter(parsing: "\(uuid):x"))
-    XCTAssertThrowsError(try BeaconFilter(parsing: "\(uuid):1:2:3"))
+    XCTAssertTrue(try BeaconMatch.parse(uuid.description).matches(door))
+    XCTAssertTrue(try BeaconMatch.parse("\(uuid):1").matches(desk))
+    XCTAssertFalse(try BeaconMatch.parse("\(uuid):1").matches(door))
+    XCTAssertFalse(try BeaconMatch.parse("\(uuid):1:11").matches(desk))
+    XCTAssertThrowsError(try BeaconMatch.parse("\(uuid):x"))
+    XCTAssertThrowsError(try BeaconMatch.parse("\(uuid):1:2:3"))
   }
 
   func testCSVQuotesAndJSONAgree() throws {

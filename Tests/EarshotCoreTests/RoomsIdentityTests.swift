@@ -56,8 +56,15 @@ final class RoomsIdentityTests: XCTestCase {
   func testTrackTakesBeaconsAndNamedDevices() throws {
     let c = try config(
       "\(testUUID):1:10 phone=irk:\(keyHex.uppercased()) device:\(watch) desk.lamp=device:\(phoneIdentity)"
+        + " altbeacon:\(testUUID):2 eddystone:8f2c1a3e5b7d4e90a1c2"
     )
-    XCTAssertEqual(c.rooms.track, [BeaconMatch(uuid: testUUID, major: 1, minor: 10)])
+    XCTAssertEqual(
+      c.rooms.track,
+      [
+        BeaconMatch(uuid: testUUID, major: 1, minor: 10),
+        BeaconMatch(format: .altBeacon, uuid: testUUID, major: 2),
+        try BeaconMatch.parse("eddystone:8f2c1a3e5b7d4e90a1c2"),
+      ])
     XCTAssertEqual(
       c.rooms.trackDevices,
       [
@@ -70,10 +77,14 @@ final class RoomsIdentityTests: XCTestCase {
     XCTAssertTrue(c.rooms.places(.device(.address(watch))))
     XCTAssertFalse(c.rooms.places(.device(.address(BDAddress(raw: 1)))))
     XCTAssertFalse(c.rooms.places(.beacon(BeaconID(uuid: testUUID, major: 1, minor: 11))))
+    XCTAssertTrue(
+      c.rooms.places(.beacon(BeaconID(format: .altBeacon, uuid: testUUID, major: 2, minor: 7))))
+    XCTAssertFalse(c.rooms.places(.beacon(BeaconID(uuid: testUUID, major: 2, minor: 7))))
     // Written back as read (the key in its most-significant-first form).
     XCTAssertTrue(
       c.render().contains(
-        "track = \(testUUID):1:10 phone=irk:\(keyHex) device:\(watch) desk.lamp=device:\(phoneIdentity)\n"
+        "track = \(testUUID):1:10 altbeacon:\(testUUID):2 eddystone:8f2c1a3e5b7d4e90a1c2"
+          + " phone=irk:\(keyHex) device:\(watch) desk.lamp=device:\(phoneIdentity)\n"
       ), c.render())
     // Devices only: the aggregator places those, and no beacon.
     let devicesOnly = try config("device:\(watch)")

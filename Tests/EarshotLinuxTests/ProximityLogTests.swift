@@ -315,6 +315,48 @@ final class ProximityLogTests: XCTestCase {
     XCTAssertEqual(adapter.count, 2)
   }
 
+  func testAltBeaconAndEddystoneReadBackAsThemselvesAndOldFilesMigrate() throws {
+    let db = dir + "/formats.sqlite"
+    // A version-1 file, as the previous earshot wrote it: its rows are iBeacons.
+    let old = try SQLiteConnection(path: db, create: true, busyTimeoutMillis: 100)
+    try old.exec(ProximityLogStore.migrations[0])
+    try old.exec("PRAGMA user_version = 1")
+    try old.exec(
+      "INSERT INTO sightings(t, t_end, uuid, major, minor, count, rssi_count) "
+        + "VALUES (1, 2, '\(uuid)', 1, 10, 1, 0)")
+    try old.exec("INSERT INTO beacon_regions VALUES ('desk', '\(uuid)', 1, 10, 1)")
+    let alt = BeaconID(format: .altBeacon, uuid: uuid, major: 1, minor: 10)
+    let eddy = BeaconID(
+      eddystoneNamespace: BeaconBytes(hex: "8f2c1a3e5b7d4e90a1c2")!,
+      instance: BeaconBytes(hex: "000000000001")!)
+    let writer = ProximityLogWriter(settings: .init(path: db), report: { _ in }, clock: nil)
+    let t = (t0 + 100) * s
+    for b in [alt, eddy] {
+      writer.record(.sighting(BeaconSighting(t: t, beacon: b, rssi: -60, region: "desk")))
+    }
+    writer.record(
+      .region(RegionLogEvent(t: t, region: "desk", kind: .enter, state: .inside, beacon: eddy)))
+    XCTAssertTrue(writer.close())
+    let reader = try ProximityLogReader(path: db)
+    XCTAssertEqual(try reader.store.version(), ProximityLogStore.schemaVersion)
+    XCTAssertEqual(
+      Set(try reader.store.sightings(since: nil, until: nil).map(\.beacon)),
+      [deskBeacon, alt, eddy])
+    XCTAssertEqual(
+      try reader.store.beaconRegions(), [deskBeacon: ["desk"], alt: ["desk"], eddy: ["desk"]])
+    XCTAssertEqual(try reader.store.regionEvents().map(\.beacon), [eddy])
+    // --beacon names each format, and a namespace finds its instances.
+    for (text, want) in [
+      ("altbeacon:\(uuid)", [alt]), ("\(uuid):1:10", [deskBeacon]),
+      ("eddystone:8f2c1a3e5b7d4e90a1c2", [eddy]),
+    ] {
+      let rows = try reader.records(LogQuery(beacon: try BeaconMatch.parse(text))).compactMap {
+        if case .sightings(let r) = $0 { return r.beacon } else { return nil }
+      }
+      XCTAssertEqual(rows, want, text)
+    }
+  }
+
   // MARK: Exports
 
   func testCSVAndJSONExportsParseAndAgree() throws {

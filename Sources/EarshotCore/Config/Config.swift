@@ -153,17 +153,16 @@ public struct RegionConfig: Sendable, Equatable {
     self.line = line
   }
 
-  public func matches(_ id: BeaconID) -> Bool {
-    guard id.format == format, let uuid else { return false }
-    if format == .eddystoneUID && !matchesInstance {
-      // The namespace: bytes 0-9, all of `high` and the top 2 bytes of `low`.
-      return id.uuid.high == uuid.high && id.uuid.low >> 48 == uuid.low >> 48
+  /// The region's beacons as one match (`nil` for a region of devices,
+  /// IRKs or tags).
+  public var beacons: BeaconMatch? {
+    uuid.map {
+      BeaconMatch(
+        format: format, uuid: $0, major: major, minor: minor, matchesInstance: matchesInstance)
     }
-    guard id.uuid == uuid else { return false }
-    if let major, id.major != major { return false }
-    if let minor, id.minor != minor { return false }
-    return true
   }
+
+  public func matches(_ id: BeaconID) -> Bool { beacons?.matches(id) ?? false }
 
   /// Whether a device counts for this region: its identity is listed under
   /// `device =`, or its key under `irk =`.

@@ -136,13 +136,11 @@ public struct RoomChange: Sendable, Equatable {
 }
 
 extension BeaconID {
-  /// `UUID:MAJOR:MINOR`, as `description` prints it.
+  /// One beacon as `description` prints it (`UUID:MAJOR:MINOR`,
+  /// `altbeacon:ID1:ID2:ID3`, `eddystone:NAMESPACE:INSTANCE`); `nil` for
+  /// anything else, a match of several beacons included.
   public static func parse(_ text: String) -> BeaconID? {
-    let p = text.split(separator: ":", omittingEmptySubsequences: false)
-    guard p.count == 3, let u = BeaconUUID(p[0]), let major = UInt16(p[1]),
-      let minor = UInt16(p[2])
-    else { return nil }
-    return BeaconID(uuid: u, major: major, minor: minor)
+    (try? BeaconMatch.parse(text))?.single
   }
 }
 
@@ -236,14 +234,31 @@ public struct RoomTopics: Sendable, Equatable {
     return RoomSubject(slug: mid)
   }
 
+  /// The beacon of a slug `MQTTTopics.slug(_:)` wrote: `uuid-major-minor`,
+  /// `altbeacon-uuid-id2-id3` or `eddystone-namespace-instance`.
   static func beacon(slug: Substring) -> BeaconID? {
-    guard slug.utf8.count > 37 else { return nil }
-    let uuidEnd = slug.index(slug.startIndex, offsetBy: 36)
-    guard let uuid = BeaconUUID(slug[..<uuidEnd]) else { return nil }
-    let rest = slug[uuidEnd...].split(separator: "-", omittingEmptySubsequences: false)
-    guard rest.count == 3, rest[0].isEmpty, let major = UInt16(rest[1]),
-      let minor = UInt16(rest[2])
+    var rest = slug
+    var format = BeaconFormat.iBeacon
+    if slug.hasPrefix("eddystone-") {
+      let p = slug.dropFirst("eddystone-".count).split(
+        separator: "-", omittingEmptySubsequences: false)
+      guard p.count == 2, p[0].utf8.count == 20, p[1].utf8.count == 12,
+        p[0] == p[0].lowercased()[...], p[1] == p[1].lowercased()[...],
+        let ns = BeaconBytes(hex: p[0]), let instance = BeaconBytes(hex: p[1])
+      else { return nil }
+      return BeaconID(eddystoneNamespace: ns, instance: instance)
+    } else if slug.hasPrefix("altbeacon-") {
+      format = .altBeacon
+      rest = slug.dropFirst("altbeacon-".count)
+    }
+    guard rest.utf8.count > 37 else { return nil }
+    let uuidEnd = rest.index(rest.startIndex, offsetBy: 36)
+    guard let uuid = BeaconUUID(rest[..<uuidEnd]) else { return nil }
+    let numbers = rest[uuidEnd...].split(separator: "-", omittingEmptySubsequences: false)
+    guard numbers.count == 3, numbers[0].isEmpty, let major = UInt16(numbers[1]),
+      let minor = UInt16(numbers[2])
     else { return nil }
-    return BeaconID(uuid: uuid, major: major, minor: minor)
+    return BeaconID(format: format, uuid: uuid, major: major, minor: minor)
   }
+
 }

@@ -59,43 +59,6 @@ public struct RoomsConfig: Sendable, Equatable {
   }
 }
 
-/// `UUID[:MAJOR[:MINOR]]`: a beacon, or every beacon of a UUID (and major).
-public struct BeaconMatch: Sendable, Equatable, CustomStringConvertible {
-  public var uuid: BeaconUUID
-  public var major: UInt16?
-  public var minor: UInt16?
-
-  public init(uuid: BeaconUUID, major: UInt16? = nil, minor: UInt16? = nil) {
-    self.uuid = uuid
-    self.major = major
-    self.minor = minor
-  }
-
-  /// iBeacons only: these matches have no format of their own (yet).
-  public func matches(_ id: BeaconID) -> Bool {
-    id.format == .iBeacon && id.uuid == uuid && (major.map { $0 == id.major } ?? true)
-      && (minor.map { $0 == id.minor } ?? true)
-  }
-
-  public var description: String {
-    var s = uuid.description
-    if let major { s += ":\(major)" }
-    if let minor { s += ":\(minor)" }
-    return s
-  }
-
-  static func parse(_ text: String) throws -> BeaconMatch {
-    let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-    guard (1...3).contains(parts.count) else {
-      throw ConfigValueError("'\(text)' is not UUID[:MAJOR[:MINOR]]")
-    }
-    var m = BeaconMatch(uuid: try ConfigValue.uuid(parts[0]))
-    if parts.count > 1 { m.major = UInt16(try ConfigValue.integer(parts[1], in: 0...65535)) }
-    if parts.count > 2 { m.minor = UInt16(try ConfigValue.integer(parts[2], in: 0...65535)) }
-    return m
-  }
-}
-
 /// A challenger's required lead: in dB of path loss (10 n log10 of the
 /// distance ratio, n = [ranging] path_loss_exponent, so it means the same
 /// at 1 m and at 8 m) or in metres.
@@ -131,7 +94,7 @@ extension RoomsConfig: ConfigSection {
     .optionalText("room", "This agent's room name; empty = the host name.", \.room),
     .init(
       "track",
-      "Beacons and devices to publish sightings of and place in rooms: UUID[:MAJOR[:MINOR]], [NAME=]device:ADDRESS or [NAME=]irk:KEY, separated by spaces; empty = none (no sightings).",
+      "Beacons and devices to publish sightings of and place in rooms: UUID[:MAJOR[:MINOR]], altbeacon:ID1[:ID2[:ID3]], eddystone:NAMESPACE[:INSTANCE], [NAME=]device:ADDRESS or [NAME=]irk:KEY, separated by spaces; empty = none (no sightings).",
       set: { s, v in try s.setTrack(v) },
       show: { c in
         (c.track.map(\.description) + c.trackDevices.map(\.description)).joined(separator: " ")

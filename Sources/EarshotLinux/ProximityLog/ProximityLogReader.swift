@@ -11,7 +11,7 @@ public final class ProximityLogReader {
   }
 
   /// Regions the filtered beacons were ranged in.
-  private func regions(of filter: BeaconFilter) throws -> Set<String> {
+  private func regions(of filter: BeaconMatch) throws -> Set<String> {
     var out: Set<String> = []
     for (b, regions) in try store.beaconRegions() where filter.matches(b) {
       out.formUnion(regions)
@@ -31,7 +31,7 @@ public final class ProximityLogReader {
     }
     out += events.map { .region($0) }
 
-    var rows = try store.sightings(since: q.since, until: q.until, uuid: q.beacon?.uuid)
+    var rows = try store.sightings(since: q.since, until: q.until, uuid: q.beacon?.wholeUUID)
     if let f = q.beacon { rows.removeAll { !f.matches($0.beacon) } }
     if let region = q.region {
       let members = try store.beaconRegions().filter { $0.value.contains(region) }
@@ -68,7 +68,7 @@ public final class ProximityLogReader {
   {
     let start = q.since ?? 0
     let end = q.until ?? start + 86_400_000_000
-    var rows = try store.sightings(since: start, until: end, uuid: q.beacon?.uuid)
+    var rows = try store.sightings(since: start, until: end, uuid: q.beacon?.wholeUUID)
     if let f = q.beacon { rows.removeAll { !f.matches($0.beacon) } }
     let membership = try store.beaconRegions()
     if let region = q.region {

@@ -15,7 +15,7 @@ public final class ProximityLogStore {
 
   /// Each entry upgrades the schema by one version; `PRAGMA user_version`
   /// records how many have run. Append, never edit, once released.
-  static let migrations: [String] = [
+  public static let migrations: [String] = [
     // 1: the first schema.
     """
     CREATE TABLE region_events (
@@ -44,7 +44,21 @@ public final class ProximityLogStore {
       source TEXT);
     CREATE INDEX volume_events_by_time ON volume_events(t);
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    """,
+    // 2: the beacon's format (ibeacon, altbeacon, eddystone), so an
+    // AltBeacon or Eddystone-UID reads back as itself; older rows are iBeacons.
     """
+    ALTER TABLE region_events ADD COLUMN format TEXT NOT NULL DEFAULT 'ibeacon';
+    ALTER TABLE sightings ADD COLUMN format TEXT NOT NULL DEFAULT 'ibeacon';
+    CREATE TABLE beacon_regions_2 (
+      region TEXT NOT NULL, format TEXT NOT NULL, uuid TEXT NOT NULL, major INTEGER NOT NULL,
+      minor INTEGER NOT NULL, first_seen INTEGER NOT NULL,
+      PRIMARY KEY (region, format, uuid, major, minor)) WITHOUT ROWID;
+    INSERT INTO beacon_regions_2 SELECT region, 'ibeacon', uuid, major, minor, first_seen
+      FROM beacon_regions;
+    DROP TABLE beacon_regions;
+    ALTER TABLE beacon_regions_2 RENAME TO beacon_regions;
+    """,
   ]
 
   public static var schemaVersion: Int { migrations.count }
@@ -181,8 +195,8 @@ public final class ProximityLogStore {
     switch row {
     case .region(let e):
       let s = try statement(
-        "INSERT INTO region_events(t, region, event, state, uuid, major, minor) VALUES (?,?,?,?,?,?,?)"
-      )
+        "INSERT INTO region_events(t, region, event, state, uuid, major, minor, format) "
+          + "VALUES (?,?,?,?,?,?,?,?)")
       s.bind(1, e.t)
       s.bind(2, e.region)
       s.bind(3, e.kind.rawValue)
@@ -190,11 +204,12 @@ public final class ProximityLogStore {
       s.bind(5, e.beacon?.uuid.description)
       s.bind(6, e.beacon.map { Int64($0.major) })
       s.bind(7, e.beacon.map { Int64($0.minor) })
+      s.bind(8, (e.beacon?.format ?? .iBeacon).name)
       try s.run()
     case .sightings(let r):
       let s = try statement(
         "INSERT INTO sightings(t, t_end, uuid, major, minor, address, count, rssi_count, "
-          + "rssi_mean, rssi_min, rssi_max, distance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)")
+          + "rssi_mean, rssi_min, rssi_max, distance, format) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")
       s.bind(1, r.start)
       s.bind(2, r.end)
       s.bind(3, r.beacon.uuid.description)
@@ -207,16 +222,18 @@ public final class ProximityLogStore {
       s.bind(10, r.rssiMin)
       s.bind(11, r.rssiMax)
       s.bind(12, r.distanceMean)
+      s.bind(13, r.beacon.format.name)
       try s.run()
     case .membership(let region, let b, let first):
       let s = try statement(
-        "INSERT OR IGNORE INTO beacon_regions(region, uuid, major, minor, first_seen) VALUES (?,?,?,?,?)"
-      )
+        "INSERT OR IGNORE INTO beacon_regions(region, uuid, major, minor, first_seen, format) "
+          + "VALUES (?,?,?,?,?,?)")
       s.bind(1, region)
       s.bind(2, b.uuid.description)
       s.bind(3, Int64(b.major))
       s.bind(4, Int64(b.minor))
       s.bind(5, first)
+      s.bind(6, b.format.name)
       try s.run()
     case .adapter(let e):
       let s = try statement("INSERT INTO adapter_events(t, adapter, event) VALUES (?,?,?)")
@@ -284,7 +301,7 @@ public final class ProximityLogStore {
   public func regionEvents(until: Int64? = nil, region: String? = nil) throws -> [RegionLogEvent] {
     guard try hasSchema() else { return [] }
     let s = try connection.prepare(
-      "SELECT t, region, event, state, uuid, major, minor FROM region_events "
+      "SELECT t, region, event, state, uuid, major, minor, format FROM region_events "
         + "WHERE t < ?1 AND (?2 IS NULL OR region = ?2) ORDER BY t, id")
     s.bind(1, until ?? Int64.max)
     s.bind(2, region)
@@ -296,7 +313,7 @@ public final class ProximityLogStore {
       out.append(
         RegionLogEvent(
           t: s.int64(0), region: s.string(1), kind: kind, state: state,
-          beacon: beacon(s, uuid: 4, major: 5, minor: 6)))
+          beacon: beacon(s, uuid: 4, major: 5, minor: 6, format: 7)))
     }
     return out
   }
@@ -307,14 +324,14 @@ public final class ProximityLogStore {
     guard try hasSchema() else { return [] }
     let s = try connection.prepare(
       "SELECT t, t_end, uuid, major, minor, address, count, rssi_count, rssi_mean, rssi_min, "
-        + "rssi_max, distance FROM sightings WHERE t >= ?1 AND t < ?2 AND (?3 IS NULL OR uuid = ?3) "
+        + "rssi_max, distance, format FROM sightings WHERE t >= ?1 AND t < ?2 AND (?3 IS NULL OR uuid = ?3) "
         + "ORDER BY t, uuid, major, minor")
     s.bind(1, since ?? Int64.min)
     s.bind(2, until ?? Int64.max)
     s.bind(3, uuid?.description)
     var out: [SightingSummary] = []
     while try s.step() {
-      guard let b = beacon(s, uuid: 2, major: 3, minor: 4) else { continue }
+      guard let b = beacon(s, uuid: 2, major: 3, minor: 4, format: 12) else { continue }
       out.append(
         SightingSummary(
           beacon: b, start: s.int64(0), end: s.int64(1), count: Int(s.int64(6)),
@@ -329,10 +346,10 @@ public final class ProximityLogStore {
   public func beaconRegions() throws -> [BeaconID: [String]] {
     guard try hasSchema() else { return [:] }
     let s = try connection.prepare(
-      "SELECT region, uuid, major, minor FROM beacon_regions ORDER BY first_seen, region")
+      "SELECT region, uuid, major, minor, format FROM beacon_regions ORDER BY first_seen, region")
     var out: [BeaconID: [String]] = [:]
     while try s.step() {
-      guard let b = beacon(s, uuid: 1, major: 2, minor: 3) else { continue }
+      guard let b = beacon(s, uuid: 1, major: 2, minor: 3, format: 4) else { continue }
       out[b, default: []].append(s.string(0))
     }
     return out
@@ -385,12 +402,16 @@ public final class ProximityLogStore {
     return (try? meta("sighting_interval_us")).flatMap { $0.flatMap { Int64($0) } }
   }
 
-  private func beacon(_ s: SQLiteStatement, uuid: Int32, major: Int32, minor: Int32) -> BeaconID? {
+  /// A row's beacon; `nil` for none, or a format a newer earshot wrote.
+  private func beacon(
+    _ s: SQLiteStatement, uuid: Int32, major: Int32, minor: Int32, format: Int32
+  ) -> BeaconID? {
     guard let text = s.optionalString(uuid), let u = BeaconUUID(text),
       let ma = s.optionalInt(major), let mi = s.optionalInt(minor),
-      let ma16 = UInt16(exactly: ma), let mi16 = UInt16(exactly: mi)
+      let ma16 = UInt16(exactly: ma), let mi16 = UInt16(exactly: mi),
+      let f = BeaconFormat.allCases.first(where: { $0.name == s.string(format) })
     else { return nil }
-    return BeaconID(uuid: u, major: ma16, minor: mi16)
+    return BeaconID(format: f, uuid: u, major: ma16, minor: mi16)
   }
 
   /// `ok`, or what SQLite found wrong.

@@ -26,7 +26,10 @@ let logCommand = Command(
     .value("since", "TIME", "From this time on"),
     .value("until", "TIME", "Before this time"),
     .value("region", "NAME", "Only this region"),
-    .value("beacon", "UUID[:MAJOR[:MINOR]]", "Only this beacon (or these beacons)"),
+    .value(
+      "beacon", "BEACON",
+      "Only this beacon (or these beacons): UUID[:MAJOR[:MINOR]], altbeacon:ID1[:ID2[:ID3]] or eddystone:NAMESPACE[:INSTANCE]"
+    ),
     .value("format", "table|json|csv", "Output format (default table; json is one object a line)"),
     .value("interval", "SECONDS", "import: one sighting row per beacon per this long (default 10)"),
     .value("batch", "ROWS", "import: rows written per transaction (default 500)"),
@@ -62,7 +65,7 @@ struct LogFilterOptions {
       throw UsageError("--since must be before --until")
     }
     if let b = args.value("beacon") {
-      do { q.beacon = try BeaconFilter(parsing: b) } catch {
+      do { q.beacon = try BeaconMatch.parse(b) } catch {
         throw UsageError("--beacon: \(error)")
       }
     }

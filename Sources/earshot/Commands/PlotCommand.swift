@@ -22,7 +22,10 @@ let plotCommand = Command(
     .value("since", "TIME", "Window start (as for 'earshot log')"),
     .value("until", "TIME", "Window end (default: since + 1 day)"),
     .value("region", "NAME", "Only this region and its beacons"),
-    .value("beacon", "UUID[:MAJOR[:MINOR]]", "Only this beacon (or these beacons)"),
+    .value(
+      "beacon", "BEACON",
+      "Only this beacon (or these beacons): UUID[:MAJOR[:MINOR]], altbeacon:ID1[:ID2[:ID3]] or eddystone:NAMESPACE[:INSTANCE]"
+    ),
     .value("out", "FILE.svg", "Where to write the SVG (required)"),
     .value("png", "FILE.png", "Also render a PNG (needs rsvg-convert)"),
     .value("title", "TEXT", "Title (default: Proximity, and the day)"),
