@@ -357,6 +357,72 @@ final class ProximityLogTests: XCTestCase {
     }
   }
 
+  /// Beacons' telemetry: written as rows of their own (schema 3, a
+  /// version-2 file gains the table), read back with `--beacon` and
+  /// `--region`, and shown by `earshot log` in every format.
+  func testTelemetryIsLoggedAndReadBack() throws {
+    let db = dir + "/telemetry.sqlite"
+    let old = try SQLiteConnection(path: db, create: true, busyTimeoutMillis: 100)
+    try old.exec(ProximityLogStore.migrations[0])
+    try old.exec(ProximityLogStore.migrations[1])
+    try old.exec("PRAGMA user_version = 2")
+    let eddy = BeaconID(
+      eddystoneNamespace: BeaconBytes(hex: "8f2c1a3e5b7d4e90a1c2")!,
+      instance: BeaconBytes(hex: "000000000001")!)
+    let writer = ProximityLogWriter(settings: .init(path: db), report: { _ in }, clock: nil)
+    let t = (t0 + 100) * s
+    writer.record(.sighting(BeaconSighting(t: t, beacon: eddy, rssi: -60, region: "desk")))
+    let readings = [
+      BeaconTelemetry(
+        t: t, batteryMillivolts: 2840, temperature: 19.5, advertisingCount: 5223,
+        uptimeSeconds: 1094.8),
+      BeaconTelemetry(
+        t: t + 600 * s, batteryMillivolts: nil, temperature: nil, advertisingCount: 11223,
+        uptimeSeconds: 1694.8),
+    ]
+    for r in readings { writer.record(.telemetry(TelemetryLogEvent(beacon: eddy, reading: r))) }
+    writer.record(
+      .telemetry(TelemetryLogEvent(beacon: deskBeacon, reading: readings[0])))
+    XCTAssertTrue(writer.close())
+
+    let reader = try ProximityLogReader(path: db)
+    XCTAssertEqual(try reader.store.version(), 3)
+    XCTAssertEqual(
+      try reader.store.telemetry(since: nil, until: nil),
+      [
+        TelemetryLogEvent(beacon: eddy, reading: readings[0]),
+        TelemetryLogEvent(beacon: deskBeacon, reading: readings[0]),
+        TelemetryLogEvent(beacon: eddy, reading: readings[1]),
+      ], "time, then the order written")
+    func telemetry(_ q: LogQuery) throws -> [TelemetryLogEvent] {
+      try reader.records(q).compactMap { if case .telemetry(let e) = $0 { e } else { nil } }
+    }
+    XCTAssertEqual(
+      try telemetry(LogQuery(beacon: try BeaconMatch.parse("eddystone:8f2c1a3e5b7d4e90a1c2")))
+        .map(\.reading), readings)
+    XCTAssertEqual(try telemetry(LogQuery(region: "desk")).map(\.beacon), [eddy, eddy])
+    XCTAssertEqual(try telemetry(LogQuery(since: t + 1)).map(\.reading), [readings[1]])
+    XCTAssertEqual(try reader.store.lastTime(), t + 600 * s)
+
+    let json = try Earshot.run(["log", "--db", db, "--format", "json", "--region", "desk"])
+    XCTAssertEqual(json.status, 0, json.stderr)
+    let rows = try jsonLines(json.stdout).filter { $0["type"] as? String == "telemetry" }
+    XCTAssertEqual(rows.count, 2, json.stdout)
+    XCTAssertEqual(rows[0]["battery_mv"] as? Int, 2840)
+    XCTAssertEqual(rows[0]["temperature"] as? Double, 19.5)
+    XCTAssertEqual(rows[0]["adv_count"] as? Int, 5223)
+    XCTAssertNil(rows[1]["battery_mv"], "no battery reading: absent")
+    let csv = try Earshot.run(["log", "--db", db, "--format", "csv", "--region", "desk"])
+    let line = try XCTUnwrap(csv.stdout.split(separator: "\n").first { $0.contains(",telemetry,") })
+    let header = LogFormatter.csvHeader.split(separator: ",").map(String.init)
+    let cells = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+    XCTAssertEqual(cells.count, header.count, String(line))
+    XCTAssertEqual(cells[header.firstIndex(of: "battery_mv")!], "2840")
+    let table = try Earshot.run(["log", "--db", db, "--region", "desk"])
+    XCTAssertTrue(table.stdout.contains("battery 2840 mV  19.5 °C"), table.stdout)
+    XCTAssertTrue(table.stdout.contains("no battery reading"), table.stdout)
+  }
+
   // MARK: Exports
 
   func testCSVAndJSONExportsParseAndAgree() throws {
@@ -541,7 +607,8 @@ final class ProximityLogTests: XCTestCase {
     let lines = r.stdout.split(separator: "\n")
     XCTAssertTrue(
       lines.dropFirst().allSatisfy {
-        $0.split(separator: ",", omittingEmptySubsequences: false).count == 21
+        $0.split(separator: ",", omittingEmptySubsequences: false).count
+          == LogFormatter.csvHeader.split(separator: ",").count
       },
       "every row complete")
     XCTAssertEqual(r.status, 0, r.stderr)

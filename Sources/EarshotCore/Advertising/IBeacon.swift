@@ -211,8 +211,24 @@ public struct IBeacon: Hashable, Sendable {
   /// the power at 1 m: an AltBeacon's reference RSSI; an Eddystone's TX
   /// power at 0 m less 41 dB (the Eddystone spec's figure for 0 m to 1 m).
   public static func decodeTracked(advertisingData data: UnsafeRawBufferPointer) -> IBeacon? {
-    if let b = decode(advertisingData: data) { return b }
+    if case .beacon(let b)? = TrackedFrame.decode(advertisingData: data) { return b }
+    return nil
+  }
+}
+
+/// What the monitor takes from one report: a beacon it can track, or an
+/// Eddystone-TLM to join to the beacon of the same address.
+public enum TrackedFrame: Sendable {
+  case beacon(IBeacon)
+  case telemetry(EddystoneTLM)
+
+  /// One walk of the data (after the iBeacon fast path): the first
+  /// tracked beacon, else the first TLM frame. Nothing from data that
+  /// does not walk cleanly.
+  public static func decode(advertisingData data: UnsafeRawBufferPointer) -> TrackedFrame? {
+    if let b = IBeacon.decode(advertisingData: data) { return .beacon(b) }
     var found: IBeacon? = nil
+    var tlm: EddystoneTLM? = nil
     let wellFormed = BeaconClassifier.standard.forEachFrame(in: data) { frame in
       guard found == nil else { return }
       switch frame {
@@ -225,9 +241,13 @@ public struct IBeacon: Hashable, Sendable {
         found = IBeacon(
           id: BeaconID(eddystoneNamespace: e.namespace, instance: e.instance),
           measuredPower: Int8(power))
+      case .eddystoneTLM(let t):
+        if tlm == nil { tlm = t }
       default: break
       }
     }
-    return wellFormed ? found : nil
+    guard wellFormed else { return nil }
+    if let found { return .beacon(found) }
+    return tlm.map { .telemetry($0) }
   }
 }

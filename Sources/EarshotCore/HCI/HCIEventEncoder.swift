@@ -109,4 +109,16 @@ public enum HCIEventEncoder {
     }
     return w.bytes
   }
+
+  /// AD data holding an unencrypted Eddystone-TLM frame (flags first), as
+  /// a beacon interleaves it with its UID frames.
+  public static func eddystoneTLMAdvertisingData(_ t: EddystoneTLM) -> [UInt8] {
+    var w = ByteWriter(capacity: 25)
+    w.append([0x02, 0x01, 0x06, 0x03, 0x03, 0xAA, 0xFE, 0x11, 0x16, 0xAA, 0xFE, 0x20, 0x00])
+    w.u16be(t.batteryMillivolts)
+    w.u16be(UInt16(bitPattern: t.temperatureRaw))
+    w.u32be(t.advertisingCount)
+    w.u32be(t.uptimeTenths)
+    return w.bytes
+  }
 }

@@ -53,6 +53,11 @@ public struct HomeAssistantDiscovery: Sendable {
     return "[" + entries.joined(separator: ",") + "]"
   }
 
+  /// A beacon's name in its entities' names.
+  static func name(_ id: BeaconID) -> String {
+    id.format == .eddystoneUID ? "Eddystone \(id.instanceHex)" : "Beacon \(id.major)/\(id.minor)"
+  }
+
   /// Occupancy per region. Unknown is unavailable (not off): the region's
   /// own availability topic goes offline while its state is unknown.
   public func region(_ name: String) -> Message {
@@ -88,9 +93,7 @@ public struct HomeAssistantDiscovery: Sendable {
   public func beacon(_ id: BeaconID, label: String? = nil) -> Message {
     let object = "beacon_" + MQTTTopics.slug(id)
     var j = JSONLine()
-    let name =
-      id.format == .eddystoneUID ? "Eddystone \(id.instanceHex)" : "Beacon \(id.major)/\(id.minor)"
-    common(&j, object: object, name: "\(label ?? name) distance")
+    common(&j, object: object, name: "\(label ?? Self.name(id)) distance")
     j.add("device_class", "distance")
     j.add("unit_of_measurement", "m")
     j.add("state_class", "measurement")
@@ -99,6 +102,40 @@ public struct HomeAssistantDiscovery: Sendable {
     j.addRaw("json_attributes_topic", JSONLine.quoted(topics.beaconState(id)))
     j.addRaw("availability", availability())
     return Message(topic: topic("sensor", object), payload: j.line)
+  }
+
+  /// A beacon's telemetry: its battery voltage (diagnostic, mV), and its
+  /// temperature when it has a sensor. Eddystone-TLM gives volts, not a
+  /// charge level, so the sensor is a voltage: a percentage would be a
+  /// guess about the cell.
+  public func beaconTelemetry(_ id: BeaconID, label: String? = nil, temperature: Bool)
+    -> [Message]
+  {
+    let object = "beacon_" + MQTTTopics.slug(id)
+    let name = label ?? Self.name(id)
+    var battery = JSONLine()
+    common(&battery, object: object + "_battery", name: "\(name) battery")
+    battery.add("device_class", "voltage")
+    battery.add("unit_of_measurement", "mV")
+    battery.add("state_class", "measurement")
+    battery.add("entity_category", "diagnostic")
+    battery.add("state_topic", topics.beaconTelemetry(id))
+    battery.add("value_template", "{{ value_json.battery_mv }}")
+    battery.addRaw("json_attributes_topic", JSONLine.quoted(topics.beaconTelemetry(id)))
+    battery.addRaw("availability", availability())
+    var out = [Message(topic: topic("sensor", object + "_battery"), payload: battery.line)]
+    if temperature {
+      var t = JSONLine()
+      common(&t, object: object + "_temperature", name: "\(name) temperature")
+      t.add("device_class", "temperature")
+      t.add("unit_of_measurement", "°C")
+      t.add("state_class", "measurement")
+      t.add("state_topic", topics.beaconTelemetry(id))
+      t.add("value_template", "{{ value_json.temperature }}")
+      t.addRaw("availability", availability())
+      out.append(Message(topic: topic("sensor", object + "_temperature"), payload: t.line))
+    }
+    return out
   }
 
   /// A key-finder tag: a "Ring NAME" button and its battery level.

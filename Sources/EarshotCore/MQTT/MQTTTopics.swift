@@ -22,6 +22,11 @@ public struct MQTTTopics: Sendable, Equatable {
     base + "/region/" + Self.slug(region) + "/available"
   }
   public func beaconState(_ id: BeaconID) -> String { base + "/beacon/" + Self.slug(id) + "/state" }
+  /// The beacon's own telemetry (Eddystone-TLM) as JSON: `battery_mv`,
+  /// `temperature`, `adv_count`, `uptime` (s), `t`.
+  public func beaconTelemetry(_ id: BeaconID) -> String {
+    base + "/beacon/" + Self.slug(id) + "/telemetry"
+  }
 
   public var volumeState: String { base + "/volume/state" }
   public var muteState: String { base + "/mute/state" }

@@ -11,7 +11,8 @@ public enum LogFormatter {
 
   public static let csvHeader =
     "t,time,type,region,event,state,uuid,major,minor,address,t_end,count,rssi_mean,rssi_min,"
-    + "rssi_max,distance,adapter,device,detail,volume,muted"
+    + "rssi_max,distance,adapter,device,detail,volume,muted,battery_mv,temperature,adv_count,"
+    + "uptime"
 
   /// Fields of one record, in CSV column order (`nil` = empty / null).
   public static func fields(_ r: LogRecord, offset: LogTime.Offset) -> [(String, Field?)] {
@@ -55,6 +56,15 @@ public enum LogFormatter {
     case .volume(let e):
       f += [("type", .text("volume")), ("detail", e.source.map { .text($0) })]
       f += [("volume", .number(e.volume, 3)), ("muted", .bool(e.muted))]
+    case .telemetry(let e):
+      f += [("type", .text("telemetry")), ("region", nil), ("event", nil), ("state", nil)]
+      f += beacon(e.beacon)
+      f += [
+        ("battery_mv", e.reading.batteryMillivolts.map { .int($0) }),
+        ("temperature", e.reading.temperature.map { .number($0, 2) }),
+        ("adv_count", .int(Int(e.reading.advertisingCount))),
+        ("uptime", .number(e.reading.uptimeSeconds, 1)),
+      ]
     }
     return f
   }
@@ -120,6 +130,13 @@ public enum LogFormatter {
       type = "volume"
       subject = e.source ?? ""
       detail = "\(Int((e.volume * 100).rounded()))%" + (e.muted ? " muted" : "")
+    case .telemetry(let e):
+      type = "telemetry"
+      subject = e.beacon.description
+      var d = e.reading.batteryMillivolts.map { "battery \($0) mV" } ?? "no battery reading"
+      if let c = e.reading.temperature { d += "  \(JSONLine.format(c, decimals: 1)) °C" }
+      d += "  up \(LogTime.duration(Int64(e.reading.uptimeSeconds * 1e6)))"
+      detail = d
     }
     return "\(time)  \(column(type, 10))  \(column(subject, 43))  \(detail)"
   }

@@ -23,6 +23,7 @@ public enum LogRecord: Sendable, Equatable {
   case adapter(AdapterLogEvent)
   case findPhone(FindPhoneLogEvent)
   case volume(VolumeLogEvent)
+  case telemetry(TelemetryLogEvent)
 
   public var t: Int64 {
     switch self {
@@ -31,6 +32,7 @@ public enum LogRecord: Sendable, Equatable {
     case .adapter(let e): e.t
     case .findPhone(let e): e.t
     case .volume(let e): e.t
+    case .telemetry(let e): e.t
     }
   }
 
@@ -42,6 +44,7 @@ public enum LogRecord: Sendable, Equatable {
     case .sightings: 2
     case .findPhone: 3
     case .volume: 4
+    case .telemetry: 5
     }
   }
 }

@@ -10,6 +10,7 @@ public enum ProximityEvent: Sendable, Equatable {
   case adapter(AdapterLogEvent)
   case findPhone(FindPhoneLogEvent)
   case volume(VolumeLogEvent)
+  case telemetry(TelemetryLogEvent)
 
   public var t: Int64 {
     switch self {
@@ -18,6 +19,7 @@ public enum ProximityEvent: Sendable, Equatable {
     case .adapter(let e): e.t
     case .findPhone(let e): e.t
     case .volume(let e): e.t
+    case .telemetry(let e): e.t
     }
   }
 }
@@ -124,5 +126,19 @@ public struct VolumeLogEvent: Sendable, Equatable {
     self.volume = volume
     self.muted = muted
     self.source = source
+  }
+}
+
+/// A beacon's own telemetry (Eddystone-TLM), at the wall time it was heard;
+/// the agent logs one per beacon per ten minutes, or when the battery moved.
+public struct TelemetryLogEvent: Sendable, Equatable {
+  public var beacon: BeaconID
+  /// Its `t` is the wall time here.
+  public var reading: BeaconTelemetry
+  public var t: Int64 { reading.t }
+
+  public init(beacon: BeaconID, reading: BeaconTelemetry) {
+    self.beacon = beacon
+    self.reading = reading
   }
 }

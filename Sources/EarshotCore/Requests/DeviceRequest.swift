@@ -120,4 +120,7 @@ public enum AgentEvent: Sendable {
   case tag(TagEvent)
   /// A reload applied these regions (what the agent monitors from now on).
   case reloaded(regions: [RegionConfig])
+  /// A beacon of a region told its battery and temperature (Eddystone-TLM;
+  /// the reading's `t` is wall time), at most once a minute per beacon.
+  case telemetry(BeaconID, BeaconTelemetry)
 }

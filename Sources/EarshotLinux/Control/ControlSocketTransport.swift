@@ -173,7 +173,7 @@ public final class ControlSocketTransport: AgentTransport {
       publish(e.kind == .range ? .ranging : .regions, MonitorEventFormatter.json(e))
     case .tag(let e):
       publish(.tags, ControlProtocol.tagEvent(e))
-    case .reloaded:
+    case .reloaded, .telemetry:
       break
     }
   }

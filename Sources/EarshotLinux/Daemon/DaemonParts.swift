@@ -16,6 +16,9 @@ extension Daemon {
     self.monitor = monitor
     for (section, value) in monitor.statusSections { statusSections[section] = value }
     monitor.observe { [unowned self] e in self.dispatch(.monitor(e)) }
+    monitor.observeTelemetry { [unowned self] id, reading in
+      self.dispatch(.telemetry(id, reading))
+    }
   }
 
   /// The remote shutter: `shutter` requests go to this driver; each is

@@ -135,6 +135,23 @@ public final class MQTTBridge {
     send(shown.show(.beacon(id), items))
   }
 
+  /// A beacon's telemetry (retained), with its battery and temperature
+  /// sensors the first time; it belongs to the beacon, so removing the
+  /// beacon removes them too.
+  public func telemetry(_ id: BeaconID, _ reading: BeaconTelemetry) {
+    var items: [MQTTShownState.Item] = []
+    if let d = settings.discovery {
+      items += d.beaconTelemetry(id, temperature: reading.temperature != nil).map {
+        .init($0.topic, $0.payload, .discovery)
+      }
+    }
+    var j = JSONLine()
+    reading.addFields(to: &j)
+    j.add("t", Double(reading.t) / 1e6, decimals: 3)
+    items.append(.init(settings.topics.beaconTelemetry(id), j.line, .state))
+    send(shown.show(.beacon(id), items))
+  }
+
   /// A message of a stream (rooms' sightings): QoS 0, never retained,
   /// dropped while the broker is away.
   public func stream(_ topic: String, _ payload: String) {

@@ -129,6 +129,8 @@ public final class MQTTTransport: AgentTransport {
       }
     case .reloaded(let regions):
       reloaded(regions)
+    case .telemetry(let id, let reading):
+      bridge.telemetry(id, reading)
     }
   }
 

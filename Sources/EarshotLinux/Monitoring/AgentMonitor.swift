@@ -34,6 +34,11 @@ public final class AgentMonitor {
   public var onAdapterState: ((AdapterState) -> Void)?
 
   private var observers: [(MonitorEvent) -> Void] = []
+  private var telemetryObservers: [(BeaconID, BeaconTelemetry) -> Void] = []
+  /// Telemetry goes to observers at most once a minute per beacon, and
+  /// into the log once per ten minutes (sooner when the battery moved).
+  private var observedTelemetry = TelemetryThrottle(interval: 60)
+  private var loggedTelemetry = TelemetryThrottle(interval: 600)
   private var reportObservers: [(AdvertisingReport) -> Void] = []
   private var started = false
   private var receiving = false
@@ -61,6 +66,7 @@ public final class AgentMonitor {
     deadlineTimer = MovingDeadline(monotonicOn: loop)
     hookTimer = MovingDeadline(monotonicOn: loop)
     driver.observe { [unowned self] e in self.dispatch(e) }
+    driver.onTelemetry = { [unowned self] id, reading in self.telemetryHeard(id, reading) }
     deadlineTimer.onFire = { [unowned self] deadline in
       // Reports that arrived before the deadline may still be queued (the
       // scanner reads a busy socket in batches): take them first, or an
@@ -87,6 +93,27 @@ public final class AgentMonitor {
   /// The report's data is valid only during the call.
   public func observeReports(_ receiver: @escaping (AdvertisingReport) -> Void) {
     reportObservers.append(receiver)
+  }
+
+  /// Adds a receiver of the telemetry of beacons a region names (at most
+  /// once a minute per beacon; the reading's `t` is wall time).
+  public func observeTelemetry(_ receiver: @escaping (BeaconID, BeaconTelemetry) -> Void) {
+    telemetryObservers.append(receiver)
+  }
+
+  /// The newest telemetry of a beacon, if it sends any (decision time).
+  public func telemetry(of id: BeaconID) -> BeaconTelemetry? { driver.telemetry.telemetry(of: id) }
+
+  /// Beacons no region names are not followed: their telemetry goes nowhere.
+  private func telemetryHeard(_ id: BeaconID, _ reading: BeaconTelemetry) {
+    guard driver.config.regions.contains(where: { $0.matches(id) }) else { return }
+    var shown = reading
+    shown.t = driver.shownTime(reading.t)
+    if let proximityLog, loggedTelemetry.shouldPass(id, reading) {
+      proximityLog.record(.telemetry(TelemetryLogEvent(beacon: id, reading: shown)))
+    }
+    guard observedTelemetry.shouldPass(id, reading) else { return }
+    for o in telemetryObservers { o(id, shown) }
   }
 
   private func dispatch(_ e: MonitorEvent) {
@@ -465,12 +492,23 @@ public final class AgentMonitor {
               {
                 fields += f
               }
+              if let id = r.beacon.id.beacon, let reading = self.telemetry(of: id) {
+                fields += Self.telemetryFields(reading, now: self.now)
+              }
               return .object(fields)
             })
         },
       .adapter: { [unowned self] in self.adapter.map { .string($0.message) } ?? .null },
       .scan: { [unowned self] in self.scanStatus },
     ]
+  }
+
+  /// A reading as `status` shows it: its fields and how old it is.
+  static func telemetryFields(_ reading: BeaconTelemetry, now: Int64) -> [(String, JSONValue)] {
+    var j = JSONLine()
+    reading.addFields(to: &j)
+    guard case .object(let f)? = try? JSONParser.parse(j.line) else { return [] }
+    return [("telemetry", .object(f + [("age_s", .number(Double(max(0, now - reading.t)) / 1e6))]))]
   }
 }
 

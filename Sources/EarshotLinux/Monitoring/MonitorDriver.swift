@@ -36,6 +36,11 @@ public final class MonitorDriver {
   /// monitor takes it (rooms' sightings of devices).
   public var onDevice: ((Int64, DeviceIdentity, AdvertisingReport, Int8?) -> Void)?
 
+  /// Eddystone-TLM readings joined to their beacons by address.
+  public private(set) var telemetry = TelemetryJoiner()
+  /// Every reading joined to a beacon (its time is decision time).
+  public var onTelemetry: ((BeaconID, BeaconTelemetry) -> Void)?
+
   /// `cipher`: AES for resolving devices' private addresses (libcrypto's
   /// by default).
   public init(
@@ -83,9 +88,18 @@ public final class MonitorDriver {
   /// counts when it comes from a device a region names (else it only
   /// moves time).
   public func report(at t: Int64, _ report: AdvertisingReport) {
-    if let beacon = IBeacon.decodeTracked(advertisingData: report.data) {
+    let frame = TrackedFrame.decode(advertisingData: report.data)
+    if case .beacon(let beacon)? = frame {
       onBeacon?(t, beacon, report)
+      if let joined = telemetry.beacon(beacon.id, address: report.address, at: t) {
+        onTelemetry?(beacon.id, joined)
+      }
       handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
+    } else if case .telemetry(let tlm)? = frame {
+      if let (id, reading) = telemetry.telemetry(tlm, address: report.address, at: t) {
+        onTelemetry?(id, reading)
+      }
+      handle(monitor.advance(to: t))
     } else if monitor.watchesDevices {
       let tx = ADWalker.txPowerLevel(report.data)
       // Resolved once, for the regions and the rooms alike.

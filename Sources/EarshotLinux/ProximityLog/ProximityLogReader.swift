@@ -39,6 +39,14 @@ public final class ProximityLogReader {
     }
     out += rows.map { .sightings($0) }
 
+    var readings = try store.telemetry(since: q.since, until: q.until)
+    if let f = q.beacon { readings.removeAll { !f.matches($0.beacon) } }
+    if let region = q.region {
+      let members = try store.beaconRegions().filter { $0.value.contains(region) }
+      readings.removeAll { members[$0.beacon] == nil }
+    }
+    out += readings.map { .telemetry($0) }
+
     if q.region == nil && q.beacon == nil {
       out += try store.agentEvents(since: q.since, until: q.until)
     }

@@ -59,12 +59,21 @@ public final class ProximityLogStore {
     DROP TABLE beacon_regions;
     ALTER TABLE beacon_regions_2 RENAME TO beacon_regions;
     """,
+    // 3: beacons' own telemetry (Eddystone-TLM), joined to the beacon.
+    """
+    CREATE TABLE beacon_telemetry (
+      id INTEGER PRIMARY KEY, t INTEGER NOT NULL, format TEXT NOT NULL, uuid TEXT NOT NULL,
+      major INTEGER NOT NULL, minor INTEGER NOT NULL, battery_mv INTEGER, temperature REAL,
+      advertisements INTEGER NOT NULL, uptime_s REAL NOT NULL);
+    CREATE INDEX beacon_telemetry_by_time ON beacon_telemetry(t);
+    """,
   ]
 
   public static var schemaVersion: Int { migrations.count }
 
   static let timedTables = [
     "region_events", "sightings", "adapter_events", "find_phone_events", "volume_events",
+    "beacon_telemetry",
   ]
 
   // MARK: Opening
@@ -167,6 +176,7 @@ public final class ProximityLogStore {
     case adapter(AdapterLogEvent)
     case findPhone(FindPhoneLogEvent)
     case volume(VolumeLogEvent)
+    case telemetry(TelemetryLogEvent)
   }
 
   private var statements: [String: SQLiteStatement] = [:]
@@ -255,6 +265,20 @@ public final class ProximityLogStore {
       s.bind(2, e.volume)
       s.bind(3, Int64(e.muted ? 1 : 0))
       s.bind(4, e.source)
+      try s.run()
+    case .telemetry(let e):
+      let s = try statement(
+        "INSERT INTO beacon_telemetry(t, format, uuid, major, minor, battery_mv, temperature, "
+          + "advertisements, uptime_s) VALUES (?,?,?,?,?,?,?,?,?)")
+      s.bind(1, e.t)
+      s.bind(2, e.beacon.format.name)
+      s.bind(3, e.beacon.uuid.description)
+      s.bind(4, Int64(e.beacon.major))
+      s.bind(5, Int64(e.beacon.minor))
+      s.bind(6, e.reading.batteryMillivolts.map { Int64($0) })
+      s.bind(7, e.reading.temperature)
+      s.bind(8, Int64(e.reading.advertisingCount))
+      s.bind(9, e.reading.uptimeSeconds)
       try s.run()
     }
   }
@@ -396,6 +420,30 @@ public final class ProximityLogStore {
     return out
   }
 
+  /// Beacons' telemetry in the window, oldest first.
+  public func telemetry(since: Int64?, until: Int64?) throws -> [TelemetryLogEvent] {
+    guard try hasSchema(), try version() >= 3 else { return [] }
+    let s = try connection.prepare(
+      "SELECT t, uuid, major, minor, format, battery_mv, temperature, advertisements, uptime_s "
+        + "FROM beacon_telemetry WHERE t >= ? AND t < ? ORDER BY t, id")
+    s.bind(1, since ?? Int64.min)
+    s.bind(2, until ?? Int64.max)
+    var out: [TelemetryLogEvent] = []
+    while try s.step() {
+      guard let b = beacon(s, uuid: 1, major: 2, minor: 3, format: 4),
+        let count = UInt32(exactly: s.int64(7))
+      else { continue }
+      out.append(
+        TelemetryLogEvent(
+          beacon: b,
+          reading: BeaconTelemetry(
+            t: s.int64(0), batteryMillivolts: s.optionalInt(5).map { Int($0) },
+            temperature: s.optionalDouble(6), advertisingCount: count,
+            uptimeSeconds: s.double(8))))
+    }
+    return out
+  }
+
   /// The sighting interval the writer used, in microseconds.
   public func sightingInterval() -> Int64? {
     guard (try? hasSchema()) == true else { return nil }
@@ -436,11 +484,13 @@ extension ProximityLogStore {
     _ function: String, sightings: String, keep: (Int64, Int64) -> Int64
   ) throws -> Int64? {
     guard try hasSchema() else { return nil }
+    // A reader may open a file an older writer has not migrated yet.
+    let version = try version()
     var found: Int64? = nil
     for (table, column) in [
       ("region_events", "t"), ("sightings", sightings), ("adapter_events", "t"),
-      ("find_phone_events", "t"), ("volume_events", "t"),
-    ] {
+      ("find_phone_events", "t"), ("volume_events", "t"), ("beacon_telemetry", "t"),
+    ] where table != "beacon_telemetry" || version >= 3 {
       let s = try connection.prepare("SELECT \(function)(\(column)) FROM \(table)")
       if try s.step(), let v = s.optionalInt(0) { found = found.map { keep($0, v) } ?? v }
     }

@@ -121,6 +121,7 @@ public final class ProximityLogWriter {
     case .adapter(let e): pendingOther.append(.adapter(e))
     case .findPhone(let e): pendingOther.append(.findPhone(e))
     case .volume(let e): pendingOther.append(.volume(e))
+    case .telemetry(let e): pendingOther.append(.telemetry(e))
     }
     // A full batch goes out at once, unless the database is failing: then
     // only the timer retries, so a locked file is not hammered per report.
