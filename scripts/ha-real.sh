@@ -48,7 +48,8 @@
 # entity registry; 9 the default-client_id twins never reconnect or take
 # over each other; K kill -9 makes the agent's entities unavailable; E no
 # warning/error from HA's mqtt or template code; N HA has no socket past
-# loopback.
+# loopback; T the Eddystone beacon's TLM battery (mV) and temperature
+# reached HA's sensors.
 #
 # EARSHOT_HA_KEEP=1 keeps the temporary directory (logs, HA config, DB).
 # EARSHOT_HA_VENV=DIR uses another venv.
@@ -290,6 +291,10 @@ uuid = 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182
 major = 1
 minor = 10
 exit_after = auto'
+# An Eddystone-UID beacon that interleaves TLM frames (battery, temperature).
+region_keys='[region "keys"]
+eddystone = 8f2c1a3e5b7d4e90a1c2:0000000000a1
+exit_after = auto'
 region_lab='[region "lab"]
 uuid = 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182
 major = 2
@@ -310,6 +315,8 @@ path = $W/agent/state/regions
 EOF
 }
 write_agent_config "$region_desk
+
+$region_keys
 
 $region_lab"
 cat >"$W/rooms-agent/earshot.conf" <<EOF
@@ -401,7 +408,9 @@ wait_retained "$base/region/lab/state" outside 30 || true
 sleep 2
 mosquitto_sub -h 127.0.0.1 -p "$mqtt_port" -t 'homeassistant/#' --retained-only -W 2 -v 2>/dev/null |
   cut -d' ' -f1 >"$W/discovery-before-reload.txt" || true
-write_agent_config "$region_desk"
+write_agent_config "$region_desk
+
+$region_keys"
 mark reload
 kill -HUP "$agent_pid"
 sleep 5

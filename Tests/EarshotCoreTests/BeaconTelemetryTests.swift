@@ -139,3 +139,68 @@ final class BeaconTelemetryTests: XCTestCase {
     XCTAssertTrue(th.shouldPass(uid, r(1, 2910)), "time went back")
   }
 }
+
+extension BeaconTelemetryTests {
+  /// A scenario beacon with `telemetry` sends a TLM frame after every tenth
+  /// heard event, from its own address; the other beacons' reports are the
+  /// same as without it (the generator is not drawn for it). A bad value
+  /// names what was expected.
+  func testAScenarioBeaconSendsTelemetry() throws {
+    func build(_ telemetry: String?) throws -> Scenario {
+      try Scenario.build(
+        document(
+          """
+          [scenario]
+          start = 1767225600
+          duration = 100
+          seed = 3
+          [beacon "keys"]
+          eddystone = 8f2c1a3e5b7d4e90a1c2:000000000001
+          interval = 1
+          loss = 0.3
+          present = 0-100
+          \(telemetry.map { "telemetry = \($0)" } ?? "")
+          [beacon "desk"]
+          uuid = 8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182
+          interval = 0.5
+          loss = 0.2
+          present = 0-100
+
+          """))
+    }
+    let with = try build("2950:21.5").events()
+    let without = try build(nil).events()
+    let tlm = with.compactMap { e -> (Int64, EddystoneTLM, BDAddress)? in
+      if case .telemetry(let t, let f, let a, _) = e { (t, f, a) } else { nil }
+    }
+    let heard = without.filter {
+      if case .report(_, let b, _, _) = $0 { b.id == uid } else { false }
+    }
+    XCTAssertEqual(tlm.count, heard.count / 10)
+    XCTAssertEqual(Set(tlm.map(\.1.batteryMillivolts)), [2950])
+    XCTAssertEqual(tlm.first?.1.temperature, 21.5)
+    XCTAssertEqual(tlm.map(\.1.advertisingCount), (1...tlm.count).map { UInt32($0 * 10) })
+    let others = with.filter { if case .telemetry = $0 { false } else { true } }
+    XCTAssertEqual(others, without)
+    // Through a capture, each TLM decodes and joins the beacon.
+    var joiner = TelemetryJoiner()
+    var joined = 0
+    for e in with {
+      switch e {
+      case .report(let t, let b, let a, _): _ = joiner.beacon(b.id, address: a, at: t)
+      case .telemetry(let t, let f, let a, _):
+        let frame = HCIEventEncoder.eddystoneTLMAdvertisingData(f)
+        guard case .telemetry(let decoded)? = decode(frame) else { return XCTFail("\(frame)") }
+        XCTAssertEqual(decoded, f)
+        if joiner.telemetry(decoded, address: a, at: t)?.0 == uid { joined += 1 }
+      default: break
+      }
+    }
+    XCTAssertEqual(joined, tlm.count)
+    for bad in ["2950", "0:20", "2950:200", "x:1"] {
+      XCTAssertThrowsError(try build(bad), bad) { error in
+        XCTAssertTrue("\(error)".contains("MILLIVOLTS:CELSIUS"), "\(error)")
+      }
+    }
+  }
+}

@@ -43,6 +43,7 @@ func runScenario(
       out += m.report(at: t, beacon: b, address: a, rssi: rssi)
     case .deviceReport(let t, let a, let type, let rssi, let tx):
       out += m.report(at: t, address: a, type: type, rssi: rssi, txPower: tx)
+    case .telemetry(let t, _, _, _): out += m.advance(to: t)
     case .adapterDown(let t): out += m.adapterDown(at: t)
     case .adapterUp(let t): out += m.adapterUp(at: t)
     }

@@ -281,6 +281,28 @@ def check_mqtt_room(run, report):
     report.check("R", ok, f"(28) mqtt_room placed the beacon in the agent's room: {'office' in distinct}", details)
 
 
+def check_telemetry(run, report):
+    section("T. an Eddystone beacon's TLM battery and temperature in HA")
+    found = {}
+    for e in run.entities:
+        uid = e.get("unique_id") or ""
+        for kind in ("battery", "temperature"):
+            if uid.endswith(f"beacon_eddystone-8f2c1a3e5b7d4e90a1c2-0000000000a1_{kind}"):
+                found[kind] = e
+    details, values = [], {}
+    for kind, e in found.items():
+        states = [st for _, st, _ in run.history.get(e["entity_id"], [])]
+        numbers = [float(st) for st in states if st not in ("unknown", "unavailable")]
+        values[kind] = numbers
+        details.append(f"{e['entity_id']} ({e.get('original_device_class') or e.get('device_class')}, "
+                       f"{e.get('unit_of_measurement')}): states {list(dict.fromkeys(states))}")
+    ok = (values.get("battery") and set(values["battery"]) == {2950.0}
+          and values.get("temperature") and set(values["temperature"]) == {21.5})
+    report.check("T", bool(ok), "(28) HA recorded the beacon's battery 2950 mV and 21.5 °C: "
+                 f"{sorted(set(values.get('battery', [])))}, {sorted(set(values.get('temperature', [])))}",
+                 details or ["no battery or temperature entity for the Eddystone beacon"])
+
+
 def check_names(run, report):
     section("4. no friendly name repeats its device name")
     bad, details = [], []
@@ -517,7 +539,8 @@ def main():
     figures(run, args)
     entities_table(run)
     report = Report()
-    for check in (check_restart_flap, check_first_events, check_tracker, check_mqtt_room, check_names,
+    for check in (check_restart_flap, check_first_events, check_tracker, check_mqtt_room,
+                  check_telemetry, check_names,
                   check_no_matching_payload, check_find_and_volume, check_removed_region,
                   check_twins, check_last_will, check_ha_log_problems, check_offline):
         try:

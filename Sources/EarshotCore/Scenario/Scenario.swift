@@ -29,13 +29,15 @@ public struct Scenario: Sendable {
     /// An advertisement of a device (not an iBeacon).
     case deviceReport(
       t: Int64, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?)
+    /// An Eddystone-TLM frame of a beacon with `telemetry`.
+    case telemetry(t: Int64, tlm: EddystoneTLM, address: BDAddress, rssi: Int8?)
     case adapterDown(t: Int64)
     case adapterUp(t: Int64)
 
     public var t: Int64 {
       switch self {
-      case .report(let t, _, _, _), .deviceReport(let t, _, _, _, _), .adapterDown(let t),
-        .adapterUp(let t):
+      case .report(let t, _, _, _), .deviceReport(let t, _, _, _, _), .telemetry(let t, _, _, _),
+        .adapterDown(let t), .adapterUp(let t):
         t
       }
     }
@@ -54,6 +56,7 @@ public struct Scenario: Sendable {
     }
     for b in beacons {
       var s = b.phase
+      var sent: UInt32 = 0
       while s < duration {
         defer { s += b.interval }
         // Advertising events carry a 0-10 ms random delay (Core spec advDelay).
@@ -71,6 +74,19 @@ public struct Scenario: Sendable {
           .report(
             t: micros(t), beacon: IBeacon(id: b.id, measuredPower: b.power),
             address: b.address(at: t), rssi: clamped))
+        // Every tenth heard event is followed, half an interval later, by a
+        // TLM frame from the same address (as Eddystone beacons interleave
+        // them); no draw of the generator, so other beacons' reports stay.
+        sent += 1
+        if let telemetry = b.telemetry, sent % 10 == 0 {
+          let tlmAt = t + b.interval / 2
+          let tlm = EddystoneTLM(
+            batteryMillivolts: telemetry.millivolts,
+            temperatureRaw: Int16((telemetry.temperature * 256).rounded()),
+            advertisingCount: sent, uptimeTenths: UInt32((tlmAt * 10).rounded()))
+          out.append(
+            .telemetry(t: micros(tlmAt), tlm: tlm, address: b.address(at: t), rssi: clamped))
+        }
       }
     }
     for (n, d) in devices.enumerated() {
@@ -106,6 +122,14 @@ public struct Scenario: Sendable {
       switch e {
       case .report(let t, let beacon, let address, let rssi):
         c.appendBeacon(micros: t, beacon: beacon, address: address, rssi: rssi, extended: extended)
+      case .telemetry(let t, let tlm, let address, let rssi):
+        HCIEventEncoder.eddystoneTLMAdvertisingData(tlm).withUnsafeBytes { d in
+          c.append(
+            micros: t,
+            report: AdvertisingReport(
+              pdu: .advNonconnInd, address: address, addressType: .random, rssi: rssi, data: d),
+            extended: extended)
+        }
       case .deviceReport(let t, let address, let type, let rssi, let txPower):
         c.appendDevice(
           micros: t, address: address, type: type, rssi: rssi, txPower: txPower,
@@ -163,6 +187,8 @@ public struct ScenarioBeacon: Sendable {
   public var distance: [(t: Double, metres: Double)] = [(0, 1)]
   /// Addresses with the second each takes over.
   public var addresses: [(from: Double, address: BDAddress)] = []
+  /// What its Eddystone-TLM frames say (battery mV, °C); `nil`: it sends none.
+  public var telemetry: (millivolts: UInt16, temperature: Double)? = nil
 
   public init(name: String, id: BeaconID) {
     self.name = name

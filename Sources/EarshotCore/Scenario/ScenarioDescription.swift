@@ -23,6 +23,7 @@
 ///     present = 10-300, 400-600 ; presence intervals (ground truth)
 ///     distance = 0:1, 60:5      ; seconds:metres, linear in between
 ///     addresses = 0:C1:00:00:00:00:01, 120:C1:00:00:00:00:02
+///     telemetry = 3000:21.5     ; Eddystone-TLM after every 10th heard event (mV:°C)
 ///     [device "phone"]
 ///     irk = 0123456789ABCDEF0123456789ABCDEF ; its key, most significant byte first
 ///     identity = 00:1A:7D:DA:71:13  ; its identity address
@@ -193,6 +194,12 @@ extension Scenario {
     case "loss": b.loss = try ConfigValue.double(v, in: 0...0.99)
     case "present": b.present = try ranges(v)
     case "distance": b.distance = try distances(v)
+    case "telemetry":
+      let p = v.split(separator: ":")
+      guard p.count == 2, let mv = UInt16(String(p[0]).trimmingWhitespace()), mv > 0,
+        let c = Double(String(p[1]).trimmingWhitespace()), (-127...127).contains(c)
+      else { throw ConfigValueError("expected MILLIVOLTS:CELSIUS (3000:21.5), got '\(v)'") }
+      b.telemetry = (mv, c)
     case "addresses":
       b.addresses = try ConfigValue.list(v).map { item in
         guard let colon = item.firstIndex(of: ":"), let t = Double(item[..<colon]),
