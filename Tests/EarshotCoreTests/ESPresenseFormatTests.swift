@@ -95,6 +95,26 @@ final class ESPresenseFormatTests: XCTestCase {
     XCTAssertNil(take("espresense/devices/a4c1381f2b3c/hall/q1", #"{"distance":1}"#))
     XCTAssertNil(take("espresense/devices/a4c1381f2b3c/hall", "not json"))
     XCTAssertNil(take("espresense/devices/iBeacon:8f2c-1-2/hall", #"{"distance":1}"#))
+    // Each beacon format's id, as Earshot writes it going out, reads back
+    // as the same beacon; an Eddystone id whose repeated byte differs does not.
+    let eddy = BeaconID(
+      eddystoneNamespace: BeaconBytes(hex: "8f2c1a3e5b7d4e90a1c2")!,
+      instance: BeaconBytes(hex: "0000000000a1")!)
+    let alt = BeaconID(format: .altBeacon, uuid: uuid, major: 7, minor: 9)
+    XCTAssertEqual(
+      ESPresenseID.eddystone(namespace: "8f2c1a3e5b7d4e90a1c2", instance: "0000000000a1"),
+      "eddy:8f2c1a3e5b5b7d4e90a1c2-0000000000a1")
+    for (id, beacon) in [
+      ("eddy:8f2c1a3e5b5b7d4e90a1c2-0000000000a1", eddy),
+      ("altBeacon:8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-7-9", alt),
+    ] {
+      XCTAssertEqual(
+        take("espresense/devices/\(id)/hall", #"{"id":"x","distance":2}"#)?.subject,
+        .beacon(beacon), id)
+    }
+    XCTAssertNil(
+      take("espresense/devices/eddy:8f2c1a3e5b5c7d4e90a1c2-0000000000a1/hall", #"{"distance":2}"#))
+    XCTAssertNil(take("espresense/devices/eddy:8f2c1a3e5b5b7d4e90a1c2/hall", #"{"distance":2}"#))
     XCTAssertEqual(ESPresenseFormat.room(inStatusTopic: "espresense/rooms/hall/status"), "hall")
     XCTAssertNil(ESPresenseFormat.room(inStatusTopic: "espresense/rooms/hall/telemetry"))
   }

@@ -75,10 +75,10 @@ final class RoomsIntegrationTests: XCTestCase {
     let aggregatorOut: String
   }
 
-  func makeSite() throws -> Site {
+  func makeSite(spec: String? = nil) throws -> Site {
     let dir = try makeTempDirectory()
     addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
-    try spec.write(toFile: dir + "/house.spec", atomically: true, encoding: .utf8)
+    try (spec ?? self.spec).write(toFile: dir + "/house.spec", atomically: true, encoding: .utf8)
     let sim = try runEarshot([
       "simulate", "house", "--spec", dir + "/house.spec", "--write", dir + "/house",
     ])
@@ -131,9 +131,13 @@ final class RoomsIntegrationTests: XCTestCase {
 
   /// The agents, each replaying its receiver's capture from the same moment
   /// (`extra`: more of a room's `[rooms]` section).
-  func startAgents(_ site: inout Site, extra: [String: String] = [:]) throws {
+  /// Returns the Unix second their captures' first records play at.
+  @discardableResult
+  func startAgents(
+    _ site: inout Site, rooms: [String]? = nil, extra: [String: String] = [:]
+  ) throws -> Int {
     let at = Int(Date().timeIntervalSince1970) + 2
-    for room in rooms {
+    for room in rooms ?? self.rooms {
       let d = site.dir + "/" + room
       try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
       try
@@ -147,6 +151,7 @@ final class RoomsIntegrationTests: XCTestCase {
           "--start-at", String(at),
         ], log: d + "/agent.log")
     }
+    return at
   }
 
   func timeline(_ site: Site) -> (rule: [RoomChange], naive: [RoomChange]) {

@@ -97,8 +97,10 @@ extension ESPresenseFormat {
   }
 
   /// A node's sighting as the rule takes it, `nil` for anything else or
-  /// malformed: the subject from the id (`iBeacon:UUID-MAJOR-MINOR`, or a
-  /// device of `track` by `irk:KEY` or by its bare or `known:` address),
+  /// malformed: the subject from the id (`iBeacon:UUID-MAJOR-MINOR`,
+  /// `altBeacon:ID1-ID2-ID3`, `eddy:NAMESPACE-INSTANCE` with the firmware's
+  /// repeated fifth byte, or a device of `track` by `irk:KEY` or by its bare
+  /// or `known:` address),
   /// the room from the topic, its `distance` (required, as `mqtt_room`
   /// requires it) and `rssi`. The node's own calibration (`rxAdj`) is in
   /// them already. A node's sighting carries no time: `t` is the
@@ -122,13 +124,25 @@ extension ESPresenseFormat {
   }
 
   static func subject(id: Substring, trackDevices: [TrackedDevice]) -> RoomSubject? {
-    if id.hasPrefix("iBeacon:") {
+    for (prefix, format) in [("iBeacon:", BeaconFormat.iBeacon), ("altBeacon:", .altBeacon)]
+    where id.hasPrefix(prefix) {
       // The UUID has dashes of its own: the last two parts are the numbers.
-      let p = id.dropFirst("iBeacon:".count).split(separator: "-", omittingEmptySubsequences: false)
+      let p = id.dropFirst(prefix.count).split(separator: "-", omittingEmptySubsequences: false)
       guard p.count == 7, let uuid = BeaconUUID(p[0..<5].joined(separator: "-")),
         let major = UInt16(p[5]), let minor = UInt16(p[6])
       else { return nil }
-      return .beacon(BeaconID(uuid: uuid, major: major, minor: minor))
+      return .beacon(BeaconID(format: format, uuid: uuid, major: major, minor: minor))
+    }
+    if id.hasPrefix("eddy:") {
+      // `eddy:` 11 namespace bytes (the fifth printed twice) `-` 6 instance bytes.
+      let p = id.dropFirst("eddy:".count).split(separator: "-", omittingEmptySubsequences: false)
+      guard p.count == 2, p[0].utf8.count == 22, p[1].utf8.count == 12 else { return nil }
+      let hex = Array(p[0].utf8)
+      guard hex[8..<10] == hex[10..<12],
+        let namespace = BeaconBytes(hex: String(decoding: hex[..<10] + hex[12...], as: UTF8.self)),
+        let instance = BeaconBytes(hex: p[1])
+      else { return nil }
+      return .beacon(BeaconID(eddystoneNamespace: namespace, instance: instance))
     }
     if id.hasPrefix("irk:") {
       let hex = id.dropFirst("irk:".count).lowercased()

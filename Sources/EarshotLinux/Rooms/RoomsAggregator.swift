@@ -128,11 +128,15 @@ public final class RoomsAggregator {
     let t = options.topics
     let fromNode = options.espresenseNodes && topic.hasPrefix(ESPresenseFormat.prefix + "/devices/")
     if topic.hasPrefix(t.prefix + "/sighting/") || fromNode {
+      // A node's sighting carries no time: it is dated on the axis, so it
+      // cannot start a replay's axis (dated by wall time, it would move
+      // the replay months ahead). Live, the axis runs from the start.
+      let axisNow = judge.clock.time(at: Clock.now())?.micros
+      if fromNode && axisNow == nil { return }
       let parsed =
         fromNode
         ? ESPresenseFormat.sighting(
-          topic: topic, payload: payload, trackDevices: options.trackDevices,
-          now: judge.clock.time(at: Clock.now())?.micros ?? Clock.wallNow().micros)
+          topic: topic, payload: payload, trackDevices: options.trackDevices, now: axisNow!)
         : RoomSighting.parse(topic: topic, payload: payload, topics: t)
       guard let s = parsed else {
         // A node reports every device it hears: ids that are not tracked
