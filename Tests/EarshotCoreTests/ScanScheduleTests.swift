@@ -133,15 +133,18 @@ final class MonitorDutyTests: XCTestCase {
     c.regions = [region("desk", major: 1, minor: 10, exitAfter: .auto)]
     var m = RegionMonitor(config: c, emitRange: false)
     _ = m.start(at: 0, scanning: true)
-    XCTAssertEqual(m.fullDutyNeeded(at: 0, sampledDuty: 0.04, allowance: 1), 0)
+    XCTAssertEqual(
+      m.fullDutyNeeded(at: 0, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)), 0)
     _ = m.report(at: s, beacon: IBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
-    XCTAssertEqual(m.fullDutyNeeded(at: s, sampledDuty: 0.04, allowance: 1), s)
+    XCTAssertEqual(
+      m.fullDutyNeeded(at: s, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)), s)
   }
 
   func testNoExitWhileSampledAndTheConfirmSpanAfterTheRaise() {
     var m = learnt()
     let last: Int64 = 29_900_000
-    let need = try! XCTUnwrap(m.fullDutyNeeded(at: 30 * s, sampledDuty: 0.04, allowance: 1))
+    let need = try! XCTUnwrap(
+      m.fullDutyNeeded(at: 30 * s, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)))
     XCTAssertGreaterThan(need, last + 3 * s, "a learnt 100 ms beacon may be sampled for seconds")
     XCTAssertEqual(m.scanDutyChanged(to: 0.04, at: 30 * s), [])
     XCTAssertNil(m.deadline(), "no exit deadline below full duty")
@@ -163,7 +166,8 @@ final class MonitorDutyTests: XCTestCase {
     var m = learnt()
     let last: Int64 = 29_900_000
     _ = m.scanDutyChanged(to: 0.04, at: 30 * s)
-    let need = try! XCTUnwrap(m.fullDutyNeeded(at: 30 * s, sampledDuty: 0.04, allowance: 1))
+    let need = try! XCTUnwrap(
+      m.fullDutyNeeded(at: 30 * s, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)))
     _ = m.advance(to: need)
     _ = m.scanDutyChanged(to: 1, at: need)
     let exit = try! XCTUnwrap(m.deadline())
@@ -275,9 +279,28 @@ final class NameRequestTests: XCTestCase {
     var m = monitor()
     _ = m.advance(to: 9 * s)
     _ = m.takeNameRequests()
-    // No answer at all (the shell lost it): the exit comes after the wait.
+    // No answer at all (a command lost, or sent late): the wait ends as an
+    // unanswered request does, asked again three times, then the exit.
     XCTAssertEqual(m.advance(to: 14 * s), [])
-    XCTAssertEqual(m.advance(to: 15 * s).map(\.kind), [.exit])
+    for k in 1...3 {
+      XCTAssertEqual(m.advance(to: (9 + 6 * Int64(k)) * s), [], "repeat \(k)")
+      XCTAssertEqual(m.takeNameRequests(), [phone], "repeat \(k)")
+    }
+    XCTAssertEqual(m.advance(to: 32 * s), [])
+    XCTAssertEqual(m.advance(to: 33 * s).map(\.kind), [.exit])
+  }
+
+  /// An exit found late (the monitor advanced after its deadline, as when
+  /// the scan was sampling) holds for its answer from when the request can
+  /// go out, not from the deadline: the answer of a page sent now comes
+  /// within the wait.
+  func testAnExitFoundLateWaitsFromWhenItAsks() {
+    var m = monitor()
+    _ = m.advance(to: 12 * s)  // the exit was due at 9 s
+    XCTAssertEqual(m.takeNameRequests(), [phone])
+    XCTAssertEqual(m.advance(to: 17 * s), [], "a page sent at 12 s may answer until 17.12 s")
+    XCTAssertEqual(m.nameAnswered(phone, found: true, at: 17_120_000), [])
+    XCTAssertEqual(m.advance(to: 20 * s), [], "found: present")
   }
 
   func testAdvertisingAgainEndsTheRequest() {

@@ -178,6 +178,8 @@ public struct RegionMonitor: Sendable {
   /// absence: an unanswered request is repeated `nameRepeats` times before
   /// the exit goes ahead.
   private var nameMisses: [Int: Int] = [:]
+  /// Per device: a request is out and its answer has not come.
+  private var nameAwaited: Set<Int> = []
   static let nameRepeats = 3
   private var wantedNames: [BDAddress] = []
   private var now: Int64 = .min
@@ -377,6 +379,7 @@ public struct RegionMonitor: Sendable {
     deviceLastSeen[n] = t
     nameHold[n] = nil
     nameMisses[n] = nil
+    nameAwaited.remove(n)
     guard let firstMatch = deviceRegions[n].first else { return out }
     let device = devices.entries[n]
     let (power, source) = PowerSource.device(
@@ -403,6 +406,7 @@ public struct RegionMonitor: Sendable {
     var out = advance(to: t)
     for n in devices.entries.indices where devices.entries[n].address == address {
       guard nameHold[n] != nil else { continue }
+      nameAwaited.remove(n)
       nameHold[n] = found ? t &+ Self.nameRequestEveryMicros : t
       if found {
         deviceLastSeen[n] = t
@@ -424,11 +428,18 @@ public struct RegionMonitor: Sendable {
 
   /// At region `i`'s exit: whether to ask its device by name first (and
   /// hold the exit for the answer) instead of declaring it outside now.
+  /// `t` is the present (an exit due earlier and found late is asked
+  /// about now: the request can only go out now, and its hold counts from
+  /// then).
   private mutating func askedByName(_ i: Int, at t: Int64) -> Bool {
     guard nameRequests, let n = holdingDevice(i), let address = devices.entries[n].address,
       RemoteNameResult.pageable(address)
     else { return false }
     if let hold = nameHold[n], hold > t { return true }
+    // A request whose answer never came (a command lost, a shell that
+    // sent it late) is an unanswered one: asked again, not taken as leave
+    // to exit.
+    if nameAwaited.remove(n) != nil { nameMisses[n, default: 0] += 1 }
     let misses = nameMisses[n] ?? 0
     // Unanswered as often as it is asked: the exit goes ahead.
     guard misses <= Self.nameRepeats else {
@@ -445,6 +456,7 @@ public struct RegionMonitor: Sendable {
     }
     lastNameRequest[n] = t
     nameHold[n] = t &+ Self.nameRequestTimeoutMicros
+    nameAwaited.insert(n)
     wantedNames.append(address)
     return true
   }
@@ -596,7 +608,7 @@ public struct RegionMonitor: Sendable {
       }
       now = timer.0
       if timer.2 {
-        fireExit(timer.1, at: timer.0, into: &out)
+        fireExit(timer.1, at: timer.0, present: t, into: &out)
       } else {
         fireRange(timer.1, at: timer.0, into: &out)
       }
@@ -829,10 +841,13 @@ public struct RegionMonitor: Sendable {
   /// `SilencePlan.confirm`), and the raise is as late as leaves that span
   /// before the exit's goal: on time for a fixed `exit_after` (a promise
   /// of latency the user made), and under `auto` up to `allowance` confirm
-  /// spans after the timeout (the monitor's own choice, traded for radio
-  /// time). `sampledDuty` is the duty the scan would keep until then (it
-  /// adds nothing to the confirm span).
-  public func fullDutyNeeded(at now: Int64, sampledDuty: Double, allowance: Double) -> Int64? {
+  /// spans after the timeout, and at most `allowance.maxSeconds` (the
+  /// monitor's own choice, traded for radio time). `sampledDuty` is the
+  /// duty the scan would keep until then (it adds nothing to the confirm
+  /// span).
+  public func fullDutyNeeded(at now: Int64, sampledDuty: Double, allowance: ExitAllowance)
+    -> Int64?
+  {
     guard scanningSince != nil else { return nil }
     var need: Int64? = nil
     for i in regions.indices where regions[i].state != .outside && regions[i].config.watchesReports
@@ -843,8 +858,8 @@ public struct RegionMonitor: Sendable {
       guard
         let a = listening.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty)
       else { continue }  // paused: asked again when scanning resumes
-      let late = isAuto(i) ? max(0, allowance) : 0
-      let goal = a &+ ListeningClock.micros(late * plan.confirm)
+      let late = isAuto(i) ? allowance.lateness(confirm: plan.confirm) : 0
+      let goal = a &+ ListeningClock.micros(late)
       let heardAtFull = listening.accumulated(from: plan.from, to: now, rate: Self.fullDuty)
       var r = goal &- ListeningClock.micros(max(0, plan.confirm - heardAtFull))
       // A name's answer holds the exit: nothing to decide before it ends.
@@ -854,8 +869,12 @@ public struct RegionMonitor: Sendable {
     return need
   }
 
-  private mutating func fireExit(_ i: Int, at t: Int64, into out: inout [MonitorEvent]) {
-    if regions[i].known == .inside, askedByName(i, at: t) { return }
+  /// The exit due at `t`, decided at `present` (later when the deadline
+  /// was found late: the scan was sampling, or the caller advanced late).
+  private mutating func fireExit(
+    _ i: Int, at t: Int64, present: Int64, into out: inout [MonitorEvent]
+  ) {
+    if regions[i].known == .inside, askedByName(i, at: max(t, present)) { return }
     let kind: MonitorEvent.Kind = regions[i].known == .inside ? .exit : .state
     let last = regions[i].lastBeacon.flatMap { beacons[$0]?.track }
     regions[i].state = .outside

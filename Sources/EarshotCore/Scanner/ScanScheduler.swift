@@ -21,11 +21,10 @@ public struct ScanScheduleSettings: Equatable, Sendable {
   /// The sampled timing on mains and on battery.
   public var mains: ScanTiming
   public var battery: ScanTiming
-  /// How much later than at full duty an exit may come while saving, in
-  /// units of the region's confirm span (the full-duty silence an exit
-  /// needs: about 1.2 s for a 100 ms beacon, 12 s for a 1 s one at 30 %
-  /// loss, at most the region's exit_after).
-  public var allowance: Double
+  /// How much later than at full duty an `auto` exit may come while
+  /// sampling, on mains and on battery.
+  public var mainsAllowance: ExitAllowance
+  public var batteryAllowance: ExitAllowance
   /// The scanner goes to full duty this long before a decision needs it
   /// (three HCI commands, and the controller's first full interval).
   public var leadSeconds: Double
@@ -37,14 +36,40 @@ public struct ScanScheduleSettings: Equatable, Sendable {
     policy: ScanPolicy = .automatic,
     mains: ScanTiming = ScanTiming(interval: 0x03C0, window: 0x0060),
     battery: ScanTiming = ScanTiming(interval: 0x04B0, window: 0x0030),
-    allowance: Double = 1, leadSeconds: Double = 0.25, holdSeconds: Double = 2
+    mainsAllowance: ExitAllowance = ExitAllowance(confirmSpans: 0.75, maxSeconds: 14),
+    batteryAllowance: ExitAllowance = ExitAllowance(confirmSpans: 1.75, maxSeconds: 14),
+    leadSeconds: Double = 0.25, holdSeconds: Double = 2
   ) {
     self.policy = policy
     self.mains = mains
     self.battery = battery
-    self.allowance = allowance
+    self.mainsAllowance = mainsAllowance
+    self.batteryAllowance = batteryAllowance
     self.leadSeconds = leadSeconds
     self.holdSeconds = holdSeconds
+  }
+}
+
+/// How much later than at full duty an exit may come while the scan
+/// samples: `confirmSpans` of the region's confirm span (the full-duty
+/// silence an exit needs: about 1.2 s for a 100 ms beacon, 12 s for a 1 s
+/// one at 30 % loss, at most the region's exit_after), and never more than
+/// `maxSeconds`. Each later second is radio time saved: the raise to full
+/// duty comes that much later. The cap keeps slow beacons' exits within
+/// reach (1.75 spans of a 1 s beacon would be 21 s late), while fast
+/// beacons, whose spans are short, get the whole allowance.
+public struct ExitAllowance: Equatable, Sendable {
+  public var confirmSpans: Double
+  public var maxSeconds: Double
+
+  public init(confirmSpans: Double, maxSeconds: Double = .infinity) {
+    self.confirmSpans = confirmSpans
+    self.maxSeconds = maxSeconds
+  }
+
+  /// Seconds an exit whose confirm span is `confirm` may come late.
+  public func lateness(confirm: Double) -> Double {
+    max(0, min(confirmSpans * confirm, maxSeconds))
   }
 }
 
@@ -97,6 +122,12 @@ public struct ScanScheduler: Sendable {
     }
   }
 
+  /// The allowance for `power`: the battery's under `saving`.
+  public func allowance(on power: PowerSupply) -> ExitAllowance {
+    settings.policy == .saving || power == .battery
+      ? settings.batteryAllowance : settings.mainsAllowance
+  }
+
   /// Decides the settings at `now` (µs). `need(duty, allowance)`: when
   /// full duty is needed if sampling at `duty` until then (nil: never).
   /// `forceFull`: something other than presence needs every report now
@@ -104,7 +135,7 @@ public struct ScanScheduler: Sendable {
   /// Returns the new timing when it changes.
   public mutating func decide(
     at now: Int64, power: PowerSupply, forceFull: Bool = false,
-    need: (_ duty: Double, _ allowance: Double) -> Int64?
+    need: (_ duty: Double, _ allowance: ExitAllowance) -> Int64?
   ) -> ScanTiming? {
     let next = choose(at: now, power: power, forceFull: forceFull, need: need)
     guard next != timing else { return nil }
@@ -114,12 +145,12 @@ public struct ScanScheduler: Sendable {
 
   private mutating func choose(
     at now: Int64, power: PowerSupply, forceFull: Bool,
-    need: (Double, Double) -> Int64?
+    need: (Double, ExitAllowance) -> Int64?
   ) -> ScanTiming {
     recheckAt = nil
     let low = sampled(on: power)
     guard !low.isFull, !forceFull else { return .continuous }
-    guard let due = need(low.duty, settings.allowance) else { return low }
+    guard let due = need(low.duty, allowance(on: power)) else { return low }
     let lead = ListeningClock.micros(settings.leadSeconds)
     let raise = due &- lead
     if raise <= now { return .continuous }
