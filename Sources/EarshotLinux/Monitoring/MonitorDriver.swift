@@ -95,12 +95,16 @@ public final class MonitorDriver {
         onTelemetry?(beacon.id, joined)
       }
       handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
-    } else if case .telemetry(let tlm)? = frame {
-      if let (id, reading) = telemetry.telemetry(tlm, address: report.address, at: t) {
-        onTelemetry?(id, reading)
-      }
-      handle(monitor.advance(to: t))
-    } else if monitor.watchesDevices {
+      return
+    }
+    // A TLM frame names no beacon: joined by address, and otherwise a
+    // report like any other (a device's, when its address is one).
+    if case .telemetry(let tlm)? = frame,
+      let (id, reading) = telemetry.telemetry(tlm, address: report.address, at: t)
+    {
+      onTelemetry?(id, reading)
+    }
+    if monitor.watchesDevices {
       let tx = ADWalker.txPowerLevel(report.data)
       // Resolved once, for the regions and the rooms alike.
       let n = monitor.resolveDevice(report.address, type: report.addressType)
