@@ -31,21 +31,18 @@ public final class ProximityLogReader {
     }
     out += events.map { .region($0) }
 
-    var rows = try store.sightings(since: q.since, until: q.until, uuid: q.beacon?.wholeUUID)
-    if let f = q.beacon { rows.removeAll { !f.matches($0.beacon) } }
-    if let region = q.region {
-      let members = try store.beaconRegions().filter { $0.value.contains(region) }
-      rows.removeAll { members[$0.beacon] == nil }
+    // Sightings and telemetry keep the beacons of the filter and of the
+    // region (read once for both).
+    let members = try q.region.map { region in
+      Set(try store.beaconRegions().filter { $0.value.contains(region) }.keys)
     }
-    out += rows.map { .sightings($0) }
-
-    var readings = try store.telemetry(since: q.since, until: q.until)
-    if let f = q.beacon { readings.removeAll { !f.matches($0.beacon) } }
-    if let region = q.region {
-      let members = try store.beaconRegions().filter { $0.value.contains(region) }
-      readings.removeAll { members[$0.beacon] == nil }
+    func kept(_ b: BeaconID) -> Bool {
+      (q.beacon?.matches(b) ?? true) && (members?.contains(b) ?? true)
     }
-    out += readings.map { .telemetry($0) }
+    let rows = try store.sightings(since: q.since, until: q.until, uuid: q.beacon?.wholeUUID)
+    out += rows.filter { kept($0.beacon) }.map { .sightings($0) }
+    let readings = try store.telemetry(since: q.since, until: q.until)
+    out += readings.filter { kept($0.beacon) }.map { .telemetry($0) }
 
     if q.region == nil && q.beacon == nil {
       out += try store.agentEvents(since: q.since, until: q.until)
