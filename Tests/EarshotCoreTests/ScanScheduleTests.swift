@@ -339,26 +339,6 @@ final class RadioSimulationTests: XCTestCase {
     XCTAssertLessThan(with.falseExits, without.falseExits)
     XCTAssertGreaterThan(with.nameRequests, 0)
   }
-
-  func testTheScheduleIsWrittenAsHCICommands() {
-    var sim = RadioSimulation.house(hours: 0.2, seed: 3, fastBeacons: 1, slowBeacons: 0, phones: 0)
-    sim.keepCommands = true
-    let r = sim.run(schedule: ScanScheduleSettings(), power: .battery)
-    XCTAssertEqual(r.commands.count, 3 * r.settingChanges)
-    let parameters = r.commands.filter {
-      $0.command.opcode
-        == HCICommand.leSetScanParameters(
-          type: .passive, timing: .continuous
-        ).opcode
-    }
-    XCTAssertFalse(parameters.isEmpty)
-    // Passive, and each timing is one the scheduler may choose.
-    for p in parameters {
-      XCTAssertEqual(p.command.parameters[0], 0, "passive")
-      let interval = UInt16(p.command.parameters[1]) | UInt16(p.command.parameters[2]) << 8
-      XCTAssertTrue([0x0060, 0x04B0].contains(interval), "interval \(interval)")
-    }
-  }
 }
 
 /// Where the power comes from, by the kernel's power_supply entries.

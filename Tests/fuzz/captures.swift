@@ -88,7 +88,7 @@ public func fuzzCaptures(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     switch r.packet {
     case .hciEvent(let e): records.append((r.timestamp, .event(Array(e))))
     case .hciCommand(let c): records.append((r.timestamp, .command(Array(c))))
-    case .linkLayer(let p, let rssi): records.append((r.timestamp, .sniffed(Array(p), rssi)))
+    case .linkLayer(let p, let rssi, _): records.append((r.timestamp, .sniffed(Array(p), rssi)))
     case .other: break
     }
   }

@@ -537,8 +537,9 @@ public enum CapturePacket {
   case hciEvent(UnsafeRawBufferPointer)
   case hciCommand(UnsafeRawBufferPointer)
   /// An LE link-layer packet from a sniffer, starting at the access address,
-  /// with the RSSI its pseudo-header gave, if any.
-  case linkLayer(UnsafeRawBufferPointer, rssi: Int8?)
+  /// with the RSSI and the link-layer channel (37–39 advertise) its
+  /// pseudo-header gave, if any.
+  case linkLayer(UnsafeRawBufferPointer, rssi: Int8?, channel: UInt8? = nil)
   case other
 
   /// The pcap/pcapng link types Earshot reads, with what they carry.
@@ -597,7 +598,9 @@ public enum CapturePacket {
       }
       let flags = UInt16(payload[8]) | UInt16(payload[9]) << 8
       let rssi = flags & 0x0002 != 0 ? Int8(bitPattern: payload[1]) : nil
-      self = .linkLayer(UnsafeRawBufferPointer(rebasing: payload[10...]), rssi: rssi)
+      self = .linkLayer(
+        UnsafeRawBufferPointer(rebasing: payload[10...]), rssi: rssi,
+        channel: LinkLayer.channel(rf: payload[0]))
     default:
       self = .other
     }

@@ -56,7 +56,7 @@ public struct CaptureReplay {
       event?(t, bytes)
       let outcome = decoder.decode(event: bytes) { report(t, $0) }
       if case .malformed(let why) = outcome { reject?(t, bytes, why.description) }
-    case .linkLayer(let pdu, let rssi):
+    case .linkLayer(let pdu, let rssi, _):
       switch LinkLayer.decode(pdu, rssi: rssi) {
       case .report(let r):
         decoder.stats.reports += 1

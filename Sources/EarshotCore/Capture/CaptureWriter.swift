@@ -85,15 +85,17 @@ public struct CaptureWriter {
     switch record.packet {
     case .hciEvent(let e): hci = (H4PacketType.event.rawValue, e)
     case .hciCommand(let c): hci = (H4PacketType.command.rawValue, c)
-    case .linkLayer(let pdu, let rssi):
+    case .linkLayer(let pdu, let rssi, let channel):
       switch container {
       case .btsnoop: return false
       case .pcap where linkType != 256: return false
       case .pcap, .pcapng: break
       }
-      // Channel 37, signal, noise, AA offenses, reference AA, flags
-      // (dewhitened, reference AA valid, and signal valid with an RSSI).
-      var phdr: [UInt8] = [37, UInt8(bitPattern: rssi ?? 0), 0x80, 0, 0xD6, 0xBE, 0x89, 0x8E]
+      // RF channel (channel 37 unless told), signal, noise, AA offenses,
+      // reference AA, flags (dewhitened, reference AA valid, and signal
+      // valid with an RSSI).
+      let rf = channel.flatMap(LinkLayer.rf(channel:)) ?? 0
+      var phdr: [UInt8] = [rf, UInt8(bitPattern: rssi ?? 0), 0x80, 0, 0xD6, 0xBE, 0x89, 0x8E]
       let flags: UInt16 = 0x0011 | (rssi == nil ? 0 : 0x0002)
       phdr += [UInt8(flags & 0xFF), UInt8(flags >> 8)]
       phdr.append(contentsOf: pdu)
@@ -110,6 +112,13 @@ public struct CaptureWriter {
     h4.append(contentsOf: hci.bytes)
     h4.withUnsafeBytes { packet(micros: record.timestamp, interface: 0, $0) }
     return true
+  }
+
+  /// Hands over the bytes written so far and keeps none, so that a long
+  /// capture can go to a file as it grows.
+  public mutating func takeBytes() -> [UInt8] {
+    defer { bytes = [] }
+    return bytes
   }
 
   private mutating func packet(micros: Int64, interface: UInt32, _ payload: UnsafeRawBufferPointer)

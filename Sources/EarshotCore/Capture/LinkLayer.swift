@@ -116,6 +116,58 @@ public enum LinkLayer {
         pdu: pdu, address: address, addressType: addressType, rssi: rssi, data: p.rest()))
   }
 
+  /// A legacy advertising PDU as a sniffer captures it (the inverse of
+  /// `decode` for ADV_IND, ADV_NONCONN_IND, ADV_SCAN_IND and SCAN_RSP):
+  /// access address, header, AdvA, data, and 3 CRC bytes left 0 (the
+  /// pseudo-header does not claim them checked). `nil` for other PDUs or
+  /// more than 31 bytes of data.
+  public static func legacyPDU(
+    _ pdu: AdvertisingPDU, address: BDAddress, addressType: AddressType, data: [UInt8]
+  ) -> [UInt8]? {
+    let type: UInt8
+    switch pdu {
+    case .advInd: type = 0x0
+    case .advNonconnInd: type = 0x2
+    case .scanRsp: type = 0x4
+    case .advScanInd: type = 0x6
+    case .advDirectInd, .extended: return nil
+    }
+    guard data.count <= 31 else { return nil }
+    var w = ByteWriter(capacity: 15 + data.count)
+    w.u32le(advertisingAccessAddress)
+    w.u8(type | (addressType == .public ? 0 : 0x40))
+    w.u8(UInt8(6 + data.count))
+    w.address(address)
+    w.append(data)
+    w.append([0, 0, 0])
+    return w.bytes
+  }
+
+  /// The link-layer channel (0–39; 37–39 advertise) of a LINKTYPE 256
+  /// pseudo-header's RF channel (0–39 by frequency: (MHz − 2402) / 2),
+  /// and back.
+  public static func channel(rf: UInt8) -> UInt8? {
+    switch rf {
+    case 0: 37
+    case 12: 38
+    case 39: 39
+    case 1...11: rf - 1
+    case 13...38: rf - 2
+    default: nil
+    }
+  }
+
+  public static func rf(channel: UInt8) -> UInt8? {
+    switch channel {
+    case 37: 0
+    case 38: 12
+    case 39: 39
+    case 0...10: channel + 1
+    case 11...36: channel + 2
+    default: nil
+    }
+  }
+
   /// Bytes of each optional extended-header field, in flag-bit order:
   /// AdvA, TargetA, CTEInfo, ADI, AuxPtr, SyncInfo, TxPower.
   static let extendedFieldSizes = [6, 6, 1, 2, 3, 18, 1]

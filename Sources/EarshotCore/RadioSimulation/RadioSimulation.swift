@@ -24,9 +24,18 @@ public struct SimulatedAdvertiser: Sendable {
 /// that hears only during the scan windows: each advertising event goes
 /// out on channels 37, 38 and 39 in turn (0.5 ms apart) after a random
 /// advDelay of 0–10 ms; the controller listens on one channel per scan
-/// interval, rotating, for the window at the interval's start; each PDU
-/// is lost at the advertiser's rate. A change of settings costs
-/// `switchSeconds` of deafness (scan disable, parameters, enable).
+/// interval, rotating from 37 at each scan enable, for the window at the
+/// interval's start; each PDU is lost at the advertiser's rate. A change of
+/// settings costs `switchSeconds` of deafness (scan disable, parameters,
+/// enable).
+///
+/// The air does not depend on the schedule: advertisers' paces, advDelays
+/// and every PDU's loss come from their own random stream, drawn whether
+/// anyone listens or not, so the same seed sends the same PDUs under any
+/// policy, and a capture of the air filtered by the written schedule gives
+/// exactly the PDUs heard (`RadioRecord`; RadioCaptureCheckTests does it).
+/// A decision caused by a report takes effect 1 µs after it, as the host
+/// answers after the controller reported.
 ///
 /// What it measures is what a user sees: exits and enters against the
 /// truth, and the radio time taken.
@@ -45,8 +54,6 @@ public struct RadioSimulation: Sendable {
     public var byClass: [String: Latencies]
     public var falseExits: Int { byClass.values.reduce(0) { $0 + $1.falseExits } }
     public var settingChanges: Int
-    /// The HCI commands the schedule sent, with their times (µs).
-    public var commands: [(t: Int64, command: HCICommand)]
     public var nameRequests: Int
   }
 
@@ -54,9 +61,6 @@ public struct RadioSimulation: Sendable {
   public var hours: Double
   public var seed: UInt64
   public var switchSeconds = 0.003
-  /// Keep the commands sent (for `--write`): off by default, a day at
-  /// full churn is a few thousand.
-  public var keepCommands = false
 
   public init(advertisers: [SimulatedAdvertiser], hours: Double, seed: UInt64) {
     self.advertisers = advertisers
@@ -86,7 +90,9 @@ public struct RadioSimulation: Sendable {
     return c
   }
 
+  /// A phone's public identity address; a beacon's static random one.
   static func address(_ i: Int) -> BDAddress { BDAddress(raw: 0x0C00_0000_0000 | UInt64(i)) }
+  static func beaconAddress(_ i: Int) -> BDAddress { BDAddress(raw: 0xC000_0000_0000 | UInt64(i)) }
 
   /// Whether the monitor asks phones by name before they are away (the
   /// page's answer comes after 50 ms–1.3 s, or after 5.12 s when nobody
@@ -101,8 +107,13 @@ public struct RadioSimulation: Sendable {
     }
   }
 
-  public func run(schedule: ScanScheduleSettings, power: PowerSupply) -> Result {
+  /// Runs the loop; `record`, if given, gets the air, the commands and
+  /// the PDUs heard as they happen (in time order).
+  public func run(
+    schedule: ScanScheduleSettings, power: PowerSupply, record: ((RadioRecord) -> Void)? = nil
+  ) -> Result {
     var loop = Loop(sim: self, schedule: schedule, power: power)
+    loop.record = record
     return loop.run()
   }
 
@@ -111,17 +122,20 @@ public struct RadioSimulation: Sendable {
     let power: PowerSupply
     var monitor: RegionMonitor
     var scheduler: ScanScheduler
-    var rng: SplitMix
-    var timing = ScanTiming.continuous
-    /// When the present settings took effect (the scan's phase).
-    var phase: Int64 = 0
-    var deafUntil: Int64 = 0
+    /// The advertisers' paces, advDelays and losses: the air alone.
+    var air: SplitMix
+    /// Whether pages are answered and when.
+    var pages: SplitMix
+    var record: ((RadioRecord) -> Void)? = nil
+    var scanner: SimulatedScanner
     var pendingResume: Int64? = nil
     var dutyIntegral = 0.0
     var dutyFrom: Int64 = 0
     var changes = 0
-    var commands: [(t: Int64, command: HCICommand)] = []
+    /// Each advertiser's next PDU: when, and on which channel (0, 1, 2 for
+    /// 37, 38, 39).
     var next: [Int64]
+    var channel: [Int]
     /// Name requests awaiting their answer: (when, address, found).
     var answers: [(t: Int64, address: BDAddress, found: Bool)] = []
     public var nameRequestsSent = 0
@@ -135,16 +149,23 @@ public struct RadioSimulation: Sendable {
       monitor = RegionMonitor(config: sim.config(), emitRange: false)
       monitor.nameRequests = sim.nameRequests
       scheduler = ScanScheduler(settings: schedule)
-      rng = SplitMix(seed: sim.seed)
+      scanner = SimulatedScanner(switchMicros: Self.micros(sim.switchSeconds))
+      air = SplitMix(seed: sim.seed)
+      pages = SplitMix(seed: sim.seed ^ 0x9A6E)
       next = Array(repeating: 0, count: sim.advertisers.count)
+      channel = Array(repeating: 0, count: sim.advertisers.count)
       awakeInterval = sim.advertisers.map(\.interval)
       end = Int64(sim.hours * 3600e6)
     }
 
     static func micros(_ s: Double) -> Int64 { Int64((s * 1e6).rounded()) }
+    /// PDUs of one advertising event follow each other by this (µs).
+    static let channelStep: Int64 = 500
 
     mutating func run() -> Result {
       _ = monitor.start(at: 0, scanning: true)
+      // The scan starts continuous, as the agent's does.
+      for c in scanner.start(at: 0) { record?(.command(t: c.t, c.command)) }
       for i in sim.advertisers.indices { next[i] = firstEvent(i, after: 0) }
       decide(at: 0)
       while true {
@@ -177,19 +198,19 @@ public struct RadioSimulation: Sendable {
           continue
         }
         guard who >= 0 else { break }
-        event(who, at: t)
+        pdu(who, at: t)
       }
       account(to: end)
       return Result(
         hours: sim.hours, meanDuty: dutyIntegral / Double(end), byClass: byClass,
-        settingChanges: changes, commands: commands, nameRequests: nameRequestsSent)
+        settingChanges: changes, nameRequests: nameRequestsSent)
     }
 
     /// Duty integrated up to `t` (deaf while settings change).
     mutating func account(to t: Int64) {
       guard t > dutyFrom else { return }
-      let heard = max(dutyFrom, min(t, deafUntil))
-      dutyIntegral += Double(t - heard) * timing.duty
+      let heard = max(dutyFrom, min(t, scanner.deafUntil))
+      dutyIntegral += Double(t - heard) * scanner.timing.duty
       dutyFrom = t
     }
 
@@ -201,18 +222,11 @@ public struct RadioSimulation: Sendable {
           need: { m.fullDutyNeeded(at: now, sampledDuty: $0, allowance: $1) })
       else { return }
       account(to: now)
-      timing = new
       changes += 1
-      deafUntil = now + Self.micros(sim.switchSeconds)
-      phase = deafUntil
-      if sim.keepCommands {
-        commands.append((now, .leSetScanEnable(false)))
-        commands.append((now, .leSetScanParameters(type: .passive, timing: new)))
-        commands.append((deafUntil, .leSetScanEnable(true)))
-      }
+      for c in scanner.change(to: new, at: now) { record?(.command(t: c.t, c.command)) }
       take(monitor.scanPaused(at: now), at: now)
       take(monitor.scanDutyChanged(to: new.duty, at: now), at: now)
-      pendingResume = deafUntil
+      pendingResume = scanner.deafUntil
     }
 
     func present(_ i: Int, at s: Double) -> Bool {
@@ -242,48 +256,48 @@ public struct RadioSimulation: Sendable {
 
     mutating func pickPace(_ i: Int) {
       let a = sim.advertisers[i]
-      awakeInterval[i] = a.interval + rng.unit() * (a.slowest - a.interval)
+      awakeInterval[i] = a.interval + air.unit() * (a.slowest - a.interval)
     }
 
-    mutating func event(_ i: Int, at t: Int64) {
+    /// One PDU of advertiser `i` at `t`: on the air unless lost, heard if
+    /// the controller listens on its channel then.
+    mutating func pdu(_ i: Int, at t: Int64) {
       let a = sim.advertisers[i]
-      if heard(at: t, loss: a.loss) {
-        account(to: t)
-        switch a.kind {
-        case .beacon:
-          let id = BeaconID(uuid: RadioSimulation.uuid, major: 1, minor: a.minor)
-          let address = BDAddress(raw: 0xC000_0000_0000 | UInt64(i))
-          take(
-            monitor.report(
-              at: t, beacon: IBeacon(id: id, measuredPower: -59), address: address, rssi: -60),
-            at: t)
-        case .phone:
-          take(
-            monitor.report(
-              at: t, address: RadioSimulation.address(i), type: .public, rssi: -60, txPower: nil),
-            at: t)
+      let c = channel[i]
+      if air.unit() >= a.loss {
+        record?(.air(t: t, channel: UInt8(37 + c), advertiser: i))
+        if scanner.hears(at: t, channel: UInt8(37 + c)) {
+          record?(.heard(t: t, channel: UInt8(37 + c), advertiser: i))
+          account(to: t)
+          switch a.kind {
+          case .beacon:
+            let id = BeaconID(uuid: RadioSimulation.uuid, major: 1, minor: a.minor)
+            take(
+              monitor.report(
+                at: t, beacon: IBeacon(id: id, measuredPower: -59),
+                address: RadioSimulation.beaconAddress(i), rssi: -60),
+              at: t)
+          case .phone:
+            take(
+              monitor.report(
+                at: t, address: RadioSimulation.address(i), type: .public, rssi: -60,
+                txPower: nil),
+              at: t)
+          }
+          // Every report may move the need (a region entered, a deadline
+          // later): the host asks again once the report is in.
+          decide(at: t + 1)
         }
-        // Every report may move the need (a region entered, a deadline
-        // later): the shell asks again after each.
-        decide(at: t)
       }
-      let step = Self.micros(awakeInterval[i] + rng.unit() * 0.010)
-      next[i] = firstEvent(i, after: t + step)
-    }
-
-    /// Whether the controller hears one of the event's three PDUs.
-    mutating func heard(at t: Int64, loss: Double) -> Bool {
-      guard t >= deafUntil else { return false }
-      let interval = max(1, Int64(timing.interval) * 625)
-      let window = Int64(timing.window) * 625
-      for channel in 0..<3 {
-        let pdu = t + Int64(channel) * 500
-        let offset = pdu - phase
-        let k = offset / interval
-        guard Int(k % 3) == channel, offset - k * interval < window else { continue }
-        return rng.unit() >= loss
+      if c < 2 {
+        channel[i] = c + 1
+        next[i] = t + Self.channelStep
+        return
       }
-      return false
+      channel[i] = 0
+      let start = t - 2 * Self.channelStep
+      let step = Self.micros(awakeInterval[i] + air.unit() * 0.010)
+      next[i] = firstEvent(i, after: start + step)
     }
 
     mutating func take(_ events: [MonitorEvent], at t: Int64) {
@@ -293,8 +307,8 @@ public struct RadioSimulation: Sendable {
           let i = sim.advertisers.indices.first(where: { RadioSimulation.address($0) == address })
         else { continue }
         let s = Double(t) / 1e6
-        if present(i, at: s) && rng.unit() < 0.95 {
-          answers.append((t + Self.micros(0.05 + rng.unit() * 1.25), address, true))
+        if present(i, at: s) && pages.unit() < 0.95 {
+          answers.append((t + Self.micros(0.05 + pages.unit() * 1.25), address, true))
         } else {
           answers.append((t + Self.micros(5.12), address, false))
         }
@@ -311,13 +325,27 @@ public struct RadioSimulation: Sendable {
           } else if let left = a.present.last(where: { $0.upperBound <= s })?.upperBound {
             l.exits.append(s - left)
           }
-        } else if let span = a.present.first(where: { $0.contains(s) }) {
-          l.enters.append(s - span.lowerBound)
+        } else if let span = a.present.first(where: { $0.contains(s + 1e-6) }) {
+          // Times are whole µs: an enter on an advertiser's first PDU may
+          // round to just before its coming.
+          l.enters.append(max(0, s - span.lowerBound))
         }
         byClass[key] = l
       }
     }
   }
+}
+
+/// What the closed loop did, as it happened, for a capture of it
+/// (`RadioCapture`). Times are µs from the simulation's start; channels
+/// are the advertising channels' numbers, 37–39.
+public enum RadioRecord: Sendable {
+  /// A PDU that reached the air unlost: a sniffer on its channel hears it.
+  case air(t: Int64, channel: UInt8, advertiser: Int)
+  /// A command the schedule sent.
+  case command(t: Int64, HCICommand)
+  /// A PDU the scanning controller heard (and reported).
+  case heard(t: Int64, channel: UInt8, advertiser: Int)
 }
 
 extension RadioSimulation {

@@ -58,6 +58,8 @@ public final class AgentMonitor {
   /// The scan scheduler's shell (live, unless the duty is `full`).
   private var duty: ScanDutyControl?
   private var power: PowerSupplyReader?
+  /// A replay heard through a simulated radio (`--radio`), if any.
+  public var replayRadio: ReplayRadio?
 
   public init(loop: EventLoop, driver: MonitorDriver, proximityLog: ProximityLogWriter? = nil) {
     self.loop = loop
@@ -388,6 +390,30 @@ public final class AgentMonitor {
 
   /// One record of a replay into the monitor, in capture time.
   private func replay(_ record: CaptureRecord, with replay: inout CaptureReplay) {
+    if replayRadio != nil {
+      let t = record.timestamp
+      beginReplay(at: t)
+      let driver = self.driver
+      let need: ReplayRadio.Need = {
+        driver.monitor.fullDutyNeeded(at: $0, sampledDuty: $1, allowance: $2)
+      }
+      radioSteps(replayRadio!.advance(to: t, need: need))
+      guard replayRadio!.hears(record) else {
+        driver.advance(to: t)
+        return
+      }
+      var reported = false
+      replay.handle(
+        record,
+        report: { t, r in
+          for o in self.reportObservers { o(r) }
+          driver.report(at: t, r)
+          reported = true
+        },
+        event: { t, _ in driver.advance(to: t) })
+      if reported { radioSteps(replayRadio!.decide(at: t + 1, need: need)) }
+      return
+    }
     replay.handle(
       record,
       report: { t, r in
@@ -399,6 +425,19 @@ public final class AgentMonitor {
         self.beginReplay(at: t)
         self.driver.advance(to: t)
       })
+  }
+
+  /// Tells the monitor what the replay's simulated scan did.
+  private func radioSteps(_ steps: [ReplayRadio.Step]) {
+    for step in steps {
+      switch step {
+      case .changed(let t, let duty):
+        driver.scanPaused(at: t)
+        driver.scanDutyChanged(to: duty, at: t)
+      case .resumed(let t):
+        driver.scanResumed(at: t)
+      }
+    }
   }
 
   private func beginReplay(at t: Int64) {

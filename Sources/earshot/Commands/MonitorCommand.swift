@@ -19,6 +19,14 @@ let monitorCommand = Command(
     regions are unknown (no exits) until it is back. SIGINT/SIGTERM stop it,
     restoring the scan and saving the region states.
 
+    With --radio battery|mains, the replay is heard through a simulated
+    radio: the scan scheduler picks the settings from what the regions need,
+    as live ([scanner] duty, on that power source), and only what a scanner
+    with those settings hears goes to the monitor (a sniffer's PDU if it
+    came on the channel listened to then, an HCI report whenever a window is
+    open). --radio-write FILE writes the scheduler's HCI commands with their
+    times and every report heard as btsnoop (docs/scanning.md).
+
     With --log FILE (or [log] enabled = true) the events also go to the
     proximity log: region events, one sighting row per beacon per [log]
     interval from the range events, adapter up/down.
@@ -28,6 +36,8 @@ let monitorCommand = Command(
     .value("input", "FILE", "Replay a capture (btsnoop, pcap, pcapng) instead of scanning"),
     paceOption,
     startAtOption,
+    .value("radio", "battery|mains", "Replay through a simulated radio on this power source"),
+    .value("radio-write", "FILE", "With --radio: write its commands and heard reports (btsnoop)"),
     .flag("no-range", "Leave out range lines"),
     .value("state", "FILE", "State file (default: [state] path live; none when replaying)"),
     .flag("no-hooks", "Do not run on_enter/on_exit hooks"),
@@ -61,6 +71,18 @@ func runMonitor(_ args: Arguments) throws -> Int32 {
     config: config, path: args.value("log"), replay: input != nil,
     report: { Console.error("earshot monitor: proximity log: \($0)\n") })
   let agent = AgentMonitor(loop: try EventLoop(), driver: driver, proximityLog: writer)
+  let radioWrite = args.value("radio-write")
+  if let power = args.value("radio") {
+    guard input != nil else { throw UsageError("--radio needs --input CAPTURE") }
+    guard let source = PowerSupply(rawValue: power) else {
+      throw UsageError("--radio expects battery or mains, not '\(power)'")
+    }
+    agent.replayRadio = ReplayRadio(
+      settings: ScanScheduleSettings(policy: config.scanner.duty), power: source,
+      keepCapture: radioWrite != nil)
+  } else if radioWrite != nil {
+    throw UsageError("--radio-write needs --radio battery|mains")
+  }
   agent.observe { Console.line(MonitorEventFormatter.json($0)) }
   guard let input else {
     Console.lineBuffered = true
@@ -85,6 +107,16 @@ func runMonitor(_ args: Arguments) throws -> Int32 {
   }
   Console.flush()
   driver.finish()
+  if var radio = agent.replayRadio {
+    Console.error(
+      "earshot monitor: simulated radio heard \(radio.heard) of "
+        + "\(radio.heard + radio.missed) advertising records\n")
+    if let radioWrite {
+      let sink = try FileSink(creating: radioWrite)
+      try sink.write(radio.takeCapture())
+      try sink.flush()
+    }
+  }
   if let writer, !writer.close() {
     throw CommandFailure(
       "the proximity log \(writer.settings.path) could not be written: "

@@ -36,14 +36,17 @@ let simulateCommand = Command(
     and --phones phones (200 ms-1 s, 20-60 s silences while locked), 30 %
     loss, each coming and going, for --hours. Prints the mean duty, exits,
     enters and false exits on battery, on mains, at full duty, and as
-    before the scheduler ("today": full duty, no name requests); --write
-    FILE gets the HCI commands of the battery run as JSON lines
-    ({"t":SECONDS,"command":HEX}).
+    before the scheduler ("today": full duty, no name requests). --write
+    DIR gets two captures of the battery run: DIR/air.pcap, a sniffer's
+    capture (link type 256, with each PDU's channel) of every PDU that
+    reached the air unlost, and DIR/scan.btsnoop, the scheduler's HCI
+    commands with their times and a report for every PDU the controller
+    heard; the air of one simulated hour is about 25 MB.
     """,
   options: [
     .value(
       "write", "FILE",
-      "Where to write the capture, or the directory for house (required but for radio)"),
+      "Where to write the capture, or the directory for house and radio (required but for radio)"),
     .value("reports", "N", "How many reports (busy-room; default 2000)"),
     .value("spec", "FILE", "Scenario description (scenario)"),
     .value("truth", "FILE", "Where to write the scenario's ground truth"),
@@ -116,6 +119,13 @@ func runScenario(_ args: Arguments, path: String) throws -> Int32 {
   return 0
 }
 
+/// Creates `directory` unless it is there.
+func makeDirectory(_ directory: String) throws {
+  if mkdir(directory, 0o755) != 0 && errno != EEXIST {
+    throw CommandFailure("cannot create \(directory): \(String(cString: strerror(errno)))")
+  }
+}
+
 func runHouse(_ args: Arguments, directory: String) throws -> Int32 {
   guard let spec = args.value("spec") else { throw UsageError("house needs --spec FILE") }
   let house: House
@@ -124,9 +134,7 @@ func runHouse(_ args: Arguments, directory: String) throws -> Int32 {
   } catch let e as ConfigErrors {
     throw CommandFailure("problems in the house:\n\(e.description)")
   }
-  if mkdir(directory, 0o755) != 0 && errno != EEXIST {
-    throw CommandFailure("cannot create \(directory): \(String(cString: strerror(errno)))")
-  }
+  try makeDirectory(directory)
   let sinks = try house.receivers.map { try FileSink(creating: "\(directory)/\($0.name).btsnoop") }
   for sink in sinks { try sink.write(HouseCapture.header(house)) }
   var failure: Error?

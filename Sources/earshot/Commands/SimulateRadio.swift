@@ -31,19 +31,16 @@ func runSimulateRadio(_ args: Arguments) throws -> Int32 {
       "policy   duty %  class   exits  exit median s  enters  enter median s  false exits"
     )
   }
+  let directory = args.value("write")
+  if let directory { try makeDirectory(directory) }
   for (name, policy, power, names) in rows {
     sim.nameRequests = names
-    sim.keepCommands = args.value("write") != nil && name == "battery"
-    let r = sim.run(schedule: ScanScheduleSettings(policy: policy), power: power)
-    if sim.keepCommands, let path = args.value("write") {
-      let sink = try FileSink(creating: path)
-      for (t, c) in r.commands {
-        var j = JSONLine()
-        j.addRaw("t", ReportFormatter.seconds(t))
-        j.add("command", c.packet.withUnsafeBytes { $0.hexString })
-        try sink.write(Array((j.line + "\n").utf8))
-      }
-      try sink.flush()
+    let schedule = ScanScheduleSettings(policy: policy)
+    let r: RadioSimulation.Result
+    if let directory, name == "battery" {
+      r = try writeRadioCapture(sim, schedule: schedule, power: power, to: directory)
+    } else {
+      r = sim.run(schedule: schedule, power: power)
     }
     for key in r.byClass.keys.sorted() {
       let l = r.byClass[key]!
@@ -74,6 +71,34 @@ func runSimulateRadio(_ args: Arguments) throws -> Int32 {
     }
   }
   return 0
+}
+
+/// Runs `sim` writing DIR/air.pcap and DIR/scan.btsnoop (`RadioCapture`)
+/// as they grow.
+private func writeRadioCapture(
+  _ sim: RadioSimulation, schedule: ScanScheduleSettings, power: PowerSupply,
+  to directory: String
+) throws -> RadioSimulation.Result {
+  let air = try FileSink(creating: directory + "/air.pcap")
+  let scan = try FileSink(creating: directory + "/scan.btsnoop")
+  var capture = RadioCapture(sim)
+  var failure: (any Error)?
+  func drain() {
+    let (a, s) = capture.takeBytes()
+    do {
+      try air.write(a)
+      try scan.write(s)
+    } catch { failure = failure ?? error }
+  }
+  let r = sim.run(schedule: schedule, power: power) { record in
+    capture.add(record)
+    if capture.airPDUs % 65_536 == 0 { drain() }
+  }
+  drain()
+  if let failure { throw failure }
+  try air.flush()
+  try scan.flush()
+  return r
 }
 
 private func median(_ xs: [Double]) -> Double? {

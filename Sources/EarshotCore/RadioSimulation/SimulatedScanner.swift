@@ -1,0 +1,57 @@
+/// A controller scanning by the settings it was given, for runs with no
+/// radio: the closed loop (`RadioSimulation`) and replays through a
+/// simulated radio (`ReplayRadio`). It listens on one advertising channel
+/// per scan interval, 37 first after each enable and rotating, for the
+/// window at the interval's start; while its settings change (scan
+/// disable, parameters, enable) it hears nothing for `switchMicros`.
+///
+/// Guarantee: `hears` follows only the commands `change` returned, so a
+/// capture of the air filtered by those commands' windows (a command at
+/// `t` governs PDUs at `t` and later) gives the same PDUs.
+public struct SimulatedScanner: Sendable {
+  public private(set) var timing = ScanTiming.continuous
+  /// Deaf before this (µs): the settings are changing.
+  public private(set) var deafUntil: Int64 = 0
+  /// When the present settings took effect: the scan intervals count
+  /// from here.
+  private var phase: Int64 = 0
+  public let switchMicros: Int64
+
+  public init(switchMicros: Int64 = 3000) { self.switchMicros = switchMicros }
+
+  /// The commands that start the scan, continuous, at `t`.
+  public mutating func start(at t: Int64) -> [(t: Int64, command: HCICommand)] {
+    timing = .continuous
+    phase = t
+    deafUntil = t
+    return [
+      (t, .leSetScanParameters(type: .passive, timing: timing)), (t, .leSetScanEnable(true)),
+    ]
+  }
+
+  /// Takes `new` at `now`; returns the commands, with their times.
+  public mutating func change(to new: ScanTiming, at now: Int64) -> [(
+    t: Int64, command: HCICommand
+  )] {
+    timing = new
+    deafUntil = now + switchMicros
+    phase = deafUntil
+    return [
+      (now, .leSetScanEnable(false)), (now, .leSetScanParameters(type: .passive, timing: new)),
+      (deafUntil, .leSetScanEnable(true)),
+    ]
+  }
+
+  /// Whether a PDU at `t` on `channel` (37–39) is heard. With no channel
+  /// (a report from an HCI capture does not say on which it came), it is
+  /// heard whenever a window is open.
+  public func hears(at t: Int64, channel: UInt8?) -> Bool {
+    guard t >= deafUntil else { return false }
+    let interval = max(1, Int64(timing.interval) * 625)
+    let window = Int64(timing.window) * 625
+    let offset = t - phase
+    let k = offset / interval
+    guard offset - k * interval < window else { return false }
+    return channel.map { Int($0) == 37 + Int(k % 3) } ?? true
+  }
+}
