@@ -140,6 +140,28 @@ final class MonitorDutyTests: XCTestCase {
       m.fullDutyNeeded(at: s, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)), s)
   }
 
+  /// A pace learnt from a few gaps has a wide loss bound, and sampling
+  /// learns no more: full duty until 64 gaps are in.
+  func testAPaceLearntFromFewGapsKeepsFullDutyUntilSettled() {
+    var c = Config()
+    c.regions = [region("desk", major: 1, minor: 10, exitAfter: .auto)]
+    var m = RegionMonitor(config: c, emitRange: false)
+    _ = m.start(at: 0, scanning: true)
+    let allowance = ExitAllowance(confirmSpans: 1)
+    var t: Int64 = 0
+    for k in 0...70 {
+      t = Int64(k) * 100_000
+      _ = m.report(
+        at: t, beacon: IBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
+      let need = m.fullDutyNeeded(at: t, sampledDuty: 0.04, allowance: allowance)
+      if k == 20 {
+        XCTAssertNotNil(m.exitTimeout(region: "desk"), "learnt from 20 gaps")
+        XCTAssertEqual(need, t, "but not settled: full duty")
+      }
+      if k == 70 { XCTAssertGreaterThan(try! XCTUnwrap(need), t + s, "settled: sampled") }
+    }
+  }
+
   func testNoExitWhileSampledAndTheConfirmSpanAfterTheRaise() {
     var m = learnt()
     let last: Int64 = 29_900_000

@@ -85,16 +85,23 @@ public struct RegionMonitor: Sendable {
     /// What a second of its silence says at each duty (nil: too few gaps
     /// learnt at full duty to say).
     let evidence: SilenceEvidence?
+    /// Enough gaps learnt for the loss bound to be near the loss
+    /// (`AdvertisingIntervalEstimator.isSettled`).
+    let settled: Bool
     /// `seconds` in microseconds, and the end it gives: worked out once,
     /// since deadlines are asked for at every report.
     let micros: Int64
     let end: Int64
 
-    init(lastSeen: Int64, seconds: Double, beacon: TrackKey, evidence: SilenceEvidence?) {
+    init(
+      lastSeen: Int64, seconds: Double, beacon: TrackKey, evidence: SilenceEvidence?,
+      settled: Bool
+    ) {
       self.lastSeen = lastSeen
       self.seconds = seconds
       self.beacon = beacon
       self.evidence = evidence
+      self.settled = settled
       micros = Int64((seconds * 1e6).rounded())
       end = lastSeen &+ micros
     }
@@ -855,6 +862,10 @@ public struct RegionMonitor: Sendable {
       guard regions[i].state != .unknown, let plan = silence(i), plan.evidence != nil else {
         return now
       }
+      // Gaps are learnt only in long full-duty spans, which sampling
+      // rarely gives: a pace learnt from the first few gaps would keep
+      // their wide loss bound (and a long timeout) for the whole run.
+      if isAuto(i), let h = regions[i].holder, !h.settled { return now }
       guard
         let a = listening.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty)
       else { continue }  // paused: asked again when scanning resumes
@@ -946,7 +957,7 @@ public struct RegionMonitor: Sendable {
   private func holder(_ b: TrackedBeacon) -> Holder {
     Holder(
       lastSeen: b.track.lastSeen, seconds: beaconTimeout(b), beacon: b.track.id,
-      evidence: Self.evidence(b))
+      evidence: Self.evidence(b), settled: b.interval.isSettled)
   }
 
   /// The same for the record at `position`, read in place.

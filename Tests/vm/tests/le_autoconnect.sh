@@ -99,6 +99,17 @@ stop_advertising_loop hci1
 kill -INT $BTMON; wait $BTMON 2>/dev/null
 btmon -r trace.btsnoop >trace.txt 2>&1
 check "btmon: the kernel created the LE connections" grep -q 'LE Create Connection\|LE Extended Create Connection' trace.txt
+# The kernel's background scan: passive, at the adapter's own timing
+# (le_scan_window/le_scan_interval, one system-wide setting, the same for
+# every device it waits for): what the cooperative route would give Earshot.
+awk '/Set Extended Scan Parameters|LE Set Scan Parameters/ { p = 1; line = ""; next }
+  p && /Type:/ { line = $2 }
+  p && /Interval:/ { line = line " " $2 }
+  p && /Window:/ { print line " " $2; p = 0 }' trace.txt >params.txt
+uniq -c params.txt | head -20
+check "btmon: the kernel's background scan is passive, 30 ms every 60 ms" \
+  grep -q '^Passive 60.000 30.000$' params.txt
+check "btmon: no active scan on hci0" sh -c '! grep -q "^Active" params.txt'
 for f in stopped scanning "scanning, again" "after Earshot"; do [ -f "$f.seconds" ] && echo "reconnect $f: $(cat "$f.seconds") s"; done
 grep -E 'scanning|sharing|another program' run.log | head -20
 stop_btvirt

@@ -4,6 +4,8 @@
 start_system_bus
 start_bluetoothd bluetoothd.log
 start_btvirt -L -l2
+btmon -w trace.btsnoop >/dev/null 2>&1 &
+BTMON=$!
 addr=$(adapter_address hci0)
 wait_for 20 bluetoothd_lists "$addr" || fail "bluetoothd does not list hci0"
 
@@ -32,13 +34,19 @@ echo "scan off" >&3
 check "bluetoothd stopped discovering" wait_for 10 grep -q 'Discovery stopped' ctl.out
 
 # The other way round: earshot scans first; bluetoothd's discovery takes the
-# scan over (the kernel disables Earshot's scan and starts its own), earshot
-# reads its reports, and takes scanning back when discovery stops.
+# scan over (the kernel disables Earshot's scan and starts its own), finds
+# a device it had forgotten, earshot reads its reports, and takes scanning
+# back when discovery stops.
+# (bluetoothd drops a device found by discovery once discovery stops.)
+dev=$(adapter_address hci1)
+check "bluetoothd has forgotten the advertiser" wait_for 10 grep -q "DEL.*Device $dev" ctl.out
+found() { [ "$(grep -c "NEW.*Device $dev" ctl.out)" -ge 2 ]; }
 "$EARSHOT" scan --adapter hci0 >both.out 2>both.err &
 SCAN=$!
 check "earshot scans on its own first" wait_for 10 grep -q 'hci0: scanning (legacy commands' both.err
 echo "scan on" >&3
 check "discovery started while earshot scans" wait_for 15 bash -c "[ \$(grep -c 'Discovery started' ctl.out) -ge 2 ]"
+check "bluetoothd's discovery finds the advertiser again while earshot scans" wait_for 15 found
 check "earshot notices and reads bluetoothd's reports" wait_for 10 grep -q 'already scanning' both.err
 echo "scan off" >&3
 scans() { [ "$(grep -c 'hci0: scanning' both.err)" -ge 2 ]; }
@@ -50,5 +58,21 @@ kill -INT $SCAN; wait $SCAN
 cat both.err
 echo quit >&3
 exec 3>&-
+
+# What the cooperative route would give Earshot (docs/scanning.md): the
+# kernel's discovery for bluetoothd scans actively (scan requests to every
+# scannable advertiser) with its window equal to its interval, at full duty,
+# whoever asks; Earshot's own scans are passive.
+kill $BTMON 2>/dev/null; wait $BTMON 2>/dev/null
+btmon -r trace.btsnoop >trace.txt 2>&1
+awk '/Set Extended Scan Parameters|LE Set Scan Parameters/ { p = 1; line = ""; next }
+  p && /Type:/ { line = $2 }
+  p && /Interval:/ { line = line " " $2 }
+  p && /Window:/ { print line " " $2; p = 0 }' trace.txt >params.txt
+sort params.txt | uniq -c
+check "btmon: the kernel's discovery scans actively" grep -q '^Active ' params.txt
+check "btmon: ... at full duty (window = interval)" \
+  awk '$1 == "Active" { n++; if ($2 != $3) bad = 1 } END { exit !(n > 0 && !bad) }' params.txt
+check "btmon: every scan earshot set up is passive" grep -q '^Passive ' params.txt
 stop_advertising_loop hci1
 stop_btvirt
