@@ -28,7 +28,7 @@ final class RadioReplayTests: XCTestCase {
     let air = try read("sim/air.pcap")
     let (simHeard, pdus) = try RadioCaptureCheck.filter(air: air, by: simSpans)
     XCTAssertEqual(simHeard, simReports)
-    XCTAssertGreaterThan(pdus, 10 * simReports.count, "the air at 30 % loss, heard on battery")
+    XCTAssertLessThan(simReports.count, pdus / 4, "the air at 30 % loss, sampled on battery")
 
     // The same air replayed into `earshot monitor` through the radio.
     let config = "\(directory)/earshot.conf"

@@ -37,7 +37,7 @@ public struct ScanScheduleSettings: Equatable, Sendable {
     mains: ScanTiming = ScanTiming(interval: 0x03C0, window: 0x0060),
     battery: ScanTiming = ScanTiming(interval: 0x04B0, window: 0x0030),
     mainsAllowance: ExitAllowance = ExitAllowance(confirmSpans: 0.75, maxSeconds: 14),
-    batteryAllowance: ExitAllowance = ExitAllowance(confirmSpans: 1.75, maxSeconds: 14),
+    batteryAllowance: ExitAllowance = ExitAllowance(confirmSpans: 1.75, maxSeconds: 16),
     leadSeconds: Double = 0.25, holdSeconds: Double = 2
   ) {
     self.policy = policy

@@ -41,7 +41,7 @@ let simulateCommand = Command(
     capture (link type 256, with each PDU's channel) of every PDU that
     reached the air unlost, and DIR/scan.btsnoop, the scheduler's HCI
     commands with their times and a report for every PDU the controller
-    heard; the air of one simulated hour is about 25 MB.
+    heard; the air of one simulated hour is about 11 MB.
     """,
   options: [
     .value(
@@ -56,6 +56,13 @@ let simulateCommand = Command(
     .value("slow", "N", "iBeacons at 1 s (radio; default 2)"),
     .value("phones", "N", "Phones (radio; default 2)"),
     .value("format", "text|json", "Output (radio; default text)"),
+    .value(
+      "battery-allowance", "SPANS[:MAX]",
+      "How late an auto exit may come on battery, in confirm spans, at most MAX s (radio; default 1.75:16)"
+    ),
+    .value(
+      "mains-allowance", "SPANS[:MAX]",
+      "The same on mains (radio; default 0.75:14)"),
   ],
   run: runSimulate)
 

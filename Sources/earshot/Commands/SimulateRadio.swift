@@ -21,6 +21,19 @@ func runSimulateRadio(_ args: Arguments) throws -> Int32 {
   var sim = RadioSimulation.house(
     hours: hours, seed: seed, fastBeacons: fast, slowBeacons: slow, phones: phones)
   // "today": full duty and no name requests, as before the scheduler.
+  // An allowance other than the scheduler's, to weigh radio time against
+  // exit latency: SPANS[:MAX_SECONDS].
+  func allowance(_ name: String, _ fallback: ExitAllowance) throws -> ExitAllowance {
+    guard let text = args.value(name) else { return fallback }
+    let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+    guard (1...2).contains(parts.count), let spans = Double(parts[0]), spans >= 0,
+      let most = parts.count == 2 ? Double(parts[1]) : .infinity, most >= 0
+    else { throw UsageError("--\(name) expects SPANS or SPANS:MAX_SECONDS, e.g. 1.75:14") }
+    return ExitAllowance(confirmSpans: spans, maxSeconds: most)
+  }
+  let defaults = ScanScheduleSettings()
+  let battery = try allowance("battery-allowance", defaults.batteryAllowance)
+  let mains = try allowance("mains-allowance", defaults.mainsAllowance)
   let rows: [(String, ScanPolicy, PowerSupply, Bool)] = [
     ("battery", .automatic, .battery, true), ("mains", .automatic, .mains, true),
     ("full", .full, .mains, true), ("today", .full, .mains, false),
@@ -35,7 +48,8 @@ func runSimulateRadio(_ args: Arguments) throws -> Int32 {
   if let directory { try makeDirectory(directory) }
   for (name, policy, power, names) in rows {
     sim.nameRequests = names
-    let schedule = ScanScheduleSettings(policy: policy)
+    let schedule = ScanScheduleSettings(
+      policy: policy, mainsAllowance: mains, batteryAllowance: battery)
     let r: RadioSimulation.Result
     if let directory, name == "battery" {
       r = try writeRadioCapture(sim, schedule: schedule, power: power, to: directory)
