@@ -27,6 +27,8 @@ final class RadioReplayTests: XCTestCase {
     let (simSpans, simReports) = try RadioCaptureCheck.readScan(try read("sim/scan.btsnoop"))
     let air = try read("sim/air.pcap")
     let (simHeard, pdus) = try RadioCaptureCheck.filter(air: air, by: simSpans)
+    XCTAssertGreaterThan(simReports.count, 500)
+    XCTAssertGreaterThan(simSpans.count, 5)
     XCTAssertEqual(simHeard, simReports)
     XCTAssertLessThan(simReports.count, pdus / 4, "the air at 30 % loss, sampled on battery")
 
@@ -45,7 +47,6 @@ final class RadioReplayTests: XCTestCase {
     XCTAssertEqual(m.status, 0, m.err)
     XCTAssertTrue(m.out.contains("\"region\":\"house\",\"state\":\"inside\""), m.out)
     let (spans, reports) = try RadioCaptureCheck.readScan(try read("run.btsnoop"))
-    // Phones' PDUs are heard too (they match no region): keep the beacons'.
     let (heard, _) = try RadioCaptureCheck.filter(air: air, by: spans)
     XCTAssertEqual(heard, reports, "the air filtered by the replay's schedule")
     XCTAssertTrue(spans.contains { $0.window < $0.interval }, "the duty fell")
@@ -60,5 +61,11 @@ final class RadioReplayTests: XCTestCase {
     XCTAssertTrue(bad.err.contains("--radio expects battery or mains"), bad.err)
     let noInput = try runEarshot(["monitor", "--config", config, "--radio", "battery"])
     XCTAssertTrue(noInput.err.contains("--radio needs --input CAPTURE"), noInput.err)
+    let paced = try runEarshot([
+      "monitor", "--config", config, "--input", "\(sim)/air.pcap", "--radio", "battery",
+      "--pace", "10",
+    ])
+    XCTAssertEqual(paced.status, 2)
+    XCTAssertTrue(paced.err.contains("leave out --pace"), paced.err)
   }
 }

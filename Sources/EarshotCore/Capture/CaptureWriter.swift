@@ -114,6 +114,14 @@ public struct CaptureWriter {
     return true
   }
 
+  /// Appends an HCI command sent at `micros`.
+  @discardableResult
+  public mutating func append(_ command: HCICommand, at micros: Int64) -> Bool {
+    command.packet.dropFirst().withUnsafeBytes {
+      append(CaptureRecord(timestamp: micros, packet: .hciCommand($0)))
+    }
+  }
+
   /// Hands over the bytes written so far and keeps none, so that a long
   /// capture can go to a file as it grows.
   public mutating func takeBytes() -> [UInt8] {

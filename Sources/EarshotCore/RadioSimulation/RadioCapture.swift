@@ -1,5 +1,5 @@
-/// The closed loop as two captures, each readable by `earshot scan`,
-/// Wireshark and `btmon -r`:
+/// The closed loop as two captures, each readable by `earshot scan` and
+/// Wireshark (`scan` by `btmon -r` too):
 /// - `air`: a sniffer's pcap (LINKTYPE 256, each PDU with its channel in
 ///   the pseudo-header) of every PDU that reached the air unlost, what a
 ///   receiver listening on all three channels all the time would get;
@@ -35,10 +35,7 @@ public struct RadioCapture {
             timestamp: Self.start + t, packet: .linkLayer($0, rssi: -60, channel: channel)))
       }
     case .command(let t, let command):
-      let packet = command.packet
-      packet.dropFirst().withUnsafeBytes {
-        _ = scan.append(CaptureRecord(timestamp: Self.start + t, packet: .hciCommand($0)))
-      }
+      scan.append(command, at: Self.start + t)
     case .heard(let t, _, let i):
       heardPDUs += 1
       let (pdu, address, type, data) = advertisement(i)

@@ -121,17 +121,14 @@ public struct RadioSimulation: Sendable {
     let sim: RadioSimulation
     let power: PowerSupply
     var monitor: RegionMonitor
-    var scheduler: ScanScheduler
+    var radio: SimulatedRadio
     /// The advertisers' paces, advDelays and losses: the air alone.
     var air: SplitMix
     /// Whether pages are answered and when.
     var pages: SplitMix
     var record: ((RadioRecord) -> Void)? = nil
-    var scanner: SimulatedScanner
-    var pendingResume: Int64? = nil
     var dutyIntegral = 0.0
     var dutyFrom: Int64 = 0
-    var changes = 0
     /// Each advertiser's next PDU: when, and on which channel (0, 1, 2 for
     /// 37, 38, 39).
     var next: [Int64]
@@ -148,8 +145,8 @@ public struct RadioSimulation: Sendable {
       self.power = power
       monitor = RegionMonitor(config: sim.config(), emitRange: false)
       monitor.nameRequests = sim.nameRequests
-      scheduler = ScanScheduler(settings: schedule)
-      scanner = SimulatedScanner(switchMicros: Self.micros(sim.switchSeconds))
+      radio = SimulatedRadio(
+        settings: schedule, power: power, switchMicros: Self.micros(sim.switchSeconds))
       air = SplitMix(seed: sim.seed)
       pages = SplitMix(seed: sim.seed ^ 0x9A6E)
       next = Array(repeating: 0, count: sim.advertisers.count)
@@ -162,12 +159,14 @@ public struct RadioSimulation: Sendable {
     /// PDUs of one advertising event follow each other by this (µs).
     static let channelStep: Int64 = 500
 
+    /// Everything happens in time order; at equal times a name answer,
+    /// then a monitor deadline, then the radio's due item, then a PDU (a
+    /// command at `t` governs the PDUs at `t`).
     mutating func run() -> Result {
       _ = monitor.start(at: 0, scanning: true)
-      // The scan starts continuous, as the agent's does.
-      for c in scanner.start(at: 0) { record?(.command(t: c.t, c.command)) }
       for i in sim.advertisers.indices { next[i] = firstEvent(i, after: 0) }
-      decide(at: 0)
+      // The scan starts continuous, as the agent's does.
+      apply(radio.start(at: 0, need: need(0)))
       while true {
         var t = end
         var who = -1
@@ -175,58 +174,62 @@ public struct RadioSimulation: Sendable {
           t = next[i]
           who = i
         }
-        if let k = answers.indices.min(by: { answers[$0].t < answers[$1].t }), answers[k].t <= t {
+        let answer = answers.indices.min { answers[$0].t < answers[$1].t }
+        let deadline = monitor.deadline()
+        let due = radio.nextDue
+        let first = [answer.map { answers[$0].t }, deadline, due, who >= 0 ? t : nil]
+          .compactMap { $0 }.min()
+        guard let first, first < end else { break }
+        if let k = answer, answers[k].t == first {
           let a = answers.remove(at: k)
           take(monitor.nameAnswered(a.address, found: a.found, at: a.t), at: a.t)
           decide(at: a.t)
-          continue
+        } else if deadline == first {
+          take(monitor.advance(to: first), at: first)
+          decide(at: first)
+        } else if due == first {
+          account(to: first)
+          apply(radio.due(at: first, need: need(first)))
+        } else {
+          pdu(who, at: first)
         }
-        if let r = pendingResume, r <= t {
-          account(to: r)
-          pendingResume = nil
-          take(monitor.scanResumed(at: r), at: r)
-          continue
-        }
-        if let d = monitor.deadline(), d <= t {
-          take(monitor.advance(to: d), at: d)
-          decide(at: d)
-          continue
-        }
-        if let r = scheduler.recheckAt, r <= t {
-          decide(at: max(r, 0))
-          if scheduler.recheckAt == r { break }  // cannot happen; guards the loop
-          continue
-        }
-        guard who >= 0 else { break }
-        pdu(who, at: t)
       }
       account(to: end)
       return Result(
         hours: sim.hours, meanDuty: dutyIntegral / Double(end), byClass: byClass,
-        settingChanges: changes, nameRequests: nameRequestsSent)
+        settingChanges: radio.changes, nameRequests: nameRequestsSent)
     }
 
     /// Duty integrated up to `t` (deaf while settings change).
     mutating func account(to t: Int64) {
       guard t > dutyFrom else { return }
-      let heard = max(dutyFrom, min(t, scanner.deafUntil))
-      dutyIntegral += Double(t - heard) * scanner.timing.duty
+      let heard = max(dutyFrom, min(t, radio.scanner.deafUntil))
+      dutyIntegral += Double(t - heard) * radio.scanner.timing.duty
       dutyFrom = t
     }
 
-    mutating func decide(at now: Int64) {
+    func need(_ now: Int64) -> SimulatedRadio.Need {
       let m = monitor
-      guard
-        let new = scheduler.decide(
-          at: now, power: power,
-          need: { m.fullDutyNeeded(at: now, sampledDuty: $0, allowance: $1) })
-      else { return }
+      return { m.fullDutyNeeded(at: $0, sampledDuty: $1, allowance: $2) }
+    }
+
+    mutating func decide(at now: Int64) {
       account(to: now)
-      changes += 1
-      for c in scanner.change(to: new, at: now) { record?(.command(t: c.t, c.command)) }
-      take(monitor.scanPaused(at: now), at: now)
-      take(monitor.scanDutyChanged(to: new.duty, at: now), at: now)
-      pendingResume = scanner.deafUntil
+      apply(radio.decide(at: now, need: need(now)))
+    }
+
+    /// Tells the monitor what the radio did, and records its commands.
+    mutating func apply(_ steps: [SimulatedRadio.Step]) {
+      for c in radio.takeCommands() { record?(.command(t: c.t, c.command)) }
+      for step in steps {
+        switch step {
+        case .changed(let t, let duty):
+          take(monitor.scanPaused(at: t), at: t)
+          take(monitor.scanDutyChanged(to: duty, at: t), at: t)
+        case .resumed(let t):
+          take(monitor.scanResumed(at: t), at: t)
+        }
+      }
     }
 
     func present(_ i: Int, at s: Double) -> Bool {
@@ -266,7 +269,7 @@ public struct RadioSimulation: Sendable {
       let c = channel[i]
       if air.unit() >= a.loss {
         record?(.air(t: t, channel: UInt8(37 + c), advertiser: i))
-        if scanner.hears(at: t, channel: UInt8(37 + c)) {
+        if radio.hears(at: t, channel: UInt8(37 + c)) {
           record?(.heard(t: t, channel: UInt8(37 + c), advertiser: i))
           account(to: t)
           switch a.kind {
@@ -286,7 +289,7 @@ public struct RadioSimulation: Sendable {
           }
           // Every report may move the need (a region entered, a deadline
           // later): the host asks again once the report is in.
-          decide(at: t + 1)
+          radio.reported(at: t)
         }
       }
       if c < 2 {

@@ -394,10 +394,25 @@ public final class AgentMonitor {
       let t = record.timestamp
       beginReplay(at: t)
       let driver = self.driver
-      let need: ReplayRadio.Need = {
+      let need: SimulatedRadio.Need = {
         driver.monitor.fullDutyNeeded(at: $0, sampledDuty: $1, allowance: $2)
       }
-      radioSteps(replayRadio!.advance(to: t, need: need))
+      if !replayRadio!.radio.started { radioSteps(replayRadio!.radio.start(at: t, need: need)) }
+      // The radio's due items and the monitor's deadlines up to `t`, in
+      // time order (a deadline first at equal times, then the radio asked).
+      while true {
+        let d = driver.nextDeadline
+        let r = replayRadio!.radio.nextDue
+        if let d, d <= t, r.map({ d <= $0 }) ?? true {
+          driver.advance(to: d)
+          radioSteps(replayRadio!.radio.decide(at: d, need: need))
+          if driver.nextDeadline == d { break }  // cannot happen; guards the loop
+        } else if let r, r <= t {
+          radioSteps(replayRadio!.radio.due(at: r, need: need))
+        } else {
+          break
+        }
+      }
       guard replayRadio!.hears(record) else {
         driver.advance(to: t)
         return
@@ -411,7 +426,7 @@ public final class AgentMonitor {
           reported = true
         },
         event: { t, _ in driver.advance(to: t) })
-      if reported { radioSteps(replayRadio!.decide(at: t + 1, need: need)) }
+      if reported { replayRadio!.radio.reported(at: t) }
       return
     }
     replay.handle(
@@ -428,7 +443,7 @@ public final class AgentMonitor {
   }
 
   /// Tells the monitor what the replay's simulated scan did.
-  private func radioSteps(_ steps: [ReplayRadio.Step]) {
+  private func radioSteps(_ steps: [SimulatedRadio.Step]) {
     for step in steps {
       switch step {
       case .changed(let t, let duty):

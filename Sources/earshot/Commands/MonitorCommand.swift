@@ -20,12 +20,13 @@ let monitorCommand = Command(
     restoring the scan and saving the region states.
 
     With --radio battery|mains, the replay is heard through a simulated
-    radio: the scan scheduler picks the settings from what the regions need,
-    as live ([scanner] duty, on that power source), and only what a scanner
-    with those settings hears goes to the monitor (a sniffer's PDU if it
-    came on the channel listened to then, an HCI report whenever a window is
-    open). --radio-write FILE writes the scheduler's HCI commands with their
-    times and every report heard as btsnoop (docs/scanning.md).
+    radio: the scan scheduler picks the settings from what the regions need
+    ([scanner] duty, on that power source), and only what a scanner with
+    those settings hears goes to the monitor (a sniffer's PDU if it came on
+    the channel listened to then, an HCI report whenever a window is open);
+    at capture speed, not with --pace. --radio-write FILE writes the
+    scheduler's HCI commands with their times and every report heard as
+    btsnoop (docs/scanning.md).
 
     With --log FILE (or [log] enabled = true) the events also go to the
     proximity log: region events, one sighting row per beacon per [log]
@@ -71,17 +72,26 @@ func runMonitor(_ args: Arguments) throws -> Int32 {
     config: config, path: args.value("log"), replay: input != nil,
     report: { Console.error("earshot monitor: proximity log: \($0)\n") })
   let agent = AgentMonitor(loop: try EventLoop(), driver: driver, proximityLog: writer)
-  let radioWrite = args.value("radio-write")
+  if args.value("radio-write") != nil && args.value("radio") == nil {
+    throw UsageError("--radio-write needs --radio battery|mains")
+  }
+  let radioWrite = try args.value("radio-write").map { try FileSink(creating: $0) }
+  var radioWriteError: (any Error)?
   if let power = args.value("radio") {
     guard input != nil else { throw UsageError("--radio needs --input CAPTURE") }
+    guard pacing == nil else {
+      throw UsageError("--radio replays at capture speed; leave out --pace and --start-at")
+    }
     guard let source = PowerSupply(rawValue: power) else {
       throw UsageError("--radio expects battery or mains, not '\(power)'")
     }
     agent.replayRadio = ReplayRadio(
       settings: ScanScheduleSettings(policy: config.scanner.duty), power: source,
-      keepCapture: radioWrite != nil)
-  } else if radioWrite != nil {
-    throw UsageError("--radio-write needs --radio battery|mains")
+      sink: radioWrite.map { file in
+        { bytes in
+          do { try file.write(bytes) } catch { radioWriteError = radioWriteError ?? error }
+        }
+      })
   }
   agent.observe { Console.line(MonitorEventFormatter.json($0)) }
   guard let input else {
@@ -108,14 +118,12 @@ func runMonitor(_ args: Arguments) throws -> Int32 {
   Console.flush()
   driver.finish()
   if var radio = agent.replayRadio {
+    radio.finish()
     Console.error(
       "earshot monitor: simulated radio heard \(radio.heard) of "
         + "\(radio.heard + radio.missed) advertising records\n")
-    if let radioWrite {
-      let sink = try FileSink(creating: radioWrite)
-      try sink.write(radio.takeCapture())
-      try sink.flush()
-    }
+    if let radioWriteError { throw CommandFailure("--radio-write: \(radioWriteError)") }
+    try radioWrite?.flush()
   }
   if let writer, !writer.close() {
     throw CommandFailure(
