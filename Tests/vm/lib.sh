@@ -267,6 +267,15 @@ stop_advertising_loop() {
   hcitool -i "${1:-hci1}" cmd 0x08 0x000a 00 >/dev/null 2>&1 || true
 }
 
+# scan_params TRACE.txt: each scan parameters command in a btmon text
+# trace, as "TYPE INTERVAL WINDOW" (ms), one per line.
+scan_params() {
+  awk '/Set Extended Scan Parameters|LE Set Scan Parameters/ { p = 1; line = ""; next }
+    p && /Type:/ { line = $2 }
+    p && /Interval:/ { line = line " " $2 }
+    p && /Window:/ { print line " " $2; p = 0 }' "$1"
+}
+
 # beacon_lines FILE: the iBeacon JSON lines with the test beacon's values.
 beacon_lines() {
   grep -F "\"uuid\":\"$BEACON_UUID\",\"major\":$BEACON_MAJOR,\"minor\":$BEACON_MINOR,\"power\":$BEACON_POWER," "$1"

@@ -102,10 +102,7 @@ check "btmon: the kernel created the LE connections" grep -q 'LE Create Connecti
 # The kernel's background scan: passive, at the adapter's own timing
 # (le_scan_window/le_scan_interval, one system-wide setting, the same for
 # every device it waits for): what the cooperative route would give Earshot.
-awk '/Set Extended Scan Parameters|LE Set Scan Parameters/ { p = 1; line = ""; next }
-  p && /Type:/ { line = $2 }
-  p && /Interval:/ { line = line " " $2 }
-  p && /Window:/ { print line " " $2; p = 0 }' trace.txt >params.txt
+scan_params trace.txt >params.txt
 uniq -c params.txt | head -20
 check "btmon: the kernel's background scan is passive, 30 ms every 60 ms" \
   grep -q '^Passive 60.000 30.000$' params.txt

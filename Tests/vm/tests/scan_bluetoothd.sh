@@ -65,10 +65,7 @@ exec 3>&-
 # whoever asks; Earshot's own scans are passive.
 kill $BTMON 2>/dev/null; wait $BTMON 2>/dev/null
 btmon -r trace.btsnoop >trace.txt 2>&1
-awk '/Set Extended Scan Parameters|LE Set Scan Parameters/ { p = 1; line = ""; next }
-  p && /Type:/ { line = $2 }
-  p && /Interval:/ { line = line " " $2 }
-  p && /Window:/ { print line " " $2; p = 0 }' trace.txt >params.txt
+scan_params trace.txt >params.txt
 sort params.txt | uniq -c
 check "btmon: the kernel's discovery scans actively" grep -q '^Active ' params.txt
 check "btmon: ... at full duty (window = interval)" \

@@ -66,10 +66,7 @@ check "sampled again once the desk is outside" \
 kill $BTMON 2>/dev/null; wait $BTMON 2>/dev/null
 btmon -r trace.btsnoop >trace.txt 2>&1
 # Each scan parameters command: type, interval and window on one line.
-awk '/Set Extended Scan Parameters|LE Set Scan Parameters/ { p = 1; line = ""; next }
-  p && /Type:/ { line = $2 }
-  p && /Interval:/ { line = line " " $2 }
-  p && /Window:/ { print line " " $2; p = 0 }' trace.txt >params.txt
+scan_params trace.txt >params.txt
 check "btmon: every scan Earshot set up is passive" \
   sh -c '[ -s params.txt ] && ! grep -qv "^Passive" params.txt'
 check "btmon: full duty first (60 ms every 60 ms)" sh -c 'head -1 params.txt | grep -q "^Passive 60.000 60.000$"'
