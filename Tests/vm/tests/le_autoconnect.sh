@@ -52,7 +52,9 @@ new_link() { connected && [ "$(links_made)" -gt "$1" ]; }
 # reconnect LABEL: drops the link and times the kernel's reconnection.
 reconnect() {
   local before start end
-  connected || { fail "$1: a link to drop"; return; }
+  # The kernel drops an idle link after 2 s and connects again: wait for
+  # one to be up.
+  wait_for 10 connected || { fail "$1: a link to drop (none up within 10 s)"; return; }
   before=$(links_made)
   start=$(date +%s.%N)
   mgmt -i hci0 disconnect -t 1 "$a1"
