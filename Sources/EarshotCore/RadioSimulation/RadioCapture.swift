@@ -62,10 +62,9 @@ public struct RadioCapture {
     let a = advertisers[i]
     switch a.kind {
     case .beacon:
-      let id = BeaconID(uuid: RadioSimulation.uuid, major: 1, minor: a.minor)
       return (
         .advNonconnInd, RadioSimulation.beaconAddress(i), .random,
-        HCIEventEncoder.iBeaconAdvertisingData(IBeacon(id: id, measuredPower: -59))
+        HCIEventEncoder.iBeaconAdvertisingData(a.frame)
       )
     case .phone:
       return (.advInd, RadioSimulation.address(i), .public, [0x02, 0x01, 0x06])

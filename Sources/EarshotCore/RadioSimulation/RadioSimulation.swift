@@ -18,6 +18,11 @@ public struct SimulatedAdvertiser: Sendable {
   /// Seconds from the start.
   public var present: [Range<Double>]
   public var silent: [Range<Double>]
+
+  /// A beacon's iBeacon frame: the house's UUID, major 1, its minor.
+  var frame: IBeacon {
+    IBeacon(id: BeaconID(uuid: RadioSimulation.uuid, major: 1, minor: minor), measuredPower: -59)
+  }
 }
 
 /// A closed loop of the region monitor, the scan scheduler and a radio
@@ -274,11 +279,9 @@ public struct RadioSimulation: Sendable {
           account(to: t)
           switch a.kind {
           case .beacon:
-            let id = BeaconID(uuid: RadioSimulation.uuid, major: 1, minor: a.minor)
             take(
               monitor.report(
-                at: t, beacon: IBeacon(id: id, measuredPower: -59),
-                address: RadioSimulation.beaconAddress(i), rssi: -60),
+                at: t, beacon: a.frame, address: RadioSimulation.beaconAddress(i), rssi: -60),
               at: t)
           case .phone:
             take(

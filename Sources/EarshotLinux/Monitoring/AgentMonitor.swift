@@ -390,56 +390,53 @@ public final class AgentMonitor {
 
   /// One record of a replay into the monitor, in capture time.
   private func replay(_ record: CaptureRecord, with replay: inout CaptureReplay) {
-    if replayRadio != nil {
-      let t = record.timestamp
-      beginReplay(at: t)
-      let driver = self.driver
-      let need: SimulatedRadio.Need = {
-        driver.monitor.fullDutyNeeded(at: $0, sampledDuty: $1, allowance: $2)
-      }
-      if !replayRadio!.radio.started { radioSteps(replayRadio!.radio.start(at: t, need: need)) }
-      // The radio's due items and the monitor's deadlines up to `t`, in
-      // time order (a deadline first at equal times, then the radio asked).
-      while true {
-        let d = driver.nextDeadline
-        let r = replayRadio!.radio.nextDue
-        if let d, d <= t, r.map({ d <= $0 }) ?? true {
-          driver.advance(to: d)
-          radioSteps(replayRadio!.radio.decide(at: d, need: need))
-          if driver.nextDeadline == d { break }  // cannot happen; guards the loop
-        } else if let r, r <= t {
-          radioSteps(replayRadio!.radio.due(at: r, need: need))
-        } else {
-          break
-        }
-      }
-      guard replayRadio!.hears(record) else {
-        driver.advance(to: t)
-        return
-      }
-      var reported = false
-      replay.handle(
-        record,
-        report: { t, r in
-          for o in self.reportObservers { o(r) }
-          driver.report(at: t, r)
-          reported = true
-        },
-        event: { t, _ in driver.advance(to: t) })
-      if reported { replayRadio!.radio.reported(at: t) }
-      return
-    }
+    if replayRadio != nil, !radioHears(record) { return }
+    var reported = false
     replay.handle(
       record,
       report: { t, r in
         self.beginReplay(at: t)
         for o in self.reportObservers { o(r) }
         self.driver.report(at: t, r)
+        reported = true
       },
       event: { t, _ in
         self.beginReplay(at: t)
         self.driver.advance(to: t)
       })
+    if reported { replayRadio?.radio.reported(at: record.timestamp) }
+  }
+
+  /// Through `--radio`: the radio's due items and the monitor's deadlines
+  /// up to the record's time, in time order (a deadline first at equal
+  /// times, then the radio asked); then whether its scanner hears the
+  /// record (time passes for the monitor either way).
+  private func radioHears(_ record: CaptureRecord) -> Bool {
+    let t = record.timestamp
+    beginReplay(at: t)
+    let driver = self.driver
+    let need: SimulatedRadio.Need = {
+      driver.monitor.fullDutyNeeded(at: $0, sampledDuty: $1, allowance: $2)
+    }
+    if !replayRadio!.radio.started { radioSteps(replayRadio!.radio.start(at: t, need: need)) }
+    while true {
+      let d = driver.nextDeadline
+      let r = replayRadio!.radio.nextDue
+      if let d, d <= t, r.map({ d <= $0 }) ?? true {
+        driver.advance(to: d)
+        radioSteps(replayRadio!.radio.decide(at: d, need: need))
+        if driver.nextDeadline == d { break }  // cannot happen; guards the loop
+      } else if let r, r <= t {
+        radioSteps(replayRadio!.radio.due(at: r, need: need))
+      } else {
+        break
+      }
+    }
+    guard replayRadio!.hears(record) else {
+      driver.advance(to: t)
+      return false
+    }
+    return true
   }
 
   /// Tells the monitor what the replay's simulated scan did.
