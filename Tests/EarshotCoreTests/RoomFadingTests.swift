@@ -125,19 +125,93 @@ final class RoomFadingTests: XCTestCase {
     XCTAssertLessThanOrEqual(sorted.last ?? 999, 120, "\(sorted)")
   }
 
-  func testAWanderIsLearntFromTheLinkItself() {
-    // A steady link wanders by nothing; one fading slowly by about its
-    // variogram at 20 s (4 dB, τ 20 s: 16 (1 - e^-1) ≈ 10 dB²).
-    var steady = RoomRule.Wander()
-    var fading = RoomRule.Wander()
+  func testABeaconRestoredToTheWrongRoomGoesBackAndStays() {
+    // Restored (or placed during a fade) in the living room, though the
+    // kitchen is 6 dB closer: the settled levels take it back within
+    // minutes, and it stays.
+    for seed in UInt64(1)...5 {
+      var settings = RoomRule.Settings()
+      settings.placeAfter = 0
+      var restored = RoomRule(settings: settings)
+      restored.restore(.beacon(tag), room: "living")
+      var fades = [
+        Fade(seed: seed &* 5 &+ 1, sigma: 4, tau: 20),
+        Fade(seed: seed &* 5 &+ 2, sigma: 4, tau: 20),
+      ]
+      var changes: [RoomChange] = []
+      for sec in 0..<7200 {
+        for (k, room) in ["kitchen", "living"].enumerated() {
+          let db = (k == 0 ? 14.0 : 20.0) + fades[k].step()
+          let t = Int64(sec) * 1_000_000 + Int64(k) * 400_000
+          changes += restored.sighting(
+            RoomSighting(
+              t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, db / 20), count: 1))
+        }
+      }
+      let back = changes.first { $0.room == "kitchen" }
+      XCTAssertNotNil(back, "seed \(seed)")
+      XCTAssertLessThan(back?.t ?? .max, 600_000_000, "seed \(seed): \(changes)")
+      XCTAssertLessThanOrEqual(changes.count, 3, "seed \(seed): \(changes)")
+      XCTAssertEqual(changes.last?.room, "kitchen", "seed \(seed)")
+    }
+  }
+
+  func testASpreadIsLearntFromTheLinkItself() {
+    // A steady link strays by nothing; one fading slowly (4 dB, τ 20 s)
+    // by about its whole depth, 16 dB², whatever the window averages.
+    var steady = RoomRule.Spread()
+    var fading = RoomRule.Spread()
     var fade = Fade(seed: 7, sigma: 4, tau: 20)
-    for sec in 0..<3600 {
-      let t = Int64(sec) * 1_000_000
-      steady.learn(20, at: t)
-      fading.learn(20 + Float(fade.step()), at: t)
+    for _ in 0..<3600 {
+      steady.learn(0, dt: 1)
+      fading.learn(Float(fade.step()), dt: 1)
     }
     XCTAssertEqual(steady.value, 0)
-    XCTAssertGreaterThan(fading.value, 4)
+    XCTAssertGreaterThan(fading.value, 9)
     XCTAssertLessThan(fading.value, 25)
+    // Until half a minute is learnt the prior stands (a link is thought to
+    // stray 5 dB): a new link does not start out sure of itself.
+    var new = RoomRule.Spread()
+    for _ in 0..<10 { new.learn(0, dt: 1) }
+    XCTAssertEqual(new.value, 25)
+  }
+
+  func testAMoveTheRuleMissedDoesNotWidenTheSpread() {
+    // A link 20 dB off its settled level for minutes (a move not yet seen)
+    // teaches nothing: a spread widened by it would hide the move for good.
+    var spread = RoomRule.Spread()
+    var fade = Fade(seed: 3, sigma: 2, tau: 5)
+    for _ in 0..<600 { spread.learn(Float(fade.step()), dt: 1) }
+    let before = spread.value
+    for _ in 0..<300 { spread.learn(20 + Float(fade.step()), dt: 1) }
+    XCTAssertEqual(spread.value, before)
+    // A fade under 10 dB is always learnt, however calm the link was.
+    var calm = RoomRule.Spread()
+    for _ in 0..<600 { calm.learn(0.1, dt: 1) }
+    calm.learn(9, dt: 1)
+    XCTAssertGreaterThan(calm.value, 0.1)
+  }
+
+  func testASettledLevelStartsAgainAfterAMoveAndTakesInAFade() {
+    var level = RoomRule.SettledLevel()
+    XCTAssertNil(level.value)
+    for sec in 0..<300 {
+      level.add(sec % 2 == 0 ? 9 : 11, at: Int64(sec) * 1_000_000, pending: false)
+    }
+    XCTAssertEqual(level.value ?? 0, 10, accuracy: 0.2)
+    XCTAssertEqual(level.age(at: 300_000_000), 300, accuracy: 0.01)
+    // A room change at 300 s: the means after it are kept apart.
+    var moved = level
+    for sec in 300..<360 { moved.add(30, at: Int64(sec) * 1_000_000, pending: true) }
+    XCTAssertEqual(moved.value ?? 0, 10, accuracy: 0.2)
+    var faded = moved
+    // A move: the level is the means since the change.
+    moved.restart(since: 300_000_000, at: 360_000_000)
+    XCTAssertEqual(moved.value, 30)
+    XCTAssertEqual(moved.age(at: 360_000_000), 60, accuracy: 0.01)
+    // A fade: its minute joins the five before it (one sixth of the weight).
+    faded.join(since: 300_000_000, at: 360_000_000)
+    XCTAssertEqual(faded.value ?? 0, 10 + 20.0 / 6, accuracy: 0.3)
+    XCTAssertEqual(faded.age(at: 360_000_000), 360, accuracy: 0.01)
   }
 }

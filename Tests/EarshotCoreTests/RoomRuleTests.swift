@@ -104,12 +104,13 @@ final class RoomRuleTests: XCTestCase {
 
   func testAChallengerBeatsASilentCurrentRoomsLastLevelAtOnce() {
     var rule = RoomRule(settings: .init(window: 4, switchAfter: 4))
-    _ = feed(&rule, 0...10, [("kitchen", { _ in 4 }), ("hall", { _ in 5 })])
+    // A minute of steady links: learnt to stray by nothing.
+    _ = feed(&rule, 0...60, [("kitchen", { _ in 4 }), ("hall", { _ in 5 })])
     // The kitchen's receiver goes quiet as the beacon walks to 1 m from the hall's.
-    let c = feed(&rule, 11...30, [("hall", { _ in 1 })])
+    let c = feed(&rule, 61...80, [("hall", { _ in 1 })])
     XCTAssertEqual(c.map(\.room), ["hall"])
     guard let first = c.first else { return }
-    XCTAssertLessThanOrEqual(first.t, 20_000_000, "its last level was weak")
+    XCTAssertLessThanOrEqual(first.t, 70_000_000, "its last level was weak")
   }
 
   func testAGapAtTheCurrentRoomShorterThanTwiceSwitchAfterMovesNothing() {
@@ -237,12 +238,12 @@ final class RoomRuleTests: XCTestCase {
     func run(_ advanceEvery: Int) -> [RoomChange] {
       var rule = RoomRule(settings: .init(awayAfter: .seconds(10)))
       var out: [RoomChange] = []
-      for sec in 0...120 {
-        if sec < 40 { out += rule.sighting(s(Double(sec), "kitchen", sec < 20 ? 1 : 5)) }
-        if sec < 40 { out += rule.sighting(s(Double(sec), "hall", sec < 20 ? 5 : 1)) }
+      for sec in 0...200 {
+        if sec < 100 { out += rule.sighting(s(Double(sec), "kitchen", sec < 60 ? 1 : 5)) }
+        if sec < 100 { out += rule.sighting(s(Double(sec), "hall", sec < 60 ? 5 : 1)) }
         if sec % advanceEvery == 0 { out += rule.advance(to: Int64(sec) * 1_000_000) }
       }
-      return out + rule.advance(to: 200_000_000)
+      return out + rule.advance(to: 300_000_000)
     }
     XCTAssertEqual(run(1), run(7))
     XCTAssertEqual(run(1).map(\.room), ["kitchen", "hall", nil])

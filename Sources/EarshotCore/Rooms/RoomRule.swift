@@ -108,64 +108,32 @@ public struct RoomRule: Sendable {
   /// switch_after (under heavy loss and slow fades a receiver misses a
   /// close beacon for ten seconds and more every hour).
   static let silentLimit: Int64 = 30_000_000
-  /// Seconds a link's usual level is averaged over (exponentially): long
-  /// against a fade of tens of seconds, short against a stay of minutes.
-  static let levelTime: Int64 = 60_000_000
   /// A lead this many times the required one gathers evidence this many
   /// times as fast (so a clear move waits a third of switch_after), no more.
   static let strongLead = 3.0
-
-  /// How far one link's mean wanders when nothing moves, learnt from the
-  /// link itself: every `lag` seconds the change of the mean since the
-  /// last mark, half its square averaged (exponentially, over `memory`
-  /// changes). That is the variogram at the lag, the variance of the mean
-  /// as the link's fading moves it on that time scale: small for fast
-  /// fading that the mean averages out, large for fades that last longer
-  /// than the mean. A beacon's moves (one every few minutes) weigh little,
-  /// and a change beyond `clip` standard deviations counts as that many.
-  struct Wander: Sendable {
-    /// Long enough to see fades of tens of seconds, short enough that
-    /// moves weigh little.
-    static let lag: Int64 = 20_000_000
-    /// About ten minutes of changes at `lag`.
-    static let memory: Int16 = 30
-    /// Changes needed before the learnt value counts alone.
-    static let learnt: Int16 = 3
-    /// Until then, at least this (dB²): a link is thought to wander 2.8 dB.
-    static let prior: Float = 8
-    static let clip: Float = 3
-
-    var markTime: Int64 = .min
-    var markMean: Float = 0
-    var variance: Float = 0
-    var count: Int16 = 0
-
-    /// The mean (dB) at `t`.
-    mutating func learn(_ mean: Float, at t: Int64) {
-      guard markTime != .min, t - markTime >= Self.lag else {
-        if markTime == .min {
-          markTime = t
-          markMean = mean
-        }
-        return
-      }
-      // A mark from before a long silence says nothing about this lag.
-      if t - markTime < 2 * Self.lag {
-        var change = mean - markMean
-        if count >= Self.learnt {
-          let limit = Self.clip * (2 * variance).squareRoot()
-          change = max(-limit, min(limit, change))
-        }
-        count = min(count + 1, Self.memory)
-        variance += (change * change / 2 - variance) / Float(count)
-      }
-      markTime = t
-      markMean = mean
-    }
-
-    /// The variance to use (dB²).
-    var value: Double { Double(count >= Self.learnt ? variance : max(variance, Self.prior)) }
-  }
+  /// Seconds a settled level averages over at most: long against fades of
+  /// tens of seconds.
+  static let settledTime: Int64 = 600_000_000
+  /// Seconds after a room change before it is judged a move or a fade:
+  /// longer than a fade.
+  static let confirmAfter: Int64 = 60_000_000
+  /// Seconds a settled level must have averaged before distances from it
+  /// teach a spread (a younger one has followed the fade too closely).
+  static let spreadAfter: Int64 = 20_000_000
+  /// Standard errors by which the lead of the room entered over the room
+  /// left must have grown, from their settled levels to their means since
+  /// the change, for the change to be a move.
+  static let confirmConfidence = 3.0
+  /// Each of the two links must have strayed this many of its own standard
+  /// deviations for a move (a fade is mostly one link's doing).
+  static let moveEach = 1.5
+  /// Seconds one independent look at a link lasts, twice the longest fade
+  /// the rule expects: a settled level of `age` seconds varies as the
+  /// spread times `fadeLook / age`.
+  static let fadeLook = 60.0
+  /// Standard errors of the two settled levels by which another room's
+  /// must lead the current room's to take the beacon back.
+  static let correctConfidence = 1.5
 
   /// Away beacons unheard this long are forgotten (their retained state
   /// already says away).
@@ -180,13 +148,12 @@ public struct RoomRule: Sendable {
     /// log10 of the distance in metres.
     var logs = InlineArray<8, Float>(repeating: 0)
     /// How far this link's means over `window` and over `quickWindow`
-    /// wander (its fading, learnt from its own sightings).
-    var wander = Wander()
-    var quickWander = Wander()
-    /// This link's usual level: its window mean (dB of path loss, 10 n
-    /// log10 d) averaged exponentially over `levelTime`.
-    var level: Float = 0
-    var levelAt: Int64 = .min
+    /// stray from its settled level (its fading, learnt from its own
+    /// sightings).
+    var spread = Spread()
+    var quickSpread = Spread()
+    /// This link's settled level.
+    var settled = SettledLevel()
 
     init(room: Int32) { self.room = room }
 
@@ -224,6 +191,9 @@ public struct RoomRule: Sendable {
     /// When a beacon with no room was first heard (placement waits).
     var firstHeard: Int64? = nil
     var interval = AdvertisingIntervalEstimator()
+    /// A room change not yet confirmed as a move: when it happened and the
+    /// room left.
+    var pending: (since: Int64, from: Int32)? = nil
   }
 
   public private(set) var settings: Settings
@@ -261,7 +231,8 @@ public struct RoomRule: Sendable {
       let k = Self.traceIndex(&states[i], room: room)
       states[i].traces[k].add(s.t, Float(log10(d)))
       states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
-      Self.learnWander(&states[i].traces[k], at: s.t, settings: settings)
+      Self.learnLevels(
+        &states[i].traces[k], at: s.t, pending: states[i].pending != nil, settings: settings)
     } else if let k = states[i].traces.firstIndex(where: { $0.room == room }) {
       states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
     }
@@ -394,7 +365,7 @@ public struct RoomRule: Sendable {
     var score: Double
     var wander: Double
     /// The link's usual level, dB.
-    var usual: Double
+    var usual: Double?
   }
 
   /// The change to make now, if any: `.some(nil)` for away is never made
@@ -415,7 +386,7 @@ public struct RoomRule: Sendable {
     }
     for tr in b.traces where online[Int(tr.room)] {
       if let s = tr.score(since: since) {
-        let l = Level(room: tr.room, score: s, wander: tr.wander.value, usual: Double(tr.level))
+        let l = Level(room: tr.room, score: s, wander: tr.spread.value, usual: tr.settled.value)
         if tr.room == b.current { current = l }
         if better(l, than: best) { best = l }
       } else if tr.room == b.current, settings.confidence > 0, t - tr.lastHeard < silentLimit,
@@ -423,11 +394,11 @@ public struct RoomRule: Sendable {
       {
         // Not heard in the window (loss, a deep fade): its last level
         // stands until it has been silent for `silentLimit`.
-        current = Level(room: tr.room, score: s, wander: tr.wander.value, usual: Double(tr.level))
+        current = Level(room: tr.room, score: s, wander: tr.spread.value, usual: tr.settled.value)
       }
       if settings.quickWindow > 0, let s = tr.score(since: quickSince) {
         let l = Level(
-          room: tr.room, score: s, wander: tr.quickWander.value, usual: Double(tr.level))
+          room: tr.room, score: s, wander: tr.quickSpread.value, usual: tr.settled.value)
         if tr.room == b.current { quickCurrent = l }
         if better(l, than: quickBest) { quickBest = l }
       }
@@ -452,14 +423,25 @@ public struct RoomRule: Sendable {
       b.challenger = nil
       return .some(best.room)
     }
+    if settings.confidence > 0 {
+      if let p = b.pending, t - p.since >= confirmAfter { settle(&b, at: t) }
+      if b.pending == nil, let settled = correction(b, from: room, at: t, online: online) {
+        b.current = settled
+        b.challenger = nil
+        return .some(settled)
+      }
+    }
+    // A beacon that has just changed room may be walking on through it, to
+    // another than the one it left.
+    func onward(_ l: Level) -> Bool { b.pending.map { $0.from != l.room } ?? false }
     // The challenger and how strongly it leads (1: just the required lead).
     var challenger: (room: Int32, strength: Double)? = nil
     if let current {
       if best.room != room {
-        challenger = (best.room, strength(best, over: current, settings))
+        challenger = (best.room, strength(best, over: current, moving: onward(best), settings))
       }
       if let q = quickBest, q.room != room, let qc = quickCurrent {
-        let s = strength(q, over: qc, settings)
+        let s = strength(q, over: qc, moving: onward(q), settings)
         if s > challenger?.strength ?? 0 { challenger = (q.room, s) }
       }
     } else if best.room != room {
@@ -486,22 +468,102 @@ public struct RoomRule: Sendable {
     } else {
       guard b.evidence * 1e6 >= Double(switchAfter) else { return nil }
     }
+    // Judged a move or a fade `confirmAfter` after the first of a run of
+    // changes (a walk through several rooms is one move).
+    if settings.confidence > 0, b.pending == nil { b.pending = (t, room) }
     b.current = challenger.room
     b.challenger = nil
     return .some(challenger.room)
   }
 
+  /// The room change `confirmAfter` ago (or the first of a run of them):
+  /// a move if the lead of the room entered over the room left has grown
+  /// from their settled levels to their means since by `confirmConfidence`
+  /// standard errors, or if the room left no longer hears the beacon; then
+  /// every settled level starts again from its means since. Otherwise a
+  /// fade: those means join the settled levels, which may then take the
+  /// beacon back (`correction`).
+  static func settle(_ b: inout BeaconState, at t: Int64) {
+    guard let (since, from) = b.pending else { return }
+    b.pending = nil
+    var moved = false
+    if let now = b.current, now != from,
+      let entered = b.traces.first(where: { $0.room == now }),
+      let enteredSince = entered.settled.pendingMean, let enteredBefore = entered.settled.value
+    {
+      if let left = b.traces.first(where: { $0.room == from }),
+        let leftSince = left.settled.pendingMean, let leftBefore = left.settled.value
+      {
+        let growth = Double(leftSince - enteredSince) - (leftBefore - enteredBefore)
+        let se = (left.spread.value + entered.spread.value).squareRoot()
+        moved = growth >= confirmConfidence * se
+      } else {
+        moved = true
+      }
+    }
+    for k in b.traces.indices {
+      if moved {
+        b.traces[k].settled.restart(since: since, at: t)
+      } else {
+        b.traces[k].settled.join(since: since, at: t)
+      }
+    }
+  }
+
+  /// The room whose settled level leads the current room's by
+  /// `correctConfidence` standard errors of the two, if any: a beacon
+  /// placed in the wrong room by a fade (or a move seen late) goes back.
+  /// The levels must be `confirmAfter` old, and both links heard lately.
+  static func correction(_ b: BeaconState, from room: Int32, at t: Int64, online: [Bool])
+    -> Int32?
+  {
+    func level(_ tr: Trace) -> Double? {
+      guard online[Int(tr.room)], t - tr.lastHeard < silentLimit else { return nil }
+      return tr.settled.value
+    }
+    guard let c = b.traces.first(where: { $0.room == room }), let current = level(c) else {
+      return nil
+    }
+    var best: (trace: Trace, level: Double)? = nil
+    for tr in b.traces where tr.room != room {
+      if let l = level(tr), l < best?.level ?? current { best = (tr, l) }
+    }
+    guard let best else { return nil }
+    let age = min(c.settled.age(at: t), best.trace.settled.age(at: t))
+    guard age >= Double(confirmAfter) / 1e6 else { return nil }
+    let variance = (c.spread.value + best.trace.spread.value) * min(1, fadeLook / age)
+    let lead = current - best.level
+    return lead >= correctConfidence * variance.squareRoot() ? best.trace.room : nil
+  }
+
   /// A challenger's lead over the current room (dB of path loss) as a
-  /// multiple of the lead required: the margin, and `confidence` standard
-  /// errors of the difference of the two means (their wanders added).
-  /// Below 1 it does not win.
-  static func strength(_ challenger: Level, over current: Level, _ settings: Settings) -> Double {
+  /// multiple of the lead required, below 1 it does not win. The lead
+  /// required is the margin, and also:
+  /// - `confidence` standard errors of the difference of the two means
+  ///   (each link's spread added): it leads whatever their usual lead;
+  /// - or, when both links have strayed from their settled levels the way a
+  ///   move takes them (`moveEach` of their own deviations), their settled
+  ///   lead plus `moveConfidence` standard errors: a move, not a fade;
+  /// - or, `moving` (a beacon that has just changed room, on to another
+  ///   than the one it left), the margin alone: a walk through a room.
+  static func strength(
+    _ challenger: Level, over current: Level, moving: Bool, _ settings: Settings
+  ) -> Double {
     let lead = 10 * settings.exponent * (current.score - challenger.score)
     let se = (current.wander + challenger.wander).squareRoot()
-    // Either it leads by `confidence` standard errors, or its lead has grown
-    // by `moveConfidence` of them over the usual one (a move, not a fade).
-    let usualLead = current.usual - challenger.usual
-    let required = min(settings.confidence * se, usualLead + settings.moveConfidence * se)
+    var required = settings.confidence * se
+    if moving {
+      required = 0
+    } else if let settledC = current.usual, let settledCh = challenger.usual {
+      let dB = 10 * settings.exponent
+      let drop = dB * current.score - settledC
+      let rise = settledCh - dB * challenger.score
+      if drop >= moveEach * current.wander.squareRoot(),
+        rise >= moveEach * challenger.wander.squareRoot()
+      {
+        required = min(required, settledC - settledCh + settings.moveConfidence * se)
+      }
+    }
     switch settings.margin {
     case .decibels(let db):
       let r = max(required, db)
@@ -514,23 +576,25 @@ public struct RoomRule: Sendable {
     }
   }
 
-  /// After a sighting: both means of the trace teach their wanders.
-  static func learnWander(_ tr: inout Trace, at t: Int64, settings: Settings) {
+  /// After a sighting: the window mean joins the link's settled level
+  /// (kept apart while a room change is unconfirmed), and both means teach
+  /// their spreads (their distance from the settled level before it moved),
+  /// once the level is `spreadAfter` old.
+  static func learnLevels(_ tr: inout Trace, at t: Int64, pending: Bool, settings: Settings) {
     guard settings.confidence > 0 else { return }
     let dB = Float(10 * settings.exponent)
-    if let m = tr.score(since: t - Int64(settings.window * 1e6)) {
-      tr.wander.learn(dB * Float(m), at: t)
-      if tr.levelAt == .min {
-        tr.level = dB * Float(m)
-      } else {
-        let a = 1 - exp(-Double(t - tr.levelAt) / Double(levelTime))
-        tr.level += Float(a) * (dB * Float(m) - tr.level)
+    guard let m = tr.score(since: t - Int64(settings.window * 1e6)) else { return }
+    let mean = dB * Float(m)
+    if !pending, let level = tr.settled.value,
+      tr.settled.age(at: t) >= Double(spreadAfter) / 1e6
+    {
+      let dt = Float(t - tr.settled.at) / 1e6
+      tr.spread.learn(mean - Float(level), dt: dt)
+      if settings.quickWindow > 0, let q = tr.score(since: t - Int64(settings.quickWindow * 1e6)) {
+        tr.quickSpread.learn(dB * Float(q) - Float(level), dt: dt)
       }
-      tr.levelAt = t
     }
-    if settings.quickWindow > 0, let m = tr.score(since: t - Int64(settings.quickWindow * 1e6)) {
-      tr.quickWander.learn(dB * Float(m), at: t)
-    }
+    tr.settled.add(mean, at: t, pending: pending)
   }
 
   private func awayTimeout(_ b: BeaconState) -> Double {
