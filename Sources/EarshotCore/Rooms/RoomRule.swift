@@ -17,14 +17,23 @@
 ///   by the lead required for `switchAfter` seconds (each second weighed by
 ///   how far the lead exceeds it, up to three times). The lead required is
 ///   `margin`, and also the smaller of `confidence` standard errors of the
-///   difference of the two rooms' means and their usual lead plus
-///   `moveConfidence` standard errors (a move, not a fade). The standard
-///   errors come from each link's wander, learnt from its own sightings
-///   (`Wander`), so fades that outlast the window widen the margin where
-///   they happen and nowhere else. The challenger may win on the window's
-///   means or on the last `quickWindow` seconds'. A current room that no
-///   longer hears the beacon keeps its last level for `silentLimit`, then
-///   is beaten by any challenger after twice `switchAfter`.
+///   difference of the two rooms' means and, when both links have strayed
+///   the way a move takes them, their settled lead plus `moveConfidence`
+///   standard errors (a move, not a fade). Each link's settled level is its
+///   mean since the beacon last moved (`SettledLevel`); its spread, how far
+///   its window mean strays from that level, is learnt from its own
+///   sightings (`Spread`), so fades that outlast the window widen the
+///   margin where they happen and nowhere else. The challenger may win on
+///   the window's means or on the last `quickWindow` seconds'. A current
+///   room that no longer hears the beacon keeps its last level for
+///   `silentLimit`, then is beaten by any challenger after twice
+///   `switchAfter`.
+/// - A room change is judged a minute later (`settle`): a move if the lead
+///   of the room entered over the room left has grown enough since, and the
+///   settled levels start again; else a fade, and the settled levels may
+///   take the beacon back (`correction`), as they take back a beacon placed
+///   during a fade. Until then a beacon may walk on through rooms on the
+///   margin alone.
 /// - Heard by no agent for `awayAfter` seconds (or, with `auto`, the
 ///   beacon's own timeout learnt from the gaps between its sightings) it
 ///   is away.
@@ -50,14 +59,15 @@ public struct RoomRule: Sendable {
     public var placeAfter = 2.0
     /// A challenger's lead must also reach this many standard errors of the
     /// difference of the two rooms' window means, as each link's own
-    /// fading makes them wander (0: the margin alone).
+    /// fading makes them stray (0: the margin alone).
     public var confidence = 3.0
     /// Or its lead must have grown this many standard errors above the
-    /// usual lead of the two rooms (their links' long means): a move.
+    /// settled lead of the two rooms (their links' means since the beacon
+    /// last moved): a move.
     public var moveConfidence = 4.0
     /// Seconds of the second, quicker mean a challenger may also win on
     /// (against the current room's over the same seconds, with its own
-    /// learnt wander): under slow fading averaging longer does not help,
+    /// learnt spread): under slow fading averaging longer does not help,
     /// and this finds a move sooner (0: the window alone).
     public var quickWindow = 2.0
 
@@ -359,13 +369,14 @@ public struct RoomRule: Sendable {
 
   // MARK: The decision
 
-  /// One room's mean over some seconds and how far it wanders (dB²).
+  /// One room's mean over some seconds, how far such a mean strays (dB²)
+  /// and the link's settled level (dB).
   struct Level {
     var room: Int32
     var score: Double
-    var wander: Double
-    /// The link's usual level, dB.
-    var usual: Double?
+    var spread: Double
+    /// The link's settled level, dB (none yet: `nil`).
+    var settled: Double?
   }
 
   /// The change to make now, if any: `.some(nil)` for away is never made
@@ -386,7 +397,7 @@ public struct RoomRule: Sendable {
     }
     for tr in b.traces where online[Int(tr.room)] {
       if let s = tr.score(since: since) {
-        let l = Level(room: tr.room, score: s, wander: tr.spread.value, usual: tr.settled.value)
+        let l = Level(room: tr.room, score: s, spread: tr.spread.value, settled: tr.settled.value)
         if tr.room == b.current { current = l }
         if better(l, than: best) { best = l }
       } else if tr.room == b.current, settings.confidence > 0, t - tr.lastHeard < silentLimit,
@@ -394,11 +405,11 @@ public struct RoomRule: Sendable {
       {
         // Not heard in the window (loss, a deep fade): its last level
         // stands until it has been silent for `silentLimit`.
-        current = Level(room: tr.room, score: s, wander: tr.spread.value, usual: tr.settled.value)
+        current = Level(room: tr.room, score: s, spread: tr.spread.value, settled: tr.settled.value)
       }
       if settings.quickWindow > 0, let s = tr.score(since: quickSince) {
         let l = Level(
-          room: tr.room, score: s, wander: tr.quickSpread.value, usual: tr.settled.value)
+          room: tr.room, score: s, spread: tr.quickSpread.value, settled: tr.settled.value)
         if tr.room == b.current { quickCurrent = l }
         if better(l, than: quickBest) { quickBest = l }
       }
@@ -540,7 +551,7 @@ public struct RoomRule: Sendable {
   /// multiple of the lead required, below 1 it does not win. The lead
   /// required is the margin, and also:
   /// - `confidence` standard errors of the difference of the two means
-  ///   (each link's spread added): it leads whatever their usual lead;
+  ///   (each link's spread added): it leads whatever their settled lead;
   /// - or, when both links have strayed from their settled levels the way a
   ///   move takes them (`moveEach` of their own deviations), their settled
   ///   lead plus `moveConfidence` standard errors: a move, not a fade;
@@ -550,16 +561,16 @@ public struct RoomRule: Sendable {
     _ challenger: Level, over current: Level, moving: Bool, _ settings: Settings
   ) -> Double {
     let lead = 10 * settings.exponent * (current.score - challenger.score)
-    let se = (current.wander + challenger.wander).squareRoot()
+    let se = (current.spread + challenger.spread).squareRoot()
     var required = settings.confidence * se
     if moving {
       required = 0
-    } else if let settledC = current.usual, let settledCh = challenger.usual {
+    } else if let settledC = current.settled, let settledCh = challenger.settled {
       let dB = 10 * settings.exponent
       let drop = dB * current.score - settledC
       let rise = settledCh - dB * challenger.score
-      if drop >= moveEach * current.wander.squareRoot(),
-        rise >= moveEach * challenger.wander.squareRoot()
+      if drop >= moveEach * current.spread.squareRoot(),
+        rise >= moveEach * challenger.spread.squareRoot()
       {
         required = min(required, settledC - settledCh + settings.moveConfidence * se)
       }
