@@ -484,6 +484,9 @@ public struct RoomRule: Sendable {
     if settings.confidence > 0, b.pending == nil { b.pending = (t, room) }
     b.current = challenger.room
     b.challenger = nil
+    // Back in the room it left before the change was judged: that was a
+    // fade, judged now, so that it cannot walk on from here on the margin.
+    if let p = b.pending, p.from == challenger.room { settle(&b, at: t) }
     return .some(challenger.room)
   }
 
