@@ -60,11 +60,11 @@ public struct RoomRule: Sendable {
     /// A challenger's lead must also reach this many standard errors of the
     /// difference of the two rooms' window means, as each link's own
     /// fading makes them stray (0: the margin alone).
-    public var confidence = 3.0
+    public var confidence = 3.5
     /// Or its lead must have grown this many standard errors above the
     /// settled lead of the two rooms (their links' means since the beacon
     /// last moved): a move.
-    public var moveConfidence = 4.0
+    public var moveConfidence = 4.5
     /// Seconds of the second, quicker mean a challenger may also win on
     /// (against the current room's over the same seconds, with its own
     /// learnt spread): under slow fading averaging longer does not help,
