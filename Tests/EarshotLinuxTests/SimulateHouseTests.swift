@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotLinux
 import EarshotTestSupport
 import Foundation
 import XCTest
@@ -85,6 +86,62 @@ final class SimulateHouseTests: XCTestCase {
       XCTAssertEqual(
         try Data(contentsOf: URL(fileURLWithPath: "\(dir)/\(f)")),
         try Data(contentsOf: URL(fileURLWithPath: "\(again)/\(f)")), f)
+    }
+  }
+
+  /// The fading houses (scenarios/house-fading-*.spec) are what
+  /// docs/rooms-simulator.md says they are, since scripts/rooms-houses.sh
+  /// scores each by its walker (1:1), its beacon 0.5 m from a wall between
+  /// two covered rooms (1:2) and its beacon in a covered room (1:3).
+  func testEveryFadingHouseIsShapedAsDocumented() throws {
+    let dir = Self.repo.appendingPathComponent("scenarios").path
+    let specs = try FileManager.default.contentsOfDirectory(atPath: dir)
+      .filter { $0.hasPrefix("house-fading-") && $0.hasSuffix(".spec") }.sorted()
+    XCTAssertGreaterThanOrEqual(specs.count, 21)
+    for file in specs {
+      let house = try House.build(try IniReader.read(path: "\(dir)/\(file)"))
+      XCTAssertEqual(house.duration, 3600, file)
+      XCTAssertTrue((3...6).contains(house.rooms.count), file)
+      XCTAssertTrue((3...5.5).contains(house.shadowing), file)
+      XCTAssertTrue((0.8...70).contains(house.shadowingTime), file)
+      XCTAssertTrue((0...3).contains(house.fading), file)
+      XCTAssertTrue(
+        house.receivers.allSatisfy { (0.25...0.6).contains($0.loss) && abs($0.bias) <= 2 }, file)
+      let covered = Set(house.receivers.compactMap { house.room(at: $0.position) })
+      func beacon(_ minor: UInt16) -> HouseBeacon? {
+        house.beacons.first { $0.id.major == 1 && $0.id.minor == minor }
+      }
+      XCTAssertFalse(house.beacons.contains { $0.id.major == 9 }, "\(file): no calibration beacon")
+      guard let walker = beacon(1), let wall = beacon(2), let centre = beacon(3) else {
+        XCTFail("\(file): walker 1:1, wall 1:2 and centre 1:3 expected")
+        continue
+      }
+      let visited = Set(
+        stride(from: 0.0, through: 3600, by: 1).compactMap {
+          house.room(at: walker.position(at: $0))
+        })
+      XCTAssertTrue(covered.isSubset(of: visited), "\(file): the walker visits every covered room")
+      XCTAssertEqual(wall.path.count, 1, file)
+      XCTAssertEqual(centre.path.count, 1, file)
+      XCTAssertTrue(house.room(at: centre.path[0].at).map(covered.contains) ?? false, file)
+      // 0.5 m from an edge its covered room shares with another covered room.
+      let p = wall.path[0].at
+      guard let own = house.rooms.first(where: { $0.contains(p) }), covered.contains(own.name)
+      else {
+        XCTFail("\(file): the wall beacon is in a covered room")
+        continue
+      }
+      let beside = house.rooms.filter { $0.name != own.name && covered.contains($0.name) }.contains
+      { o in
+        let across = [
+          (p.x - own.min.x, FloorPoint(own.min.x - 0.01, p.y)),
+          (own.max.x - p.x, FloorPoint(own.max.x + 0.01, p.y)),
+          (p.y - own.min.y, FloorPoint(p.x, own.min.y - 0.01)),
+          (own.max.y - p.y, FloorPoint(p.x, own.max.y + 0.01)),
+        ]
+        return across.contains { abs($0.0 - 0.5) < 0.1 && o.contains($0.1) }
+      }
+      XCTAssertTrue(beside, "\(file): the wall beacon is 0.5 m from a wall to another covered room")
     }
   }
 
