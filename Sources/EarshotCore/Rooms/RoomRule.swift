@@ -70,6 +70,11 @@ public struct RoomRule: Sendable {
     /// learnt spread): under slow fading averaging longer does not help,
     /// and this finds a move sooner (0: the window alone).
     public var quickWindow = 2.0
+    /// Seconds another room may lead the window before the spreads stop
+    /// learning until it no longer does: a stay elsewhere that the rule
+    /// has not recognised as a move would otherwise widen them, and wider
+    /// spreads hide the next move as well.
+    public var doubtAfter = 20.0
 
     public init(
       window: Double = 5, switchAfter: Double = 3, margin: RoomMargin = .decibels(3),
@@ -204,6 +209,9 @@ public struct RoomRule: Sendable {
     /// A room change not yet confirmed as a move: when it happened and the
     /// room left.
     var pending: (since: Int64, from: Int32)? = nil
+    /// Since when another room's window mean has led the current room's
+    /// (by the margin at first).
+    var otherLeads: Int64? = nil
   }
 
   public private(set) var settings: Settings
@@ -241,8 +249,13 @@ public struct RoomRule: Sendable {
       let k = Self.traceIndex(&states[i], room: room)
       states[i].traces[k].add(s.t, Float(log10(d)))
       states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
+      // Another room has led the window for a while: a move not yet
+      // recognised (or a fade whose first seconds have taught its depth).
+      // It must not teach the spreads, or the next move is hidden too.
+      let doubt = states[i].otherLeads.map { Double(s.t - $0) > settings.doubtAfter * 1e6 } ?? false
       Self.learnLevels(
-        &states[i].traces[k], at: s.t, pending: states[i].pending != nil, settings: settings)
+        &states[i].traces[k], at: s.t, pending: states[i].pending != nil, teach: !doubt,
+        settings: settings)
     } else if let k = states[i].traces.firstIndex(where: { $0.room == room }) {
       states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
     }
@@ -308,6 +321,7 @@ public struct RoomRule: Sendable {
           states[i].current = nil
           states[i].challenger = nil
           states[i].firstHeard = nil
+          states[i].otherLeads = nil
           states[i].traces.removeAll()
           out.append(RoomChange(t: due, subject: ids[i], room: nil))
         } else {
@@ -349,6 +363,14 @@ public struct RoomRule: Sendable {
 
   /// When `advance` next has something to do.
   public var nextDeadline: Int64? { states.isEmpty ? nil : awayFloor }
+
+  /// The spread (dB²) of one link of a subject, for tests and diagnostics.
+  func spread(of subject: RoomSubject, room: String) -> Double? {
+    guard let i = positions[subject], let r = roomIndex[room],
+      let tr = states[i].traces.first(where: { $0.room == r })
+    else { return nil }
+    return tr.spread.value
+  }
 
   public func room(of subject: RoomSubject) -> String? {
     positions[subject].flatMap { states[$0].current }.map { roomNames[Int($0)] }
@@ -417,6 +439,17 @@ public struct RoomRule: Sendable {
     guard let best else {
       b.challenger = nil
       return nil
+    }
+    // Doubt from when another room first led by the margin (what the
+    // confidence then holds back) until the current room leads again. A
+    // lead within the margin alone is the steady state of a beacon between
+    // two rooms, not a doubt.
+    if best.room == b.current {
+      b.otherLeads = nil
+    } else if b.otherLeads == nil,
+      current.map({ strength(best, over: $0, moving: true, settings) >= 1 }) ?? true
+    {
+      b.otherLeads = t
     }
     guard b.hasRoom, let room = b.current else {
       let first = b.firstHeard ?? t
@@ -593,13 +626,15 @@ public struct RoomRule: Sendable {
   /// After a sighting: the window mean joins the link's settled level
   /// (kept apart while a room change is unconfirmed), and both means teach
   /// their spreads (their distance from the settled level before it moved),
-  /// once the level is `spreadAfter` old.
-  static func learnLevels(_ tr: inout Trace, at t: Int64, pending: Bool, settings: Settings) {
+  /// once the level is `spreadAfter` old, unless `teach` is false.
+  static func learnLevels(
+    _ tr: inout Trace, at t: Int64, pending: Bool, teach: Bool = true, settings: Settings
+  ) {
     guard settings.confidence > 0 else { return }
     let dB = Float(10 * settings.exponent)
     guard let m = tr.score(since: t - Int64(settings.window * 1e6)) else { return }
     let mean = dB * Float(m)
-    if !pending, let level = tr.settled.value,
+    if !pending, teach, let level = tr.settled.value,
       tr.settled.age(at: t) >= Double(spreadAfter) / 1e6
     {
       let dt = Float(t - tr.settled.at) / 1e6
