@@ -97,7 +97,7 @@ final class SimulateHouseTests: XCTestCase {
     let dir = Self.repo.appendingPathComponent("scenarios").path
     let specs = try FileManager.default.contentsOfDirectory(atPath: dir)
       .filter { $0.hasPrefix("house-fading-") && $0.hasSuffix(".spec") }.sorted()
-    XCTAssertGreaterThanOrEqual(specs.count, 21)
+    XCTAssertGreaterThanOrEqual(specs.count, 25)
     for file in specs {
       let house = try House.build(try IniReader.read(path: "\(dir)/\(file)"))
       XCTAssertEqual(house.duration, 3600, file)
