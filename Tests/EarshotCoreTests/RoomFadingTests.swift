@@ -172,6 +172,38 @@ final class RoomFadingTests: XCTestCase {
     XCTAssertGreaterThanOrEqual(found.guarded, found.taught + 2, "\(found)")
   }
 
+  func testAMoveIsFoundWhenTheRoomLeftStrayedFarWithinIt() {
+    // Ten minutes in the kitchen drifting to and from its receiver (0 to
+    // 24 dB, over 100 s: a link whose window means stray 8-9 dB), heard
+    // through a thick wall from the living room at a steady 34 dB; then
+    // the move: 32 and 20 dB. The kitchen link alone strays 2.5 of its
+    // deviations, the living one 9 of its own: a move beyond doubt, which
+    // the two spreads added (9 dB) would hide for minutes.
+    for seed in UInt64(1)...5 {
+      var rule = RoomRule(settings: .init())
+      var kitchen = Fade(seed: seed &* 5 &+ 1, sigma: 1, tau: 2)
+      var living = Fade(seed: seed &* 5 &+ 2, sigma: 1.5, tau: 30)
+      var drop = SplitMix(seed: seed &* 5 &+ 3)
+      var changes: [RoomChange] = []
+      for sec in 0..<900 {
+        let drift = 12 - 12 * cos(2 * Double.pi * Double(sec) / 100)
+        let db = sec < 600 ? (drift, 34.0) : (32.0, 20.0)
+        for (k, room) in ["kitchen", "living"].enumerated() {
+          let loss = k == 0 ? db.0 + kitchen.step() : db.1 + living.step()
+          guard drop.unit() >= 0.4 else { continue }
+          let t = Int64(sec) * 1_000_000 + Int64(k) * 400_000
+          changes += rule.sighting(
+            RoomSighting(
+              t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, loss / 20), count: 1))
+        }
+      }
+      XCTAssertEqual(changes.map(\.room), ["kitchen", "living"], "seed \(seed)")
+      if let moved = changes.last, moved.room == "living" {
+        XCTAssertLessThanOrEqual(Double(moved.t) / 1e6 - 600, 15, "seed \(seed)")
+      }
+    }
+  }
+
   func testABeaconRestoredToTheWrongRoomGoesBackAndStays() {
     // Restored (or placed during a fade) in the living room, though the
     // kitchen is 6 dB closer: the settled levels take it back within

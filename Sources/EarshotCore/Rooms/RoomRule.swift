@@ -19,10 +19,10 @@
 ///   `margin`, and also the smaller of `confidence` standard errors of the
 ///   difference of the two rooms' means and, when both links have strayed
 ///   the way a move takes them, their settled lead plus `moveConfidence`
-///   standard errors (a move, not a fade). Each link's settled level is its
-///   mean since the beacon last moved (`SettledLevel`); its spread, how far
-///   its window mean strays from that level, is learnt from its own
-///   sightings (`Spread`), so fades that outlast the window widen the
+///   standard errors, each link's stray in its own (a move, not a fade).
+///   Each link's settled level is its mean since the beacon last moved
+///   (`SettledLevel`); its spread, how far its window mean strays from
+///   that level, is learnt from its own sightings (`Spread`), so fades that outlast the window widen the
 ///   margin where they happen and nowhere else. The challenger may win on
 ///   the window's means or on the last `quickWindow` seconds'. A current
 ///   room that no longer hears the beacon keeps its last level for
@@ -541,9 +541,11 @@ public struct RoomRule: Sendable {
       if let left = b.traces.first(where: { $0.room == from }),
         let leftSince = left.settled.pendingMean, let leftBefore = left.settled.value
       {
-        let growth = Double(leftSince - enteredSince) - (leftBefore - enteredBefore)
-        let se = (left.spread.value + entered.spread.value).squareRoot()
-        moved = growth >= confirmConfidence * se
+        let drop = Double(leftSince) - leftBefore
+        let rise = enteredBefore - Double(enteredSince)
+        moved =
+          moveScore(drop: drop, rise: rise, left.spread.value, entered.spread.value)
+          >= confirmConfidence
       } else {
         moved = true
       }
@@ -590,7 +592,8 @@ public struct RoomRule: Sendable {
   ///   (each link's spread added): it leads whatever their settled lead;
   /// - or, when both links have strayed from their settled levels the way a
   ///   move takes them (`moveEach` of their own deviations), their settled
-  ///   lead plus `moveConfidence` standard errors: a move, not a fade;
+  ///   lead plus `moveConfidence` standard errors of the growth, each link
+  ///   weighed by its own spread (`moveScore`): a move, not a fade;
   /// - or, `moving` (a beacon that has just changed room, on to another
   ///   than the one it left), the margin alone: a walk through a room.
   static func strength(
@@ -608,7 +611,11 @@ public struct RoomRule: Sendable {
       if drop >= moveEach * current.spread.squareRoot(),
         rise >= moveEach * challenger.spread.squareRoot()
       {
-        required = min(required, settledC - settledCh + settings.moveConfidence * se)
+        // The growth's standard error with each link weighed by its own
+        // spread (`moveScore`): the spreads added when they are alike.
+        let moveSE =
+          (drop + rise) / moveScore(drop: drop, rise: rise, current.spread, challenger.spread)
+        required = min(required, settledC - settledCh + settings.moveConfidence * moveSE)
       }
     }
     switch settings.margin {
@@ -621,6 +628,21 @@ public struct RoomRule: Sendable {
       }
       return required > 0 ? lead / required : 1
     }
+  }
+
+  /// How far the lead of the room entered over the room left has grown from
+  /// their settled levels (the left link's `drop`, the entered one's
+  /// `rise`), in standard errors: each link's stray in its own deviations,
+  /// summed and scaled back to one standard normal, so that a quiet link's
+  /// clear stray is not drowned by a noisy link's spread (a link heard from
+  /// across the room the walker drifts in). Equal spreads give the growth
+  /// over the two spreads added.
+  static func moveScore(drop: Double, rise: Double, _ spreadLeft: Double, _ spreadEntered: Double)
+    -> Double
+  {
+    let left = max(spreadLeft, 1e-6).squareRoot()
+    let entered = max(spreadEntered, 1e-6).squareRoot()
+    return (drop / left + rise / entered) / 2.squareRoot()
   }
 
   /// After a sighting: the window mean joins the link's settled level
