@@ -97,7 +97,7 @@ final class SimulateHouseTests: XCTestCase {
     let dir = Self.repo.appendingPathComponent("scenarios").path
     let specs = try FileManager.default.contentsOfDirectory(atPath: dir)
       .filter { $0.hasPrefix("house-fading-") && $0.hasSuffix(".spec") }.sorted()
-    XCTAssertGreaterThanOrEqual(specs.count, 25)
+    XCTAssertGreaterThanOrEqual(specs.count, 33)
     for file in specs {
       let house = try House.build(try IniReader.read(path: "\(dir)/\(file)"))
       XCTAssertEqual(house.duration, 3600, file)
@@ -108,6 +108,10 @@ final class SimulateHouseTests: XCTestCase {
       XCTAssertTrue(
         house.receivers.allSatisfy { (0.25...0.6).contains($0.loss) && abs($0.bias) <= 2 }, file)
       let covered = Set(house.receivers.compactMap { house.room(at: $0.position) })
+      // `rooms evaluate` takes a capture's name as its receiver's room.
+      for r in house.receivers {
+        XCTAssertEqual(r.name, house.room(at: r.position), "\(file): receiver named after its room")
+      }
       func beacon(_ minor: UInt16) -> HouseBeacon? {
         house.beacons.first { $0.id.major == 1 && $0.id.minor == minor }
       }
@@ -199,5 +203,29 @@ final class SimulateHouseTests: XCTestCase {
     let bad = try Earshot.run(["rooms", "evaluate", dir, "--skew", "kitchen=soon"])
     XCTAssertNotEqual(bad.status, 0)
     XCTAssertTrue(bad.stderr.contains("--skew expects ROOM=NUMBER"), bad.stderr)
+  }
+
+  /// Captures named after devices rather than rooms score nothing: an
+  /// error that says what to rename, not "0 % wrong of 0 min".
+  func testRoomsEvaluateRefusesCapturesNamedAfterNoRoom() throws {
+    XCTAssertEqual(
+      try Earshot.run(["simulate", "house", "--spec", Self.spec, "--write", dir]).status, 0)
+    for room in ["kitchen", "living", "bedroom"] {
+      try FileManager.default.moveItem(
+        atPath: "\(dir)/\(room).btsnoop", toPath: "\(dir)/\(room)-speaker.btsnoop")
+    }
+    let r = try Earshot.run(["rooms", "evaluate", dir])
+    XCTAssertNotEqual(r.status, 0, r.stdout)
+    XCTAssertTrue(r.stderr.contains("name each [receiver] of the spec after the room"), r.stderr)
+    XCTAssertTrue(r.stderr.contains("kitchen-speaker"), r.stderr)
+    XCTAssertFalse(r.stdout.contains("wrong-room"), r.stdout)
+    // A timeline scored against the truth with such names fails the same way.
+    let timeline = "\(dir)/timeline.jsonl"
+    let line =
+      #"{"t":1767225601.0,"event":"room","beacon":"8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182:1:1","room":"kitchen-speaker"}"#
+    try (line + "\n").write(toFile: timeline, atomically: true, encoding: .utf8)
+    let s = try Earshot.run(["rooms", "score", timeline, "--truth", "\(dir)/truth.jsonl"])
+    XCTAssertNotEqual(s.status, 0, s.stdout)
+    XCTAssertTrue(s.stderr.contains("no room decided is a room of"), s.stderr)
   }
 }

@@ -292,6 +292,10 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   }
   let cpuSeconds = Double(Clock.processCPUNanos() - cpu) / 1e9
   let covered = Set(captures.map { String($0.dropLast(".btsnoop".count)) })
+  try requireTruthRooms(
+    covered, truth,
+    "none of \(dir)'s captures is named after a room of its truth.jsonl; a capture's name is its receiver's room: name each [receiver] of the spec after the room it stands in"
+  )
   Console.line(
     "\(dir): \(captures.count) receivers, \(sightings.count) sightings, rule run in \(JSONLine.format(cpuSeconds * 1000, decimals: 1)) ms CPU (both rules)"
   )
@@ -322,6 +326,10 @@ private func runRoomsScore(_ args: Arguments) throws -> Int32 {
   }
   var covered = Set(ConfigValue.list(args.value("covered") ?? ""))
   if covered.isEmpty { covered = Set((decided + baseline).compactMap(\.room)) }
+  try requireTruthRooms(
+    covered, truth,
+    "no room \(args.value("covered") == nil ? "decided" : "of --covered") is a room of \(truthPath); give --covered the truth's names of the rooms with a receiver"
+  )
   let endSeconds = try args.double("end")
   let end = endSeconds.map { Int64($0 * 1e6) } ?? (truth + decided + baseline).map(\.t).max()!
   printScores(
@@ -330,6 +338,18 @@ private func runRoomsScore(_ args: Arguments) throws -> Int32 {
       ? nil : RoomScore.score(truth: truth, decided: baseline, covered: covered, end: end),
     awayAfter: config.rooms.awayAfter)
   return 0
+}
+
+/// Scoring rooms that the truth never names would print 0 % wrong of 0
+/// minutes: a mistake (captures named after devices), not a score.
+private func requireTruthRooms(_ covered: Set<String>, _ truth: [RoomChange], _ message: String)
+  throws
+{
+  let truthRooms = Set(truth.compactMap(\.room))
+  guard !covered.isEmpty, !truthRooms.isEmpty, covered.isDisjoint(with: truthRooms) else { return }
+  throw CommandFailure(
+    "\(message) (rooms scored: \(covered.sorted().joined(separator: ", ")); the truth's: \(truthRooms.sorted().joined(separator: ", ")))"
+  )
 }
 
 // MARK: Load
