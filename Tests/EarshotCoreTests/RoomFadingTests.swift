@@ -183,14 +183,14 @@ final class RoomFadingTests: XCTestCase {
       var rule = RoomRule(settings: .init())
       var kitchen = Fade(seed: seed &* 5 &+ 1, sigma: 1, tau: 2)
       var living = Fade(seed: seed &* 5 &+ 2, sigma: 1.5, tau: 30)
-      var drop = SplitMix(seed: seed &* 5 &+ 3)
+      var heard = SplitMix(seed: seed &* 5 &+ 3)
       var changes: [RoomChange] = []
       for sec in 0..<900 {
         let drift = 12 - 12 * cos(2 * Double.pi * Double(sec) / 100)
         let db = sec < 600 ? (drift, 34.0) : (32.0, 20.0)
         for (k, room) in ["kitchen", "living"].enumerated() {
           let loss = k == 0 ? db.0 + kitchen.step() : db.1 + living.step()
-          guard drop.unit() >= 0.4 else { continue }
+          guard heard.unit() >= 0.4 else { continue }
           let t = Int64(sec) * 1_000_000 + Int64(k) * 400_000
           changes += rule.sighting(
             RoomSighting(
@@ -202,6 +202,17 @@ final class RoomFadingTests: XCTestCase {
         XCTAssertLessThanOrEqual(Double(moved.t) / 1e6 - 600, 15, "seed \(seed)")
       }
     }
+  }
+
+  func testTheMoveScoreIsTheGrowthOverBothSpreadsWhenTheyAreAlike() {
+    // Equal spreads: the growth over the two spreads added (the rule before).
+    let equal = RoomRule.moveScore(drop: 12, rise: 8, spreadLeft: 16, spreadEntered: 16)
+    XCTAssertEqual(equal, 20 / (16.0 + 16).squareRoot(), accuracy: 1e-12)
+    // A quiet link's rise counts in its own deviations, not the noisy one's.
+    let mixed = RoomRule.moveScore(drop: 20, rise: 14, spreadLeft: 72, spreadEntered: 2.25)
+    XCTAssertGreaterThan(mixed, 4.5)
+    XCTAssertLessThan(34 / (72 + 2.25).squareRoot(), 4.5)
+    XCTAssertTrue(RoomRule.moveScore(drop: 0, rise: 0, spreadLeft: 0, spreadEntered: 0).isFinite)
   }
 
   func testABeaconRestoredToTheWrongRoomGoesBackAndStays() {

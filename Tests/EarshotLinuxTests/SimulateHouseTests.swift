@@ -216,7 +216,7 @@ final class SimulateHouseTests: XCTestCase {
     }
     let r = try Earshot.run(["rooms", "evaluate", dir])
     XCTAssertNotEqual(r.status, 0, r.stdout)
-    XCTAssertTrue(r.stderr.contains("name each [receiver] of the spec after the room"), r.stderr)
+    XCTAssertTrue(r.stderr.contains("rename the captures ROOM.btsnoop"), r.stderr)
     XCTAssertTrue(r.stderr.contains("kitchen-speaker"), r.stderr)
     XCTAssertFalse(r.stdout.contains("wrong-room"), r.stdout)
     // A timeline scored against the truth with such names fails the same way.
@@ -226,6 +226,11 @@ final class SimulateHouseTests: XCTestCase {
     try (line + "\n").write(toFile: timeline, atomically: true, encoding: .utf8)
     let s = try Earshot.run(["rooms", "score", timeline, "--truth", "\(dir)/truth.jsonl"])
     XCTAssertNotEqual(s.status, 0, s.stdout)
-    XCTAssertTrue(s.stderr.contains("no room decided is a room of"), s.stderr)
+    XCTAssertTrue(s.stderr.contains("no room decided in"), s.stderr)
+    // Whatever --covered says: every decision would be scored wrong.
+    let c = try Earshot.run([
+      "rooms", "score", timeline, "--truth", "\(dir)/truth.jsonl", "--covered", "kitchen",
+    ])
+    XCTAssertNotEqual(c.status, 0, c.stdout)
   }
 }

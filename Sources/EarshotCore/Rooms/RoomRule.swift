@@ -19,7 +19,8 @@
 ///   `margin`, and also the smaller of `confidence` standard errors of the
 ///   difference of the two rooms' means and, when both links have strayed
 ///   the way a move takes them, their settled lead plus `moveConfidence`
-///   standard errors, each link's stray in its own (a move, not a fade).
+///   standard errors, each link's stray in its own deviations (a move, not
+///   a fade).
 ///   Each link's settled level is its mean since the beacon last moved
 ///   (`SettledLevel`); its spread, how far its window mean strays from
 ///   that level, is learnt from its own sightings (`Spread`), so fades that outlast the window widen the
@@ -61,9 +62,10 @@ public struct RoomRule: Sendable {
     /// difference of the two rooms' window means, as each link's own
     /// fading makes them stray (0: the margin alone).
     public var confidence = 3.5
-    /// Or its lead must have grown this many standard errors above the
-    /// settled lead of the two rooms (their links' means since the beacon
-    /// last moved): a move.
+    /// Or its lead must have grown above the settled lead of the two rooms
+    /// (their links' means since the beacon last moved) by this many
+    /// standard errors, each link's stray in its own deviations
+    /// (`moveScore`): a move.
     public var moveConfidence = 4.5
     /// Seconds of the second, quicker mean a challenger may also win on
     /// (against the current room's over the same seconds, with its own
@@ -135,9 +137,9 @@ public struct RoomRule: Sendable {
   /// Seconds a settled level must have averaged before distances from it
   /// teach a spread (a younger one has followed the fade too closely).
   static let spreadAfter: Int64 = 20_000_000
-  /// Standard errors by which the lead of the room entered over the room
-  /// left must have grown, from their settled levels to their means since
-  /// the change, for the change to be a move.
+  /// Standard errors (`moveScore`) by which the lead of the room entered
+  /// over the room left must have grown, from their settled levels to their
+  /// means since the change, for the change to be a move.
   static let confirmConfidence = 3.0
   /// Each of the two links must have strayed this many of its own standard
   /// deviations for a move (a fade is mostly one link's doing).
@@ -526,7 +528,7 @@ public struct RoomRule: Sendable {
   /// The room change `confirmAfter` ago (or the first of a run of them):
   /// a move if the lead of the room entered over the room left has grown
   /// from their settled levels to their means since by `confirmConfidence`
-  /// standard errors, or if the room left no longer hears the beacon; then
+  /// standard errors (`moveScore`), or if the room left no longer hears the beacon; then
   /// every settled level starts again from its means since. Otherwise a
   /// fade: those means join the settled levels, which may then take the
   /// beacon back (`correction`).
@@ -544,7 +546,9 @@ public struct RoomRule: Sendable {
         let drop = Double(leftSince) - leftBefore
         let rise = enteredBefore - Double(enteredSince)
         moved =
-          moveScore(drop: drop, rise: rise, left.spread.value, entered.spread.value)
+          moveScore(
+            drop: drop, rise: rise, spreadLeft: left.spread.value,
+            spreadEntered: entered.spread.value)
           >= confirmConfidence
       } else {
         moved = true
@@ -611,11 +615,15 @@ public struct RoomRule: Sendable {
       if drop >= moveEach * current.spread.squareRoot(),
         rise >= moveEach * challenger.spread.squareRoot()
       {
-        // The growth's standard error with each link weighed by its own
-        // spread (`moveScore`): the spreads added when they are alike.
-        let moveSE =
-          (drop + rise) / moveScore(drop: drop, rise: rise, current.spread, challenger.spread)
-        required = min(required, settledC - settledCh + settings.moveConfidence * moveSE)
+        // The scale at which the growth reaches `moveConfidence` exactly when
+        // `moveScore` does, so that the lead required stays in dB (the two
+        // spreads added when they are alike). Both strays are positive here.
+        let score = moveScore(
+          drop: drop, rise: rise, spreadLeft: current.spread, spreadEntered: challenger.spread)
+        if score > 0 {
+          let moveSE = (drop + rise) / score
+          required = min(required, settledC - settledCh + settings.moveConfidence * moveSE)
+        }
       }
     }
     switch settings.margin {
@@ -637,9 +645,10 @@ public struct RoomRule: Sendable {
   /// clear stray is not drowned by a noisy link's spread (a link heard from
   /// across the room the walker drifts in). Equal spreads give the growth
   /// over the two spreads added.
-  static func moveScore(drop: Double, rise: Double, _ spreadLeft: Double, _ spreadEntered: Double)
+  static func moveScore(drop: Double, rise: Double, spreadLeft: Double, spreadEntered: Double)
     -> Double
   {
+    // A spread never learnt to zero divides nothing by zero.
     let left = max(spreadLeft, 1e-6).squareRoot()
     let entered = max(spreadEntered, 1e-6).squareRoot()
     return (drop / left + rise / entered) / 2.squareRoot()

@@ -216,6 +216,10 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   captures.sort()
   guard !captures.isEmpty else { throw CommandFailure("\(dir) holds no .btsnoop captures") }
   let truth = try readTruth(dir + "/truth.jsonl")
+  try requireTruthRooms(
+    Set(captures.map { String($0.dropLast(".btsnoop".count)) }), truth,
+    "none of \(dir)'s captures is named after a room of its truth.jsonl; a capture's name is its receiver's room: rename the captures ROOM.btsnoop (or name each [receiver] of the spec) after the rooms they stand in"
+  )
   var track = config.rooms.track
   if track.isEmpty {
     track = Array(Set(truth.compactMap { $0.beacon?.uuid })).map { BeaconMatch(uuid: $0) }
@@ -292,10 +296,6 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   }
   let cpuSeconds = Double(Clock.processCPUNanos() - cpu) / 1e9
   let covered = Set(captures.map { String($0.dropLast(".btsnoop".count)) })
-  try requireTruthRooms(
-    covered, truth,
-    "none of \(dir)'s captures is named after a room of its truth.jsonl; a capture's name is its receiver's room: name each [receiver] of the spec after the room it stands in"
-  )
   Console.line(
     "\(dir): \(captures.count) receivers, \(sightings.count) sightings, rule run in \(JSONLine.format(cpuSeconds * 1000, decimals: 1)) ms CPU (both rules)"
   )
@@ -327,8 +327,8 @@ private func runRoomsScore(_ args: Arguments) throws -> Int32 {
   var covered = Set(ConfigValue.list(args.value("covered") ?? ""))
   if covered.isEmpty { covered = Set((decided + baseline).compactMap(\.room)) }
   try requireTruthRooms(
-    covered, truth,
-    "no room \(args.value("covered") == nil ? "decided" : "of --covered") is a room of \(truthPath); give --covered the truth's names of the rooms with a receiver"
+    Set((decided + baseline).compactMap(\.room)), truth,
+    "no room decided in \(path) is a room of \(truthPath); name each agent's [rooms] room after the rooms of the truth"
   )
   let endSeconds = try args.double("end")
   let end = endSeconds.map { Int64($0 * 1e6) } ?? (truth + decided + baseline).map(\.t).max()!
@@ -341,7 +341,8 @@ private func runRoomsScore(_ args: Arguments) throws -> Int32 {
 }
 
 /// Scoring rooms that the truth never names would print 0 % wrong of 0
-/// minutes: a mistake (captures named after devices), not a score.
+/// minutes (or 100 %): a mistake (captures or agents named after devices),
+/// not a score. A truth that names no room, or nothing decided, passes.
 private func requireTruthRooms(_ covered: Set<String>, _ truth: [RoomChange], _ message: String)
   throws
 {
