@@ -20,11 +20,11 @@
 ///   difference of the two rooms' means and, when both links have strayed
 ///   the way a move takes them, their settled lead plus `moveConfidence`
 ///   standard errors, each link's stray in its own deviations (a move, not
-///   a fade).
-///   Each link's settled level is its mean since the beacon last moved
-///   (`SettledLevel`); its spread, how far its window mean strays from
-///   that level, is learnt from its own sightings (`Spread`), so fades that outlast the window widen the
-///   margin where they happen and nowhere else. The challenger may win on
+///   a fade). Each link's settled level is its mean since the beacon last
+///   moved (`SettledLevel`); its spread, how far its window mean strays
+///   from that level, is learnt from its own sightings (`Spread`), so
+///   fades that outlast the window widen the margin where they happen and
+///   nowhere else. The challenger may win on
 ///   the window's means or on the last `quickWindow` seconds'. A current
 ///   room that no longer hears the beacon keeps its last level for
 ///   `silentLimit`, then is beaten by any challenger after twice
@@ -528,8 +528,8 @@ public struct RoomRule: Sendable {
   /// The room change `confirmAfter` ago (or the first of a run of them):
   /// a move if the lead of the room entered over the room left has grown
   /// from their settled levels to their means since by `confirmConfidence`
-  /// standard errors (`moveScore`), or if the room left no longer hears the beacon; then
-  /// every settled level starts again from its means since. Otherwise a
+  /// standard errors (`moveScore`), or if the room left no longer hears
+  /// the beacon; then every settled level starts again from its means since. Otherwise a
   /// fade: those means join the settled levels, which may then take the
   /// beacon back (`correction`).
   static func settle(_ b: inout BeaconState, at t: Int64) {

@@ -216,8 +216,10 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   captures.sort()
   guard !captures.isEmpty else { throw CommandFailure("\(dir) holds no .btsnoop captures") }
   let truth = try readTruth(dir + "/truth.jsonl")
+  // A capture's name is its receiver's room.
+  let covered = Set(captures.map { String($0.dropLast(".btsnoop".count)) })
   try requireTruthRooms(
-    Set(captures.map { String($0.dropLast(".btsnoop".count)) }), truth,
+    covered, truth,
     "none of \(dir)'s captures is named after a room of its truth.jsonl; a capture's name is its receiver's room: rename the captures ROOM.btsnoop (or name each [receiver] of the spec) after the rooms they stand in"
   )
   var track = config.rooms.track
@@ -295,7 +297,6 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
     baseline += last.naive
   }
   let cpuSeconds = Double(Clock.processCPUNanos() - cpu) / 1e9
-  let covered = Set(captures.map { String($0.dropLast(".btsnoop".count)) })
   Console.line(
     "\(dir): \(captures.count) receivers, \(sightings.count) sightings, rule run in \(JSONLine.format(cpuSeconds * 1000, decimals: 1)) ms CPU (both rules)"
   )
@@ -324,10 +325,11 @@ private func runRoomsScore(_ args: Arguments) throws -> Int32 {
     guard let c = RoomChange.parse(String(line)) else { continue }
     if line.contains("\"rule\":\"naive\"") { baseline.append(c) } else { decided.append(c) }
   }
+  let decidedRooms = Set((decided + baseline).compactMap(\.room))
   var covered = Set(ConfigValue.list(args.value("covered") ?? ""))
-  if covered.isEmpty { covered = Set((decided + baseline).compactMap(\.room)) }
+  if covered.isEmpty { covered = decidedRooms }
   try requireTruthRooms(
-    Set((decided + baseline).compactMap(\.room)), truth,
+    decidedRooms, truth,
     "no room decided in \(path) is a room of \(truthPath); name each agent's [rooms] room after the rooms of the truth"
   )
   let endSeconds = try args.double("end")
