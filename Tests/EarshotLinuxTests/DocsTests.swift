@@ -112,3 +112,53 @@ final class DocsTests: XCTestCase {
   /// Minus signs as the generator writes them.
   static func roff(_ s: String) -> String { s.replacingOccurrences(of: "-", with: "\\-") }
 }
+
+/// docs/architecture.md's layout names every folder of the core and the
+/// shell, each under its own module, and no folder that is gone.
+final class ArchitectureDocTests: XCTestCase {
+  /// The folders the layout block names under `module`'s line.
+  static func documented(_ module: String, in page: String) -> Set<String> {
+    guard let layout = page.components(separatedBy: "## Layout")[safe: 1] else { return [] }
+    var names: Set<String> = []
+    var inModule = false
+    for line in layout.split(separator: "\n") {
+      if !line.hasPrefix(" ") {
+        inModule = line.hasPrefix(module + "/")
+        continue
+      }
+      guard inModule, let word = line.split(separator: " ").first, word.hasSuffix("/") else {
+        continue
+      }
+      names.insert(String(word.dropLast()))
+    }
+    return names
+  }
+
+  func testLayoutNamesEveryFolderOfTheCoreAndTheShell() throws {
+    let page = try String(
+      contentsOf: DocsTests.repo.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+    for module in ["Sources/EarshotCore", "Sources/EarshotLinux"] {
+      let folders = Set(
+        try FileManager.default.contentsOfDirectory(
+          atPath: DocsTests.repo.appendingPathComponent(module).path)
+      )
+      let named = Self.documented(module, in: page)
+      XCTAssertFalse(folders.isEmpty, module)
+      XCTAssertEqual(
+        folders.subtracting(named).sorted(), [],
+        "folders of \(module) missing from docs/architecture.md's layout (one line each)")
+      XCTAssertEqual(
+        named.subtracting(folders).sorted(), [],
+        "docs/architecture.md's layout names folders \(module) no longer has")
+    }
+  }
+
+  func testTheLayoutParserSeesAMissingFolder() {
+    let page = "## Layout\n```\nSources/EarshotCore/    core\n  Bytes/  bytes\n  JSON/ json\nSources/earshot/ cli\n  Nope/ x\n```\n"
+    XCTAssertEqual(Self.documented("Sources/EarshotCore", in: page), ["Bytes", "JSON"])
+  }
+}
+
+extension Array {
+  fileprivate subscript(safe i: Int) -> Element? { indices.contains(i) ? self[i] : nil }
+}

@@ -74,13 +74,16 @@ public struct TelemetryJoiner: Sendable {
   public mutating func beacon(_ id: BeaconID, address: BDAddress, at t: Int64)
     -> BeaconTelemetry?
   {
-    var s = sources[address] ?? Source(heard: t)
-    s.beacon = id
-    s.heard = max(s.heard, t)
-    let waiting = s.waiting
-    s.waiting = nil
-    store(address, s)
-    if let waiting { keep(waiting, for: id) }
+    guard let k = sources.index(forKey: address) else {
+      store(address, Source(beacon: id, heard: t))
+      return nil
+    }
+    // In place, one hash: this runs at every beacon report.
+    sources.values[k].beacon = id
+    sources.values[k].heard = max(sources.values[k].heard, t)
+    guard let waiting = sources.values[k].waiting else { return nil }
+    sources.values[k].waiting = nil
+    keep(waiting, for: id)
     return waiting
   }
 

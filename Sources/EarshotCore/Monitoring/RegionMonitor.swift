@@ -57,7 +57,13 @@ public struct MonitorEvent: Sendable, Equatable {
 /// region of tags alone does not depend on the scanner's adapter.
 public struct RegionMonitor: Sendable {
   struct Region: Sendable {
-    var config: RegionConfig
+    var config: RegionConfig {
+      didSet { beacons = config.beacons }
+    }
+    /// `config.beacons`, kept: asked at every report, and reading a field
+    /// this small copies nothing (a call on `config` in place copied the
+    /// whole region, strings and arrays, a third of a report's cost).
+    private(set) var beacons: BeaconMatch?
     var state: RegionState = .unknown
     /// When a region added by a reload began to be watched: scanning
     /// before that does not count towards its exit_after.
@@ -76,6 +82,19 @@ public struct RegionMonitor: Sendable {
     /// visit every beacon. A beacon that left long ago has an end in the
     /// past, so only the beacons present now set the region's pace.
     var holder: Holder? = nil
+
+    init(config: RegionConfig) {
+      self.config = config
+      beacons = config.beacons
+    }
+  }
+
+  /// Whether region `i` counts `key`'s reports (read in place).
+  private func matches(_ i: Int, _ key: TrackKey) -> Bool {
+    switch key {
+    case .beacon(let b): regions[i].beacons?.matches(b) == true
+    case .device(let d): regions[i].config.matches(d)
+    }
   }
 
   struct Holder: Sendable {
@@ -349,9 +368,13 @@ public struct RegionMonitor: Sendable {
   ) -> [MonitorEvent] {
     var out = advance(to: t)
     // No array of the matching regions: nothing is allocated per report.
-    guard let firstMatch = regions.firstIndex(where: { $0.config.matches(beacon.id) }) else {
-      return out
+    // By index, reading one field: an iterator, or a method called on
+    // `regions[i]`, copies the whole region (strings and arrays) first.
+    var firstMatch = 0
+    while firstMatch < regions.count, regions[firstMatch].beacons?.matches(beacon.id) != true {
+      firstMatch += 1
     }
+    guard firstMatch < regions.count else { return out }
     observe(
       .beacon(beacon.id), firstMatch: firstMatch, address: address, rssi: rssi,
       power: beacon.measuredPower, source: .measured, at: t, into: &out)
@@ -570,7 +593,7 @@ public struct RegionMonitor: Sendable {
     if let n {
       for i in deviceRegions[n] { counted(i, key, at: t, position: position, into: &out) }
     } else {
-      for i in regions.indices[firstMatch...] where regions[i].config.matches(key) {
+      for i in regions.indices[firstMatch...] where matches(i, key) {
         counted(i, key, at: t, position: position, into: &out)
       }
     }
@@ -808,7 +831,11 @@ public struct RegionMonitor: Sendable {
       }
       return SilencePlan(from: max(h.lastSeen, start), seconds: h.seconds, evidence: h.evidence)
     }
-    let evidence = regions[i].lastBeacon.flatMap { beacons[$0] }.flatMap(Self.evidence)
+    // Read in place: a copy of the record (~550 bytes) at every report
+    // was the largest single cost of a region with a fixed exit_after.
+    let evidence = regions[i].lastBeacon.flatMap { beacons.position(of: $0) }.flatMap {
+      beacons.withRecord(at: $0, Self.evidence)
+    }
     return SilencePlan(
       from: max(regions[i].lastSeen ?? start, start), seconds: timeout(i), evidence: evidence)
   }
@@ -916,7 +943,7 @@ public struct RegionMonitor: Sendable {
     var out: [RangedBeacon] = []
     for position in 0..<beacons.count {
       beacons.withRecord(at: position) { b in
-        guard regions[i].config.matches(b.track.id) else { return }
+        guard matches(i, b.track.id) else { return }
         if auto {
           guard b.track.lastSeen + Int64((beaconTimeout(b) * 1e6).rounded()) >= t else { return }
         } else {
@@ -968,7 +995,7 @@ public struct RegionMonitor: Sendable {
   /// The region's beacon whose silence ends last (a full pass).
   private func computeHolder(_ i: Int) -> Holder? {
     var best: Holder? = nil
-    for b in beacons.all where regions[i].config.matches(b.track.id) {
+    for b in beacons.all where matches(i, b.track.id) {
       let h = holder(b)
       if best == nil || h.end > best!.end { best = h }
     }

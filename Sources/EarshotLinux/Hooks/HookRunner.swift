@@ -18,7 +18,9 @@ public final class HookRunner {
 
   /// Receives one line per hook outcome (started, exit status, timeout).
   public var log: (String) -> Void
-  public private(set) var running: [Running] = []
+  // One thread (the agent's loop) uses a runner: no run-time exclusivity
+  // check on a property read after every report.
+  @exclusivity(unchecked) public private(set) var running: [Running] = []
 
   public init(log: @escaping (String) -> Void) { self.log = log }
 
@@ -41,7 +43,14 @@ public final class HookRunner {
   }
 
   /// Collects finished hooks and kills overdue ones; never blocks.
-  public func reap(now: MonotonicTime = Clock.now()) {
+  /// With none running it reads no clock: the monitor calls it after
+  /// every report.
+  public func reap() {
+    guard !running.isEmpty else { return }
+    reap(now: Clock.now())
+  }
+
+  public func reap(now: MonotonicTime) {
     var still: [Running] = []
     for var r in running {
       var status: Int32 = 0
