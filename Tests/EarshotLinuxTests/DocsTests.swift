@@ -154,7 +154,8 @@ final class ArchitectureDocTests: XCTestCase {
   }
 
   func testTheLayoutParserSeesAMissingFolder() {
-    let page = "## Layout\n```\nSources/EarshotCore/    core\n  Bytes/  bytes\n  JSON/ json\nSources/earshot/ cli\n  Nope/ x\n```\n"
+    let page =
+      "## Layout\n```\nSources/EarshotCore/    core\n  Bytes/  bytes\n  JSON/ json\nSources/earshot/ cli\n  Nope/ x\n```\n"
     XCTAssertEqual(Self.documented("Sources/EarshotCore", in: page), ["Bytes", "JSON"])
   }
 }

@@ -75,6 +75,10 @@ public struct RegionMonitor: Sendable {
     /// as `start` maps it onto this run's clock.
     var savedLastSeen: Int64? = nil
     var lastBeacon: TrackKey? = nil
+    /// What a second of `lastBeacon`'s silence says, as of its last
+    /// report: its record changes only when it reports, and then this
+    /// region counts it again (so no lookup at every deadline asked).
+    var lastEvidence: SilenceEvidence? = nil
     var nextRange: Int64? = nil
     /// With `exit_after = auto`: the beacon whose silence ends the region
     /// last (its last report plus its own timeout is the latest), kept up
@@ -605,6 +609,7 @@ public struct RegionMonitor: Sendable {
   ) {
     regions[i].lastSeen = t
     regions[i].lastBeacon = key
+    regions[i].lastEvidence = beacons.withRecord(at: position, Self.evidence)
     updateHolder(i, reporter: key, at: position)
     if regions[i].state != .inside {
       let kind: MonitorEvent.Kind = regions[i].known == .outside ? .enter : .state
@@ -831,13 +836,9 @@ public struct RegionMonitor: Sendable {
       }
       return SilencePlan(from: max(h.lastSeen, start), seconds: h.seconds, evidence: h.evidence)
     }
-    // Read in place: a copy of the record (~550 bytes) at every report
-    // was the largest single cost of a region with a fixed exit_after.
-    let evidence = regions[i].lastBeacon.flatMap { beacons.position(of: $0) }.flatMap {
-      beacons.withRecord(at: $0, Self.evidence)
-    }
     return SilencePlan(
-      from: max(regions[i].lastSeen ?? start, start), seconds: timeout(i), evidence: evidence)
+      from: max(regions[i].lastSeen ?? start, start), seconds: timeout(i),
+      evidence: regions[i].lastEvidence)
   }
 
   /// When the plan's silence is over if listening goes on as now: its

@@ -12,8 +12,9 @@ import EarshotCore
 /// clock live. Times out (events, sightings, the state file) are what
 /// `shownTime` makes of them: wall time, for people and other machines.
 public final class MonitorDriver {
-  // One thread drives the driver (the agent's loop), so the monitor needs
-  // no run-time exclusivity check at every report (a few percent of it).
+  // One thread drives the driver (the agent's loop), so what every report
+  // touches (the monitor, the joiner, the hooks for sightings) needs no
+  // run-time exclusivity check (a few percent of a report each).
   @exclusivity(unchecked) public private(set) var monitor: RegionMonitor
   public private(set) var config: Config
   public let hooks: HookRunner?
@@ -30,14 +31,15 @@ public final class MonitorDriver {
   public func shownTime(_ t: Int64) -> Int64 { timeline.shown(t) }
   /// Every iBeacon report, before the monitor takes it (rooms' sightings),
   /// at its decision time (`shownTime` gives the wall time to show).
-  public var onBeacon: ((Int64, IBeacon, AdvertisingReport) -> Void)?
+  @exclusivity(unchecked) public var onBeacon: ((Int64, IBeacon, AdvertisingReport) -> Void)?
   /// Every other report that the monitor's directory resolves to a known
   /// device, with that device and the report's TX Power Level, before the
   /// monitor takes it (rooms' sightings of devices).
-  public var onDevice: ((Int64, DeviceIdentity, AdvertisingReport, Int8?) -> Void)?
+  @exclusivity(unchecked) public var onDevice:
+    ((Int64, DeviceIdentity, AdvertisingReport, Int8?) -> Void)?
 
   /// Eddystone-TLM readings joined to their beacons by address.
-  public private(set) var telemetry = TelemetryJoiner()
+  @exclusivity(unchecked) public private(set) var telemetry = TelemetryJoiner()
   /// Every reading joined to a beacon (its time is decision time).
   public var onTelemetry: ((BeaconID, BeaconTelemetry) -> Void)?
 
