@@ -51,7 +51,7 @@ final class StreamServerTests: XCTestCase {
     let first = try fixture.connect()
     let second = try fixture.connect()
     let third = try fixture.connect()
-    defer { [first, second, third].forEach { $0.close() } }
+    defer { for client in [first, second, third] { client.close() } }
     try fixture.run { fixture.service.refused == 1 && fixture.service.admitted == 2 }
     XCTAssertEqual(try third.readToEnd(), "full\n")
     XCTAssertEqual(fixture.server.clientCount, 2)
@@ -65,7 +65,7 @@ final class StreamServerTests: XCTestCase {
     let fixture = try Fixture(maxQueuedBytes: 64 * 1024)
     let slow = try fixture.connect(receiveBuffer: 4096)
     let fast = try fixture.connect()
-    defer { [slow, fast].forEach { $0.close() } }
+    defer { for client in [slow, fast] { client.close() } }
     try fixture.run { fixture.service.admitted == 2 }
     // Client IDs are given in accept order.
     let (slowID, fastID) = (1, 2)

@@ -82,15 +82,15 @@ public final class ESPHomeServer {
     do {
       var one: Int32 = 1
       setsockopt(raw, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-      let where_ = "\(options.bind) port \(options.port)"
+      let endpoint = "\(options.bind) port \(options.port)"
       guard address.withSockaddr({ Glibc.bind(raw, $0, $1) }) == 0 else {
         throw SystemError(
           errno: errno,
-          "cannot listen on \(where_) for the ESPHome API (another proxy or ESPHome tool on that port? set [esphome] port)"
+          "cannot listen on \(endpoint) for the ESPHome API (another proxy or ESPHome tool on that port? set [esphome] port)"
         )
       }
       guard listen(raw, 16) == 0 else {
-        throw SystemError(errno: errno, "cannot listen on \(where_)")
+        throw SystemError(errno: errno, "cannot listen on \(endpoint)")
       }
       var bound = SocketAddress()
       _ = bound.withMutableSockaddr { getsockname(raw, $0, $1) }

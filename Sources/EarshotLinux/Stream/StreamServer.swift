@@ -65,8 +65,13 @@ enum StreamDropReason: Equatable, Sendable {
 ///   `maxQueuedBytes`: a client whose queue would pass it is dropped
 ///   (`outputOverflow`) and no other client notices. Past
 ///   `pauseInputAbove` its input is not read until its queue drains.
+/// - Bytes go out in the order they were queued; `nextOutput` is asked
+///   only once the socket has taken everything before (so a service may
+///   seal or number its frames when it hands them over).
 /// - A client that errors or hangs up is dropped, and the service told
-///   why exactly once (`dropped`); after that no call names it again.
+///   why exactly once (`dropped`); after that no call names it again. At
+///   the end of its input it is dropped at once, or with
+///   `answerAfterEndOfInput` once what is queued for it is written.
 /// - Out of descriptors or memory, accepting rests for `acceptPause`
 ///   instead of spinning on a listening socket that stays readable.
 final class StreamServer<Service: StreamService> {
