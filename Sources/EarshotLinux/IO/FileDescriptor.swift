@@ -63,6 +63,17 @@ public struct FileDescriptor: RawRepresentable, Hashable, Sendable, CustomString
     throw SystemError(errno: errno, "write")
   }
 
+  /// Sends on a socket what it takes now, without SIGPIPE when the peer
+  /// has gone: the count sent, nil when the socket takes nothing now.
+  public func send(_ bytes: UnsafeRawBufferPointer) throws -> Int? {
+    let n = Self.retrying {
+      Glibc.send(rawValue, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+    }
+    if n >= 0 { return n }
+    if errno == EAGAIN || errno == EWOULDBLOCK { return nil }
+    throw SystemError(errno: errno, "send")
+  }
+
   public func setNonblocking() {
     let flags = fcntl(rawValue, F_GETFL)
     if flags >= 0 { _ = fcntl(rawValue, F_SETFL, flags | O_NONBLOCK) }
