@@ -9,7 +9,8 @@ final class BenchCommandTests: XCTestCase {
     try PulseServer.require()
     let r = try Earshot.run([
       "bench", "--seconds", "0.2", "--reports", "5000", "--beacons", "2000",
-      "--dense-minutes", "2", "--alert-device", "default", "--mixer-card", "default",
+      "--dense-minutes", "2", "--duty-hours", "1", "--alert-device", "default", "--mixer-card",
+      "default",
     ])
     XCTAssertEqual(r.status, 0, r.stderr)
     let lines = r.stdout.split(separator: "\n").map(String.init)
@@ -41,13 +42,15 @@ final class BenchCommandTests: XCTestCase {
     XCTAssertTrue(dense.contains(" addresses, 5,000/s"), dense)
     XCTAssertTrue(
       lines.contains { $0.hasPrefix("dense room: VmRSS MB, min 1/2 ") }, r.stdout)
-    // The scan scheduler's hour: a duty on each power source, below full.
+    // The scan scheduler's hour: a duty on each power source, below full,
+    // and no goal claimed for an hour (the goals are a day's).
     let duty = try XCTUnwrap(
-      lines.first { $0.hasPrefix("scan duty: house hour, battery / mains") }, r.stdout)
-    let duties = duty.dropFirst("scan duty: house hour, battery / mains".count)
+      lines.first { $0.hasPrefix("scan duty: house 1 h, battery / mains") }, r.stdout)
+    let duties = duty.dropFirst("scan duty: house 1 h, battery / mains".count)
       .split(separator: " ").compactMap { Double($0) }.prefix(2)
     XCTAssertEqual(duties.count, 2, duty)
     XCTAssertTrue(duties.allSatisfy { $0 > 1 && $0 < 50 }, duty)
+    XCTAssertTrue(duty.hasSuffix("none under 24 h (the first hour settles at full duty)"), duty)
     let falseExits = try XCTUnwrap(
       lines.first { $0.hasPrefix("scan duty: false exits, battery / mains") }, r.stdout)
     XCTAssertTrue(falseExits.contains(" 0 / 0 "), falseExits)
@@ -67,7 +70,8 @@ final class BenchCommandTests: XCTestCase {
       let r = try Earshot.run(
         [
           "bench", "--seconds", "0.2", "--reports", "2000", "--beacons", "100",
-          "--dense-minutes", "0", "--alert-device", server.card, "--mixer-card", server.card,
+          "--dense-minutes", "0", "--duty-hours", "1", "--alert-device", server.card,
+          "--mixer-card", server.card,
           "--monitor", server.card,
         ], environment: server.environment)
       XCTAssertEqual(r.status, 0, r.stderr)
@@ -87,6 +91,7 @@ final class BenchCommandTests: XCTestCase {
   func testWithoutAnAlertDeviceFindPhoneIsSkippedAndSaysHow() throws {
     let r = try Earshot.run([
       "bench", "--seconds", "0.05", "--reports", "2000", "--beacons", "100", "--dense-minutes", "0",
+      "--duty-hours", "1",
     ])
     XCTAssertEqual(r.status, 0, r.stderr)
     XCTAssertTrue(r.stdout.contains("find-phone                              skipped"), r.stdout)

@@ -636,16 +636,15 @@ public struct RegionMonitor: Sendable {
         timerFloorExact = true
         break
       }
-      guard timer.0 <= t else {
-        timerFloor = timer.0
+      guard timer.at <= t else {
+        timerFloor = timer.at
         timerFloorExact = true
         break
       }
-      now = timer.0
-      if timer.2 {
-        fireExit(timer.1, at: timer.0, present: t, into: &out)
-      } else {
-        fireRange(timer.1, at: timer.0, into: &out)
+      now = timer.at
+      switch timer.kind {
+      case .exit: fireExit(timer.region, at: timer.at, present: t, into: &out)
+      case .range: fireRange(timer.region, at: timer.at, into: &out)
       }
     }
     if t > now { now = t }
@@ -695,7 +694,7 @@ public struct RegionMonitor: Sendable {
   // MARK: Queries
 
   /// When `advance` next has something to do; `nil` if nothing is pending.
-  public var nextDeadline: Int64? { earliestTimer()?.0 }
+  public var nextDeadline: Int64? { earliestTimer()?.at }
 
   /// The same as `nextDeadline`, remembered until something changes: the
   /// live agent asks after every report to arm its timer, and most reports
@@ -703,7 +702,7 @@ public struct RegionMonitor: Sendable {
   /// in place instead of copying it for a getter.)
   public mutating func deadline() -> Int64? {
     if !timerFloorExact {
-      timerFloor = earliestTimer()?.0 ?? .max
+      timerFloor = earliestTimer()?.at ?? .max
       timerFloorExact = true
     }
     return timerFloor == .max ? nil : timerFloor
@@ -750,13 +749,33 @@ public struct RegionMonitor: Sendable {
     timerFloorExact = false
   }
 
-  private func earliestTimer() -> (Int64, Int, Bool)? {
-    var best: (Int64, Int, Bool)? = nil
+  /// A region's timer: when it is due, and what it does then.
+  struct Timer: Equatable {
+    enum Kind: Equatable {
+      /// The region is declared outside (unless a name request holds it).
+      case exit
+      /// The region's beacons are ranged (`emitRange`).
+      case range
+    }
+    let at: Int64
+    let region: Int
+    let kind: Kind
+  }
+
+  /// The timer due first. At the same time an exit goes before a range
+  /// (a region leaving is not ranged first), and of one kind the region
+  /// listed first.
+  private func earliestTimer() -> Timer? {
+    var best: Timer? = nil
     for i in regions.indices {
-      if let d = exitDeadline(i), best == nil || d < best!.0 || (d == best!.0 && !best!.2) {
-        best = (d, i, true)
+      if let d = exitDeadline(i),
+        best.map({ d < $0.at || (d == $0.at && $0.kind != .exit) }) ?? true
+      {
+        best = Timer(at: d, region: i, kind: .exit)
       }
-      if let d = regions[i].nextRange, best == nil || d < best!.0 { best = (d, i, false) }
+      if let d = regions[i].nextRange, best.map({ d < $0.at }) ?? true {
+        best = Timer(at: d, region: i, kind: .range)
+      }
     }
     return best
   }

@@ -31,9 +31,11 @@ let benchCommand = Command(
     Bluetooth proxy ([esphome], docs/esphome-proxy.md): decode, batch 16
     to a message, seal and frame for 1 and for 10 encrypted clients
     (no sockets); reports/s is advertisements forwarded to every client.
-    Scan duty: an hour of the scan scheduler's closed loop on the house of
-    docs/scanning.md (earshot simulate radio), on battery and on mains:
-    the mean duty and the false exits.
+    Scan duty: --duty-hours of the scan scheduler's closed loop on the
+    house of docs/scanning.md (earshot simulate radio), on battery and on
+    mains: the mean duty and the false exits. Its goals (15 % on battery,
+    25 % on mains) hold over a day: the first hour, which learns every
+    beacon's pace at full duty, is above them.
     Find-phone (only with --alert-device, since it plays the ring there):
     the daemon's find-phone driver with the ALSA alert; request to first
     sample written and found to PCM silent, median and worst of the cycles
@@ -59,6 +61,7 @@ let benchCommand = Command(
     .value("beacons", "N", "Distinct beacons for the memory stage (default 10000)"),
     .value(
       "dense-minutes", "N", "Minutes of capture time for the dense room (default 10, 0 skips)"),
+    .value("duty-hours", "N", "Hours of the scan scheduler's closed loop (default 24, 1-48)"),
     .value("alert-device", "PCM", "Measure find-phone on this ALSA device (e.g. default)"),
     .value("mixer-card", "CARD", "With --alert-device: the mixer find-phone saves and raises"),
     .value(
@@ -95,6 +98,8 @@ func runBench(_ args: Arguments) throws -> Int32 {
   guard (1...60_000).contains(beaconCount) else { throw UsageError("--beacons must be 1…60000") }
   let denseMinutes = Int(args.value("dense-minutes") ?? "10") ?? -1
   guard (0...60).contains(denseMinutes) else { throw UsageError("--dense-minutes must be 0…60") }
+  let dutyHours = Int(args.value("duty-hours") ?? "24") ?? 0
+  guard (1...48).contains(dutyHours) else { throw UsageError("--duty-hours must be 1…48") }
   if args.has("find-phone-only") {
     guard let device = args.value("alert-device") else {
       throw UsageError("--find-phone-only needs --alert-device")
@@ -212,9 +217,9 @@ func runBench(_ args: Arguments) throws -> Int32 {
   // The Bluetooth proxy: every report forwarded to 1 and to 10 clients.
   rows.append(try BenchESPHome.stage(bytes: bytes, clients: 1, seconds: seconds))
   rows.append(try BenchESPHome.stage(bytes: bytes, clients: 10, seconds: seconds))
-  // The scan scheduler's closed loop: an hour of the scheduling issue's
-  // house (docs/scanning.md has the 24-hour table).
-  let house = RadioSimulation.house(hours: 1, seed: 1)
+  // The scan scheduler's closed loop on the scheduling issue's house
+  // (docs/scanning.md has the 24-hour table of three seeds).
+  let house = RadioSimulation.house(hours: Double(dutyHours), seed: 1)
   let radio = [PowerSupply.battery, .mains].map {
     house.run(schedule: ScanScheduleSettings(), power: $0)
   }
@@ -267,10 +272,15 @@ func runBench(_ args: Arguments) throws -> Int32 {
     "memory: RssAnon (private)", f(Double(memory.anonKB) / 1024, 1) + " MB",
     "VmRSS less shared library pages")
   row("memory: VmRSS before tracking", f(Double(memory.baselineKB) / 1024, 1) + " MB", "")
+  // The goals are a day's: over a shorter span the first hour's settling
+  // (full duty until every pace is learnt) weighs more, and a figure above
+  // them would not mean they are missed.
   row(
-    "scan duty: house hour, battery / mains",
+    "scan duty: house \(dutyHours) h, battery / mains",
     radio.map { f($0.meanDuty * 100, 1) }.joined(separator: " / ") + " %",
-    "<= 15 % / <= 25 % (full duty: 100 %)")
+    dutyHours >= 24
+      ? "<= 15 % / <= 25 % over 24 h (full duty: 100 %)"
+      : "none under 24 h (the first hour settles at full duty)")
   row(
     "scan duty: false exits, battery / mains",
     radio.map { String($0.falseExits) }.joined(separator: " / "), "0")
