@@ -74,7 +74,7 @@ final class BeaconFormatRegionTests: XCTestCase {
     func transitions(_ region: String) -> [String] {
       events.filter { $0.region == region && $0.kind != .range }
         .map {
-          "\($0.kind.rawValue) \($0.state.rawValue) \(Int((Double($0.t - s.start) / 1e6).rounded()))"
+          "\($0.kind.rawValue) \($0.state.rawValue) \(Int((Double($0.decided.micros - s.start) / 1e6).rounded()))"
         }
     }
     XCTAssertEqual(

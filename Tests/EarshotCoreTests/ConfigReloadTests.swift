@@ -69,7 +69,7 @@ final class ConfigReloadTests: XCTestCase {
         region("porch", major: 9, exitAfter: .seconds(20))), at: 41 * s)
     XCTAssertEqual(
       events,
-      [MonitorEvent(t: 41 * s, kind: .state, region: "porch", state: .unknown, beacons: [])],
+      [MonitorEvent(capture: 41 * s, kind: .state, region: "porch", state: .unknown, beacons: [])],
       "only the new region is announced")
     XCTAssertEqual(m.state(of: "desk"), .inside, "state kept")
     XCTAssertNil(m.state(of: "lab"))

@@ -1,3 +1,4 @@
+import EarshotTestSupport
 import XCTest
 
 @testable import EarshotCore
@@ -292,9 +293,10 @@ final class IdentityRegionTests: XCTestCase {
       address: phoneIdentity, rssi: -60, accuracy: 1.2, proximity: .near, powerSource: .region)
     XCTAssertEqual(
       ProximityEvent.from(
-        MonitorEvent(t: 5, kind: .enter, region: "alice", state: .inside, beacons: [device])),
+        MonitorEvent(capture: 5, kind: .enter, region: "alice", state: .inside, beacons: [device])),
       [.region(RegionLogEvent(t: 5, region: "alice", kind: .enter, state: .inside, beacon: nil))])
-    let range = MonitorEvent(t: 6, kind: .range, region: "alice", state: .inside, beacons: [device])
+    let range = MonitorEvent(
+      capture: 6, kind: .range, region: "alice", state: .inside, beacons: [device])
     XCTAssertEqual(ProximityEvent.from(range), [])
     XCTAssertEqual(
       try MonitorLineImport.events(fromLine: MonitorEventFormatter.json(range)), [])

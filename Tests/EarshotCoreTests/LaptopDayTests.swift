@@ -38,7 +38,7 @@ final class LaptopDayTests: XCTestCase {
 
     mutating func take(_ decided: [MonitorEvent]) {
       let r = clock.reading
-      for e in decided { events.append((seconds, LiveTime.shown(e.t, at: r), e)) }
+      for e in decided { events.append((seconds, LiveTime.shown(e.decided.micros, at: r), e)) }
     }
 
     /// The loop wakes (a report, a timer, the clock-change timerfd): the

@@ -161,7 +161,7 @@ final class MonitorScenarioTests: XCTestCase {
     s.duration = 100
     let (m, events) = runScenario(s, c)
     XCTAssertEqual(events.map { "\($0.kind)/\($0.state)" }, ["state/unknown", "state/outside"])
-    XCTAssertEqual(events[1].t, s.micros(30))
+    XCTAssertEqual(events[1].decided.micros, s.micros(30))
     XCTAssertEqual(m.exitTimeout(region: "r"), 30)
   }
 
@@ -203,13 +203,13 @@ final class MonitorScenarioTests: XCTestCase {
     assertMatchesTruth(
       events, region: "lab", truth: truth, scenario: s, enterBound: 10, exitBound: 40)
     // While both are there, ranging lists both, nearest first.
-    let both = events.filter { $0.kind == .range && $0.t == s.micros(350) }
+    let both = events.filter { $0.kind == .range && $0.decided.micros == s.micros(350) }
     XCTAssertEqual(both.count, 1)
     XCTAssertEqual(both[0].beacons.map(\.id.beacon?.minor), [2, 1])
     XCTAssertEqual(both[0].beacons[0].proximity, .immediate)
     XCTAssertEqual(both[0].beacons[1].proximity, .far)
     // One range line per second while inside.
-    let ranges = events.filter { $0.kind == .range }.map(\.t)
+    let ranges = events.filter { $0.kind == .range }.map(\.decided.micros)
     XCTAssertEqual(Set(ranges).count, ranges.count)
     XCTAssertTrue(ranges.allSatisfy { ($0 - s.start) % 1_000_000 == 0 })
   }
@@ -238,7 +238,7 @@ final class MonitorScenarioTests: XCTestCase {
     let (_, events) = runScenario(s, c, snapshot: first.snapshot, startAt: 300)
     let desk = events.filter { $0.region == "desk" }
     XCTAssertEqual(desk.map(\.kind), [.state, .exit])
-    XCTAssertEqual(desk[1].t, s.micros(330), "exit_after after the agent came back")
+    XCTAssertEqual(desk[1].decided.micros, s.micros(330), "exit_after after the agent came back")
     // And a region that was outside, whose beacon came while we were down, enters.
     let outside = MonitorSnapshot(regions: [
       .init(name: "desk", identity: c.regions[0].identity, known: .outside, lastSeen: nil)
@@ -267,10 +267,11 @@ final class MonitorScenarioTests: XCTestCase {
         "state/unknown", "state/inside", "state/unknown", "state/inside", "state/unknown",
         "exit/outside",
       ])
-    XCTAssertEqual(desk[2].t, s.micros(200))
-    XCTAssertEqual(desk[4].t, s.micros(500))
-    XCTAssertEqual(desk[5].t, s.micros(590), "30 s of scanning after the adapter came back")
-    XCTAssertFalse(desk.contains { $0.state == .outside && $0.t < s.micros(520) })
+    XCTAssertEqual(desk[2].decided.micros, s.micros(200))
+    XCTAssertEqual(desk[4].decided.micros, s.micros(500))
+    XCTAssertEqual(
+      desk[5].decided.micros, s.micros(590), "30 s of scanning after the adapter came back")
+    XCTAssertFalse(desk.contains { $0.state == .outside && $0.decided.micros < s.micros(520) })
   }
 
   func testNeverSeenRegionBecomesOutsideAfterExitAfterAsState() {
@@ -279,7 +280,7 @@ final class MonitorScenarioTests: XCTestCase {
     s.duration = 100
     let (m, events) = runScenario(s, c)
     XCTAssertEqual(events.map { "\($0.kind)/\($0.state)" }, ["state/unknown", "state/outside"])
-    XCTAssertEqual(events[1].t, s.micros(30))
+    XCTAssertEqual(events[1].decided.micros, s.micros(30))
     XCTAssertNil(m.nextDeadline)
   }
 
@@ -311,8 +312,8 @@ final class MonitorScenarioTests: XCTestCase {
     let desk = events.filter { $0.region == "desk" }
     XCTAssertEqual(desk.map(\.kind), [.state, .state, .exit])
     XCTAssertEqual(desk[1].state, .inside)
-    XCTAssertLessThan(desk[1].t, s.micros(125))
-    XCTAssertGreaterThanOrEqual(desk[2].t, s.micros(300))
+    XCTAssertLessThan(desk[1].decided.micros, s.micros(125))
+    XCTAssertGreaterThanOrEqual(desk[2].decided.micros, s.micros(300))
   }
 
   func testNextDeadlineIsTheOnlyTimerNeeded() {
@@ -354,9 +355,12 @@ final class MonitorScenarioTests: XCTestCase {
     XCTAssertThrowsError(try MonitorSnapshot.decode("earshot-state 1\nregion\ta\tb\tmaybe\t-\n"))
   }
 
+  /// Lines show the wall time, never the decision time (here a monotonic
+  /// clock's, hours since boot).
   func testEventJSONShape() {
     let e = MonitorEvent(
-      t: 1_767_225_630_100_000, kind: .enter, region: "desk", state: .inside, beacons: [])
+      decided: DecisionTime(micros: 7_200_000_000), shown: WallTime(micros: 1_767_225_630_100_000),
+      kind: .enter, region: "desk", state: .inside, beacons: [])
     XCTAssertEqual(
       MonitorEventFormatter.json(e),
       #"{"t":1767225630.10,"event":"enter","region":"desk","state":"inside"}"#)
@@ -364,7 +368,8 @@ final class MonitorScenarioTests: XCTestCase {
       id: BeaconID(uuid: testUUID, major: 1, minor: 10), address: BDAddress("C1:02:03:04:05:06")!,
       rssi: -67.4, accuracy: 1.8, proximity: .near)
     let r = MonitorEvent(
-      t: 1_767_225_631_000_000, kind: .range, region: "desk", state: .inside, beacons: [b])
+      decided: DecisionTime(micros: 7_200_900_000), shown: WallTime(micros: 1_767_225_631_000_000),
+      kind: .range, region: "desk", state: .inside, beacons: [b])
     XCTAssertEqual(
       MonitorEventFormatter.json(r),
       #"{"t":1767225631.00,"event":"range","region":"desk","state":"inside","beacons":[{"uuid":"8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182","major":1,"minor":10,"address":"C1:02:03:04:05:06","rssi":-67,"accuracy":1.80,"proximity":"near"}]}"#
@@ -372,25 +377,30 @@ final class MonitorScenarioTests: XCTestCase {
   }
 
   /// What the proximity log keeps of monitor events: region events with
-  /// their cause, one sighting per ranged beacon with accuracy as distance.
+  /// their cause, one sighting per ranged beacon with accuracy as distance,
+  /// at the time shown.
   func testMonitorEventsBecomeLogEvents() {
     let id = BeaconID(uuid: testUUID, major: 1, minor: 10)
     let address = BDAddress("C1:02:03:04:05:06")!
     let b = RangedBeacon(id: id, address: address, rssi: -67.4, accuracy: 1.8, proximity: .near)
     XCTAssertEqual(
       ProximityEvent.from(
-        MonitorEvent(t: 5, kind: .enter, region: "desk", state: .inside, beacons: [b])),
+        MonitorEvent(
+          decided: DecisionTime(micros: 1), shown: WallTime(micros: 5), kind: .enter,
+          region: "desk", state: .inside, beacons: [b])),
       [.region(RegionLogEvent(t: 5, region: "desk", kind: .enter, state: .inside, beacon: id))])
     XCTAssertEqual(
       ProximityEvent.from(
-        MonitorEvent(t: 6, kind: .state, region: "lab", state: .unknown, beacons: [])),
+        MonitorEvent(capture: 6, kind: .state, region: "lab", state: .unknown, beacons: [])),
       [.region(RegionLogEvent(t: 6, region: "lab", kind: .state, state: .unknown, beacon: nil))])
     let other = RangedBeacon(
       id: BeaconID(uuid: testUUID, major: 1, minor: 11), address: address, rssi: nil, accuracy: nil,
       proximity: .unknown)
     XCTAssertEqual(
       ProximityEvent.from(
-        MonitorEvent(t: 7, kind: .range, region: "desk", state: .inside, beacons: [b, other])),
+        MonitorEvent(
+          decided: DecisionTime(micros: 2), shown: WallTime(micros: 7), kind: .range,
+          region: "desk", state: .inside, beacons: [b, other])),
       [
         .sighting(
           BeaconSighting(

@@ -293,7 +293,7 @@ final class NameRequestTests: XCTestCase {
     XCTAssertEqual(m.takeNameRequests(), [phone], "and a third")
     let exit = m.nameAnswered(phone, found: false, at: 24 * s + 500_000)
     XCTAssertEqual(exit.map(\.kind), [.exit])
-    XCTAssertEqual(exit.first?.t, 24 * s + 500_000, "stamped when the answer came")
+    XCTAssertEqual(exit.first?.decided.micros, 24 * s + 500_000, "stamped when the answer came")
     XCTAssertEqual(m.takeNameRequests(), [])
   }
 

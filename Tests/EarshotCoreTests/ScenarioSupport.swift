@@ -62,7 +62,7 @@ func assertMatchesTruth(
   file: StaticString = #filePath, line: UInt = #line
 ) {
   let mine = events.filter { $0.region == region && $0.kind != .range }
-  func secs(_ e: MonitorEvent) -> Double { Double(e.t - s.start) / 1e6 }
+  func secs(_ e: MonitorEvent) -> Double { Double(e.decided.micros - s.start) / 1e6 }
   var expectedEnters = 0
   var expectedExits = 0
   for p in truth {
@@ -126,7 +126,7 @@ func exitFigures(
   settle: Double = 60
 ) -> ExitFigures {
   let mine = events.filter { $0.region == region && $0.kind != .range }
-  func secs(_ e: MonitorEvent) -> Double { Double(e.t - s.start) / 1e6 }
+  func secs(_ e: MonitorEvent) -> Double { Double(e.decided.micros - s.start) / 1e6 }
   var f = ExitFigures()
   for (k, p) in truth.enumerated() where p.upperBound + settle <= s.duration {
     let next = k + 1 < truth.count ? truth[k + 1].lowerBound : s.duration

@@ -115,12 +115,12 @@ final class IdentityShellTests: XCTestCase {
     let first = try replay(until: s.micros(200))
     XCTAssertEqual(first.map(\.kind), [.state, .state, .enter])
     let enter = first[2]
-    XCTAssertGreaterThanOrEqual(enter.t, s.micros(60))
-    XCTAssertLessThanOrEqual(enter.t, s.micros(62))
+    XCTAssertGreaterThanOrEqual(enter.decided.micros, s.micros(60))
+    XCTAssertLessThanOrEqual(enter.decided.micros, s.micros(62))
     let second = try replay(until: s.micros(600))
     XCTAssertEqual(second.map(\.kind), [.state, .state, .exit])
-    XCTAssertGreaterThanOrEqual(second[2].t, s.micros(300))
-    XCTAssertLessThanOrEqual(second[2].t, s.micros(322))
+    XCTAssertGreaterThanOrEqual(second[2].decided.micros, s.micros(300))
+    XCTAssertLessThanOrEqual(second[2].decided.micros, s.micros(322))
     let tag = try IdentityResolvingKey(hex: keyHex).tag
     XCTAssertEqual(
       try String(contentsOfFile: marks, encoding: .utf8), "enter irk#\(tag) .\nexit phone\n")

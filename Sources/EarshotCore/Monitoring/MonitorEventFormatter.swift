@@ -4,7 +4,7 @@
 public enum MonitorEventFormatter {
   public static func json(_ e: MonitorEvent) -> String {
     var j = JSONLine()
-    j.addRaw("t", JSONLine.format(Double(e.t) / 1e6, decimals: 2))
+    j.addRaw("t", JSONLine.format(Double(e.shown.micros) / 1e6, decimals: 2))
     j.add("event", e.kind.rawValue)
     j.add("region", e.region)
     j.add("state", e.state.rawValue)

@@ -13,7 +13,12 @@ public struct MonitorEvent: Sendable, Equatable {
     case range
   }
 
-  public let t: Int64
+  /// When the monitor decided it: what anything that counts time since
+  /// an event (rate limits) reads, never converted back from `shown`.
+  public let decided: DecisionTime
+  /// The wall time people and other machines are shown (a replay's:
+  /// capture time), fixed as the event is decided.
+  public let shown: WallTime
   public let kind: Kind
   public let region: String
   public let state: RegionState
@@ -21,17 +26,25 @@ public struct MonitorEvent: Sendable, Equatable {
   /// that caused it (on exit, its last estimate before it went quiet).
   public let beacons: [RangedBeacon]
 
-  /// The same event stamped `t` (the monitor's decision time turned into
-  /// the wall time people read).
-  public func shown(at t: Int64) -> MonitorEvent {
-    MonitorEvent(t: t, kind: kind, region: region, state: state, beacons: beacons)
+  public init(
+    decided: DecisionTime, shown: WallTime, kind: Kind, region: String, state: RegionState,
+    beacons: [RangedBeacon]
+  ) {
+    self.decided = decided
+    self.shown = shown
+    self.kind = kind
+    self.region = region
+    self.state = state
+    self.beacons = beacons
   }
 }
 
 /// Region monitoring as a pure state machine: reports, adapter up/down and
-/// the passing of time go in (time injected, in microseconds of whatever
-/// clock drives it: capture timestamps in replay, the system clock live);
-/// events come out, and `nextDeadline` says when to call `advance` next.
+/// the passing of time go in (time injected, in microseconds of the
+/// decision clock: capture timestamps in a replay, the monotonic clock
+/// live); events come out, each with its decision time and the wall time
+/// `timeline` shows for it, and `nextDeadline` says when to call `advance`
+/// next.
 ///
 /// States: every region starts `unknown`. A matching report makes it
 /// `inside`. While scanning, `exit_after` seconds with no report make it
@@ -144,6 +157,9 @@ public struct RegionMonitor: Sendable {
   public private(set) var ranging: RangingConfig
   public private(set) var monitor: MonitorConfig
   public let emitRange: Bool
+  /// How decision time is shown (live: the shell's clocks, set before
+  /// `start`; a replay shows capture time).
+  public var timeline: MonitorTimeline = .capture
   private var regions: [Region]
   private var beacons = BeaconTable()
   /// The devices regions name and those bonded here, and how their
@@ -267,9 +283,7 @@ public struct RegionMonitor: Sendable {
     startedAt = t
     if scanning { beginScanning(at: t) }
     invalidateTimers()
-    return regions.map {
-      MonitorEvent(t: t, kind: .state, region: $0.config.name, state: .unknown, beacons: [])
-    }
+    return regions.indices.map { event(t, .state, $0, state: .unknown) }
   }
 
   public mutating func adapterUp(at t: Int64) -> [MonitorEvent] {
@@ -1063,11 +1077,16 @@ public struct RegionMonitor: Sendable {
     return (q + 1) * step
   }
 
+  /// Region `i`'s event decided at `t`, shown as `timeline` has it now
+  /// (the moment of deciding, so no later clock step moves it).
   private func event(
-    _ t: Int64, _ kind: MonitorEvent.Kind, _ i: Int, beacons: [RangedBeacon] = []
+    _ t: Int64, _ kind: MonitorEvent.Kind, _ i: Int, state: RegionState? = nil,
+    beacons: [RangedBeacon] = []
   ) -> MonitorEvent {
-    MonitorEvent(
-      t: t, kind: kind, region: regions[i].config.name, state: regions[i].state, beacons: beacons)
+    let decided = DecisionTime(micros: t)
+    return MonitorEvent(
+      decided: decided, shown: timeline.shown(decided), kind: kind,
+      region: regions[i].config.name, state: state ?? regions[i].state, beacons: beacons)
   }
 }
 

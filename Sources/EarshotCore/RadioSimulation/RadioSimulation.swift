@@ -322,7 +322,7 @@ public struct RadioSimulation: Sendable {
       for e in events where e.kind == .exit || e.kind == .enter {
         guard let i = sim.advertisers.firstIndex(where: { $0.name == e.region }) else { continue }
         let a = sim.advertisers[i]
-        let s = Double(e.t) / 1e6
+        let s = e.decided.seconds
         let key = RadioSimulation.category(a)
         var l = byClass[key] ?? Latencies()
         if e.kind == .exit {

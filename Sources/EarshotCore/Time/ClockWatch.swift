@@ -109,17 +109,20 @@ public enum MonitorTimeline: Sendable {
   /// the clocks' reading that `read` makes (the shell's `Clock.reading`).
   case live(read: @Sendable () -> ClockReading)
 
-  public func shown(_ t: Int64) -> Int64 {
+  /// The wall time of decision time `t` (a capture's decision time is
+  /// its clock's, and shown as it is).
+  public func shown(_ t: DecisionTime) -> WallTime {
     switch self {
-    case .capture: t
-    case .live(let read): LiveTime.shown(t, at: read())
+    case .capture: WallTime(micros: t.micros)
+    case .live(let read): WallTime(micros: LiveTime.shown(t.micros, at: read()))
     }
   }
 
-  public func decision(shown wall: Int64) -> Int64 {
+  /// The decision time of a wall time from elsewhere (the state file).
+  public func decision(shown wall: WallTime) -> DecisionTime {
     switch self {
-    case .capture: wall
-    case .live(let read): LiveTime.decision(shown: wall, at: read())
+    case .capture: DecisionTime(micros: wall.micros)
+    case .live(let read): DecisionTime(micros: LiveTime.decision(shown: wall.micros, at: read()))
     }
   }
 }

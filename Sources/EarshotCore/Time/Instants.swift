@@ -55,3 +55,20 @@ public struct WallTime: Hashable, Comparable, Sendable, CustomStringConvertible 
 
   public var description: String { "\(Double(micros) / 1e6) s (Unix time)" }
 }
+
+/// A moment as the region monitor decides in it, in microseconds: the
+/// monotonic clock live, the capture's clock in a replay. Rate limits and
+/// timeouts on the monitor's events count in it, so no step of the wall
+/// clock moves them; `MonitorTimeline` turns it into the `WallTime` shown.
+public struct DecisionTime: Hashable, Comparable, Sendable, CustomStringConvertible {
+  public var micros: Int64
+
+  public init(micros: Int64) { self.micros = micros }
+
+  /// Seconds since the clock's origin (what MQTT's rate limits count in).
+  public var seconds: Double { Double(micros) / 1e6 }
+
+  public static func < (a: DecisionTime, b: DecisionTime) -> Bool { a.micros < b.micros }
+
+  public var description: String { "\(Double(micros) / 1e6) s (decision)" }
+}

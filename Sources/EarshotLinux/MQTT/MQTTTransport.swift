@@ -112,8 +112,8 @@ public final class MQTTTransport: AgentTransport {
       case .range:
         // beacon_interval counts on the monitor's decision clock (live: the
         // monotonic clock, which no step of the wall clock moves; a replay:
-        // capture time); `e.t` is the wall time shown.
-        let decided = Double(agent.monitor?.decision(shown: e.t) ?? e.t) / 1e6
+        // capture time), as the event was decided, whenever this runs.
+        let decided = e.decided.seconds
         // Devices have their region's device_tracker, not a sensor of their own.
         for b in e.beacons {
           guard let id = b.id.beacon else { continue }

@@ -134,10 +134,6 @@ public final class AgentMonitor {
   /// The wall time of one of the monitor's times, for display.
   public func shown(_ t: Int64) -> Int64 { driver.shownTime(t) }
 
-  /// The decision time of a shown (wall) time, such as an event's `t`:
-  /// the inverse of `shown`.
-  public func decision(shown t: Int64) -> Int64 { driver.timeline.decision(shown: t) }
-
   public var isMonitoring: Bool { started }
 
   // MARK: Live

@@ -9,8 +9,9 @@ import EarshotCore
 /// (and `hooks.nextDeadline` on the monotonic clock), calls `advance` when
 /// it fires and `hooks.reap()` on SIGCHLD. Times in are the monitor's
 /// decision time, in microseconds: capture time in a replay, the monotonic
-/// clock live. Times out (events, sightings, the state file) are what
-/// `shownTime` makes of them: wall time, for people and other machines.
+/// clock live. Events carry that time and the wall time shown for it, for
+/// people and other machines; sightings and the state file are what
+/// `shownTime` makes of theirs.
 public final class MonitorDriver {
   // One thread drives the driver (the agent's loop), so what every report
   // touches (the monitor, the joiner, the hooks for sightings) needs no
@@ -24,11 +25,17 @@ public final class MonitorDriver {
   private var observers: [(MonitorEvent) -> Void] = []
   public var log: (String) -> Void
   /// How decision time maps to the wall time shown (live: `.live`, set
-  /// before `start`; a replay decides and shows capture time).
-  public var timeline: MonitorTimeline = .capture
+  /// before `start`; a replay decides and shows capture time). The
+  /// monitor's: it stamps each event with both as it decides it.
+  public var timeline: MonitorTimeline {
+    get { monitor.timeline }
+    set { monitor.timeline = newValue }
+  }
 
   /// The wall time of a decision time.
-  public func shownTime(_ t: Int64) -> Int64 { timeline.shown(t) }
+  public func shownTime(_ t: Int64) -> Int64 {
+    timeline.shown(DecisionTime(micros: t)).micros
+  }
   /// Every iBeacon report, before the monitor takes it (rooms' sightings),
   /// at its decision time (`shownTime` gives the wall time to show).
   @exclusivity(unchecked) public var onBeacon: ((Int64, IBeacon, AdvertisingReport) -> Void)?
@@ -83,7 +90,9 @@ public final class MonitorDriver {
   public func start(at t: Int64, scanning: Bool) {
     let timeline = self.timeline
     handle(
-      monitor.start(at: t, scanning: scanning, savedTime: { timeline.decision(shown: $0) }))
+      monitor.start(
+        at: t, scanning: scanning,
+        savedTime: { timeline.decision(shown: WallTime(micros: $0)).micros }))
   }
 
   /// An advertising report: an iBeacon, or any other advertisement, which
@@ -160,8 +169,7 @@ public final class MonitorDriver {
       return
     }
     var changed = false
-    for decided in events {
-      let e = decided.shown(at: shownTime(decided.t))
+    for e in events {
       output(e)
       for o in observers { o(e) }
       if e.kind != .range && e.state != .unknown { changed = true }
@@ -176,7 +184,7 @@ public final class MonitorDriver {
   public func saveState() {
     guard let stateFile else { return }
     do {
-      try stateFile.write(monitor.snapshot(shown: timeline.shown).encode())
+      try stateFile.write(monitor.snapshot(shown: shownTime).encode())
       if saveFailing {
         saveFailing = false
         log("region states are saved to \(stateFile.path) again")
