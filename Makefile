@@ -5,7 +5,7 @@ PREFIX ?= /usr/local
 # memory than the shared libraries, and nothing to install beside it).
 RELEASE_BUILD = build -c release --product earshot --static-swift-stdlib
 
-.PHONY: build demo test install format deb
+.PHONY: build demo check test install format deb
 
 build:
 	scripts/deps.sh build
@@ -17,6 +17,12 @@ demo: build
 	.build/release/earshot scan --input captures/demo.btsnoop --format text | head -12
 	.build/release/earshot simulate scenario --spec scenarios/office.scenario --write /tmp/earshot-office.btsnoop
 	.build/release/earshot monitor --config scenarios/office.conf --input /tmp/earshot-office.btsnoop --no-range
+
+# Day-to-day: the debug build and every test but the slow ones (a few
+# minutes on a 2-core machine; scripts/check.sh says which are left out).
+check:
+	scripts/deps.sh build
+	scripts/check.sh
 
 # Everything CI runs: unit and integration tests, then the kernel test bed.
 test:

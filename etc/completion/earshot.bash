@@ -11,7 +11,7 @@ _earshot() {
     check-config) opts="--config --help" ;;
     simulate) opts="--write --reports --spec --truth --hours --seed --fast --slow --phones --format --battery-allowance --mains-allowance --help" ;;
     calibrate) opts="--config --beacon --seconds --input --power --reference --agent --write --help" ;;
-    bench) opts="--input --seconds --reports --config --rate --beacons --dense-minutes --alert-device --mixer-card --monitor --find-phone-only --help" ;;
+    bench) opts="--input --seconds --reports --config --rate --beacons --dense-minutes --duty-hours --alert-device --mixer-card --monitor --find-phone-only --help" ;;
     shutter) opts="--config --device --directory --resolution --socket --help" ;;
     play) opts="--config --library --player --device --timeout --list --socket --help" ;;
     pause) opts="--config --socket --help" ;;
@@ -33,7 +33,7 @@ _earshot() {
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in
-    --adapter|--agent|--agents|--alert-device|--batch|--battery-allowance|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--covered|--day|--db|--dense-minutes|--device|--directory|--drift|--duration|--end|--fallback|--fast|--first-agent|--format|--frequency|--group|--hours|--input|--interval|--keys|--library|--log|--mains-allowance|--mixer-card|--monitor|--name|--offsets|--out|--output|--pace|--phones|--player|--png|--power|--radio|--radio-write|--ramp|--rate|--reference|--region|--reports|--resolution|--seconds|--security|--seed|--since|--skew|--slow|--socket|--sound|--spec|--start-at|--state|--state-dir|--stats|--store|--timeout|--title|--topics|--truth|--until|--wait|--write)
+    --adapter|--agent|--agents|--alert-device|--batch|--battery-allowance|--beacon|--beacons|--ble|--buffer|--bus|--capability|--card|--config|--control|--covered|--day|--db|--dense-minutes|--device|--directory|--drift|--duration|--duty-hours|--end|--fallback|--fast|--first-agent|--format|--frequency|--group|--hours|--input|--interval|--keys|--library|--log|--mains-allowance|--mixer-card|--monitor|--name|--offsets|--out|--output|--pace|--phones|--player|--png|--power|--radio|--radio-write|--ramp|--rate|--reference|--region|--reports|--resolution|--seconds|--security|--seed|--since|--skew|--slow|--socket|--sound|--spec|--start-at|--state|--state-dir|--stats|--store|--timeout|--title|--topics|--truth|--until|--wait|--write)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))
