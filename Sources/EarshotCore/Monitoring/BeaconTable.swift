@@ -8,12 +8,13 @@ struct TrackedBeacon: Sendable {
 /// and gap storage, no heap block per beacon) and found through a small
 /// index. With ten thousand beacons a dictionary of full records would
 /// leave a third of its buckets empty yet resident; here only the index
-/// has spare buckets, at 24 bytes each. Records live in fixed-size
+/// has spare slots, at 4 bytes each (`PositionIndex`: a dictionary keyed
+/// by the id took 80 bytes a bucket, 1.3 MB). Records live in fixed-size
 /// segments, so growing never copies them all at once (a doubling array
 /// briefly holds two copies: several megabytes of peak for nothing).
 struct BeaconTable: Sendable {
   static let segmentSize = 512
-  private var index: [TrackKey: Int32] = [:]
+  private var index = PositionIndex()
   private var segments: [ContiguousArray<TrackedBeacon>] = []
   private(set) var count = 0
 
@@ -22,7 +23,21 @@ struct BeaconTable: Sendable {
   }
 
   /// Where a beacon's record is now (forgetting moves records).
-  func position(of id: TrackKey) -> Int? { index[id].map(Int.init) }
+  func position(of id: TrackKey) -> Int? {
+    index.slot(of: id, idAt: { recordID(at: $0) }).map { Int(index.positions[$0]) }
+  }
+
+  /// The id of the record at `i` (the index keeps positions, not ids).
+  private func recordID(at i: Int32) -> TrackKey { self[position: Int(i)].track.id }
+
+  /// Changes the index while the records stay readable: the index is taken
+  /// out meanwhile, so reading a record does not overlap its change.
+  private mutating func changeIndex(_ body: (inout PositionIndex, (Int32) -> TrackKey) -> Void) {
+    var taken = index
+    index = PositionIndex()
+    body(&taken) { recordID(at: $0) }
+    index = taken
+  }
 
   /// A record in place: reading one field does not copy the record.
   subscript(position i: Int) -> TrackedBeacon {
@@ -50,11 +65,10 @@ struct BeaconTable: Sendable {
     ceiling: Double = .infinity, cautious: Double = .infinity, learn: Bool = true
   ) -> Int {
     let i: Int
-    if let found = index[id] {
-      i = Int(found)
+    if let found = position(of: id) {
+      i = found
     } else {
       i = count
-      index[id] = Int32(i)
       if i % Self.segmentSize == 0 {
         var segment = ContiguousArray<TrackedBeacon>()
         segment.reserveCapacity(Self.segmentSize)
@@ -66,6 +80,8 @@ struct BeaconTable: Sendable {
             id: id, address: address, measuredPower: measuredPower, powerSource: powerSource,
             at: t)))
       count += 1
+      // After the record is stored: the index reads ids from the records.
+      changeIndex { index, idAt in index.insert(id, at: Int32(i), idAt: idAt) }
     }
     // In place: the record is ~550 bytes, and a closure over the caller
     // here once made every report copy a whole segment.
@@ -117,16 +133,83 @@ struct BeaconTable: Sendable {
         i += 1
         continue
       }
-      index[id] = nil
+      // Removed while every record is still where the index says.
+      changeIndex { index, idAt in index.remove(index.slot(of: id, idAt: idAt)!, idAt: idAt) }
       let last = count - 1
       if i != last {
         let moved = self[position: last]
+        let slot = index.slot(of: moved.track.id, idAt: { recordID(at: $0) })!
         self[position: i] = moved
-        index[moved.track.id] = Int32(i)
+        index.positions[slot] = Int32(i)
       }
       segments[segments.count - 1].removeLast()
       if segments[segments.count - 1].isEmpty { segments.removeLast() }
       count -= 1
+    }
+  }
+}
+
+/// Record positions found by id with open addressing (linear probing) over
+/// 4-byte slots: the ids stay in the records, read through `idAt`, so the
+/// index holds no copy of them. At most half full; a removal shifts the
+/// probe run back, so there are no tombstones and a lookup ends at the
+/// first empty slot.
+struct PositionIndex: Sendable {
+  static let empty: Int32 = -1
+  /// A power of two in size; `empty` or a record's position.
+  var positions: [Int32] = []
+  private(set) var count = 0
+
+  private var mask: Int { positions.count - 1 }
+
+  private func home(_ id: TrackKey) -> Int { id.hashValue & mask }
+
+  /// The slot holding `id`'s position, if it is indexed.
+  func slot(of id: TrackKey, idAt: (Int32) -> TrackKey) -> Int? {
+    guard !positions.isEmpty else { return nil }
+    var k = home(id)
+    while positions[k] != Self.empty {
+      if idAt(positions[k]) == id { return k }
+      k = (k + 1) & mask
+    }
+    return nil
+  }
+
+  /// Indexes `id` (not indexed yet) at `position`.
+  mutating func insert(_ id: TrackKey, at position: Int32, idAt: (Int32) -> TrackKey) {
+    if (count + 1) * 2 > positions.count { grow(idAt: idAt) }
+    var k = home(id)
+    while positions[k] != Self.empty { k = (k + 1) & mask }
+    positions[k] = position
+    count += 1
+  }
+
+  /// Empties `slot`, moving back any later entry of the same probe run
+  /// whose home it would otherwise be cut off from.
+  mutating func remove(_ slot: Int, idAt: (Int32) -> TrackKey) {
+    var hole = slot
+    var k = slot
+    while true {
+      k = (k + 1) & mask
+      guard positions[k] != Self.empty else { break }
+      let h = home(idAt(positions[k]))
+      // Stays if its home is cyclically within (hole, k].
+      let stays = hole <= k ? (hole < h && h <= k) : (hole < h || h <= k)
+      if stays { continue }
+      positions[hole] = positions[k]
+      hole = k
+    }
+    positions[hole] = Self.empty
+    count -= 1
+  }
+
+  private mutating func grow(idAt: (Int32) -> TrackKey) {
+    let old = positions
+    positions = Array(repeating: Self.empty, count: max(16, old.count * 2))
+    for p in old where p != Self.empty {
+      var k = home(idAt(p))
+      while positions[k] != Self.empty { k = (k + 1) & mask }
+      positions[k] = p
     }
   }
 }

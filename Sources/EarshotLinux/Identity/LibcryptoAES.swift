@@ -10,24 +10,32 @@ import EarshotCore
 /// the algorithm is fetched once and each key keeps its own ready context:
 /// ECB without padding carries no state from one whole block to the next,
 /// so a context is reused with a bare update.
+///
+/// The algorithm is fetched at the first encryption, not when the cipher
+/// is made: every monitor gets one, and most never resolve an address
+/// (fetching loads libcrypto's provider, ~8 M instructions and its pages).
 public final class LibcryptoAES: BlockCipher {
   /// Keys with a context kept, at most: past this all are dropped and set
   /// up again (a machine has a few dozen keys; this only bounds memory).
   public static let maxContexts = 256
-  private let algorithm: OpaquePointer
+  private var fetched: OpaquePointer?
   private var contexts: [Block128: OpaquePointer] = [:]
 
-  public init() {
+  public init() {}
+
+  deinit {
+    for c in contexts.values { EVP_CIPHER_CTX_free(c) }
+    if let fetched { EVP_CIPHER_free(fetched) }
+  }
+
+  private var algorithm: OpaquePointer {
+    if let fetched { return fetched }
     // Only a libcrypto without AES (or out of memory) fails here.
     guard let algorithm = EVP_CIPHER_fetch(nil, "AES-128-ECB", nil) else {
       fatalError("libcrypto: AES-128-ECB is not available")
     }
-    self.algorithm = algorithm
-  }
-
-  deinit {
-    for c in contexts.values { EVP_CIPHER_CTX_free(c) }
-    EVP_CIPHER_free(algorithm)
+    fetched = algorithm
+    return algorithm
   }
 
   public func encrypt(_ plaintext: Block128, key: Block128) -> Block128 {

@@ -1,0 +1,59 @@
+import XCTest
+
+@testable import EarshotCore
+
+/// The beacon table's index (`PositionIndex`, open addressing over the
+/// records' own ids) against a dictionary, through random arrivals and
+/// forgetting: every beacon tracked is found at its record, and none that
+/// was forgotten.
+final class BeaconTableIndexTests: XCTestCase {
+  private func key(_ n: Int) -> TrackKey {
+    .beacon(
+      BeaconID(uuid: BeaconUUID(high: 7, low: UInt64(n / 1000)), major: UInt16(n % 1000), minor: 1))
+  }
+
+  func testEveryTrackedBeaconIsFoundAndNoForgottenOne() {
+    var rng = SystemRandomNumberGenerator()
+    for round in 0..<4 {
+      var table = BeaconTable()
+      var lastSeen: [TrackKey: Int64] = [:]
+      var t: Int64 = 0
+      for step in 0..<6_000 {
+        t += 1_000
+        let k = key(Int.random(in: 0..<(round == 0 ? 50 : 3_000), using: &rng))
+        let at = table.observe(
+          k, address: BDAddress(raw: UInt64(step)), rssi: -60, measuredPower: -59, at: t)
+        XCTAssertEqual(table.withRecord(at: at) { $0.track.id }, k)
+        lastSeen[k] = t
+        if step % 500 == 499 {
+          // Forget the older half (and keep one of them), as forgetting does.
+          let horizon = t - 250_000
+          let kept = lastSeen.keys.first { lastSeen[$0]! < horizon }
+          table.forget(seenBefore: horizon, keep: kept.map { [$0] } ?? [])
+          lastSeen = lastSeen.filter { $0.value >= horizon || $0.key == kept }
+        }
+      }
+      XCTAssertEqual(table.count, lastSeen.count)
+      for (k, _) in lastSeen {
+        let p = table.position(of: k)
+        XCTAssertNotNil(p, "\(k) lost")
+        if let p { XCTAssertEqual(table.withRecord(at: p) { $0.track.id }, k) }
+      }
+      for n in 0..<3_000 where lastSeen[key(n)] == nil {
+        XCTAssertNil(table.position(of: key(n)), "\(key(n)) was forgotten")
+      }
+    }
+  }
+
+  func testRemovalKeepsACollidingRunReachable() {
+    // Ids in one small table collide often: removing from the middle of a
+    // probe run must leave the later ones findable.
+    var table = BeaconTable()
+    for n in 0..<12 {
+      table.observe(key(n), address: BDAddress(raw: 1), rssi: nil, measuredPower: -59, at: Int64(n))
+    }
+    table.forget(seenBefore: 6, keep: [])
+    XCTAssertEqual(table.count, 6)
+    for n in 0..<12 { XCTAssertEqual(table.position(of: key(n)) != nil, n >= 6, "\(n)") }
+  }
+}
