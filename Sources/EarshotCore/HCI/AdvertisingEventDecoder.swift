@@ -93,6 +93,51 @@ public struct AdvertisingEventDecoder {
     return outcome
   }
 
+  // MARK: Reading an event whole
+
+  /// Why an event's reports could not be read.
+  private struct Malformed: Error {
+    let reason: StaticString
+    init(_ reason: StaticString) { self.reason = reason }
+  }
+
+  /// Reads all `count` reports of an event with `read` into a stack buffer,
+  /// then hands them to `deliver`, which returns how many it delivered.
+  /// One pass decides: a read that comes back short, or bytes left over,
+  /// make the whole event malformed before anything is delivered.
+  ///
+  /// A report takes at least `minSize` bytes, so the parameters (at most
+  /// 253 bytes) hold few of them: the buffer stays small enough for the
+  /// stack, and a count the bytes cannot hold fails on a read.
+  @inline(__always)
+  private static func readAll<Report>(
+    _ count: UInt8, from r: inout ByteReader, minSize: Int,
+    leftOver: StaticString = "bytes left over after the last report",
+    _ read: (inout ByteReader) throws(Malformed) -> Report,
+    deliver: (UnsafeBufferPointer<Report>) -> Int
+  ) -> Outcome {
+    let capacity = min(Int(count), r.remaining / minSize)
+    return withUnsafeTemporaryAllocation(of: Report.self, capacity: capacity) { buffer in
+      var n = 0
+      defer { _ = UnsafeMutableBufferPointer(rebasing: buffer[..<n]).deinitialize() }
+      for _ in 0..<count {
+        let report: Report
+        do throws(Malformed) {
+          report = try read(&r)
+        } catch {
+          return .malformed(error.reason)
+        }
+        // Unreachable while every report takes `minSize` bytes or more;
+        // kept so a wrong `minSize` is a rejected event, not a bad write.
+        guard n < capacity else { return .malformed("more reports than the event can hold") }
+        buffer.initializeElement(at: n, to: report)
+        n += 1
+      }
+      guard r.isAtEnd else { return .malformed(leftOver) }
+      return .reports(deliver(UnsafeBufferPointer(rebasing: buffer[..<n])))
+    }
+  }
+
   // MARK: LE Advertising Report (0x02)
 
   // Each report is laid out whole, one after another: event type, address
@@ -100,6 +145,28 @@ public struct AdvertisingEventDecoder {
   // controllers send for Num_Reports > 1 (the captures hold such events).
   // Data longer than the 31 bytes a legacy PDU can carry is accepted when
   // it fits the event: some tools write ADV and SCAN_RSP data joined.
+  private struct LegacyFields {
+    var type: UInt8
+    var addressType: UInt8
+    var rssi: Int8
+    var address: BDAddress
+    var data: UnsafeRawBufferPointer
+
+    init(_ r: inout ByteReader) throws(Malformed) {
+      guard let type = r.u8(), let addressType = r.u8(), let address = r.address(),
+        let length = r.u8()
+      else { throw Malformed("advertising report truncated") }
+      guard let data = r.take(Int(length)), let rssi = r.i8() else {
+        throw Malformed("advertising data overruns the event")
+      }
+      self.type = type
+      self.addressType = addressType
+      self.rssi = rssi
+      self.address = address
+      self.data = data
+    }
+  }
+
   private mutating func decodeLegacy(
     _ params: UnsafeRawBufferPointer, _ body: (AdvertisingReport) -> Void
   ) -> Outcome {
@@ -107,44 +174,49 @@ public struct AdvertisingEventDecoder {
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in advertising report event")
     }
-    // First pass: every report must fit exactly.
-    var probe = r
-    for _ in 0..<count {
-      guard probe.skip(8), let len = probe.u8() else {
-        return .malformed("advertising report truncated")
+    return Self.readAll(count, from: &r, minSize: 10, LegacyFields.init) { reports in
+      var delivered = 0
+      for f in reports {
+        guard let pdu = AdvertisingPDU(legacyEventType: f.type),
+          let at = AddressType(rawValue: f.addressType)
+        else {
+          stats.malformedReports += 1
+          continue
+        }
+        stats.reports += 1
+        delivered += 1
+        body(
+          AdvertisingReport(
+            pdu: pdu, address: f.address, addressType: at,
+            rssi: ReportRSSI.decode(f.rssi, in: .legacy), data: f.data))
       }
-      guard probe.skip(Int(len) + 1) else {
-        return .malformed("advertising data overruns the event")
-      }
+      return delivered
     }
-    guard probe.isAtEnd else { return .malformed("bytes left over after the last report") }
-
-    var delivered = 0
-    for _ in 0..<count {
-      // Bounds were proven above; the optionals cannot fail here.
-      let type = r.u8()!
-      let addrType = r.u8()!
-      let address = r.address()!
-      let len = Int(r.u8()!)
-      let data = r.take(len)!
-      let rssiRaw = r.i8()!
-      guard let pdu = AdvertisingPDU(legacyEventType: type),
-        let at = AddressType(rawValue: addrType)
-      else {
-        stats.malformedReports += 1
-        continue
-      }
-      stats.reports += 1
-      delivered += 1
-      body(
-        AdvertisingReport(
-          pdu: pdu, address: address, addressType: at,
-          rssi: ReportRSSI.decode(rssiRaw, in: .legacy), data: data))
-    }
-    return .reports(delivered)
   }
 
   // MARK: LE Directed Advertising Report (0x0B)
+
+  // Fixed 16-byte reports: event type, address type, address, direct
+  // address type, direct address, RSSI.
+  private struct DirectedFields {
+    var type: UInt8
+    var addressType: UInt8
+    var rssi: Int8
+    var address: BDAddress
+    var direct: BDAddress
+
+    init(_ r: inout ByteReader) throws(Malformed) {
+      guard let type = r.u8(), let addressType = r.u8(), let address = r.address(),
+        r.skip(1),  // direct address type
+        let direct = r.address(), let rssi = r.i8()
+      else { throw Malformed("directed report event has the wrong size") }
+      self.type = type
+      self.addressType = addressType
+      self.rssi = rssi
+      self.address = address
+      self.direct = direct
+    }
+  }
 
   private mutating func decodeDirected(
     _ params: UnsafeRawBufferPointer, _ body: (AdvertisingReport) -> Void
@@ -153,35 +225,67 @@ public struct AdvertisingEventDecoder {
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in directed report event")
     }
-    guard r.remaining == Int(count) * 16 else {
-      return .malformed("directed report event has the wrong size")
-    }
-    var delivered = 0
-    for _ in 0..<count {
-      let type = r.u8()!
-      let addrType = r.u8()!
-      let address = r.address()!
-      _ = r.u8()!  // direct address type
-      let direct = r.address()!
-      let rssiRaw = r.i8()!
-      guard type == 1, let at = AddressType(rawValue: addrType) else {
-        stats.malformedReports += 1
-        continue
+    return Self.readAll(
+      count, from: &r, minSize: 16, leftOver: "directed report event has the wrong size",
+      DirectedFields.init
+    ) { reports in
+      var delivered = 0
+      for f in reports {
+        guard f.type == 1, let at = AddressType(rawValue: f.addressType) else {
+          stats.malformedReports += 1
+          continue
+        }
+        stats.reports += 1
+        delivered += 1
+        body(
+          AdvertisingReport(
+            pdu: .advDirectInd, address: f.address, addressType: at, directAddress: f.direct,
+            rssi: ReportRSSI.decode(f.rssi, in: .directed),
+            data: UnsafeRawBufferPointer(start: nil, count: 0)))
       }
-      stats.reports += 1
-      delivered += 1
-      body(
-        AdvertisingReport(
-          pdu: .advDirectInd, address: address, addressType: at, directAddress: direct,
-          rssi: ReportRSSI.decode(rssiRaw, in: .directed),
-          data: UnsafeRawBufferPointer(start: nil, count: 0)))
+      return delivered
     }
-    return .reports(delivered)
   }
 
   // MARK: LE Extended Advertising Report (0x0D)
 
-  private static let extendedFixed = 24
+  // 24 fixed bytes, then the data: event type (2), address type, address,
+  // primary PHY, secondary PHY, SID, TX power, RSSI, periodic advertising
+  // interval (2), direct address type, direct address, data length.
+  private struct ExtendedFields {
+    var eventType: UInt16
+    var addressType: UInt8
+    var primaryPHY: UInt8
+    var secondaryPHY: UInt8
+    var sid: UInt8
+    var tx: Int8
+    var rssi: Int8
+    var address: BDAddress
+    var direct: BDAddress
+    var data: UnsafeRawBufferPointer
+
+    init(_ r: inout ByteReader) throws(Malformed) {
+      guard let eventType = r.u16le(), let addressType = r.u8(), let address = r.address(),
+        let primaryPHY = r.u8(), let secondaryPHY = r.u8(), let sid = r.u8(), let tx = r.i8(),
+        let rssi = r.i8(),
+        r.skip(3),  // periodic advertising interval, direct address type
+        let direct = r.address(), let length = r.u8()
+      else { throw Malformed("extended report truncated") }
+      guard let data = r.take(Int(length)) else {
+        throw Malformed("extended advertising data overruns the event")
+      }
+      self.eventType = eventType
+      self.addressType = addressType
+      self.primaryPHY = primaryPHY
+      self.secondaryPHY = secondaryPHY
+      self.sid = sid
+      self.tx = tx
+      self.rssi = rssi
+      self.address = address
+      self.direct = direct
+      self.data = data
+    }
+  }
 
   private mutating func decodeExtended(
     _ params: UnsafeRawBufferPointer, _ body: (AdvertisingReport) -> Void
@@ -190,80 +294,64 @@ public struct AdvertisingEventDecoder {
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in extended report event")
     }
-    var probe = r
-    for _ in 0..<count {
-      guard probe.skip(Self.extendedFixed - 1), let len = probe.u8() else {
-        return .malformed("extended report truncated")
+    return Self.readAll(count, from: &r, minSize: 24, ExtendedFields.init) { reports in
+      var delivered = 0
+      for f in reports {
+        if deliverExtended(f, body) { delivered += 1 }
       }
-      guard probe.skip(Int(len)) else {
-        return .malformed("extended advertising data overruns the event")
-      }
+      return delivered
     }
-    guard probe.isAtEnd else { return .malformed("bytes left over after the last report") }
+  }
 
-    var delivered = 0
-    for _ in 0..<count {
-      let eventType = r.u16le()!
-      let addrType = r.u8()!
-      let address = r.address()!
-      let primaryPHY = r.u8()!
-      let secondaryPHY = r.u8()!
-      let sid = r.u8()!
-      let tx = r.i8()!
-      let rssiRaw = r.i8()!
-      _ = r.u16le()!  // periodic advertising interval
-      _ = r.u8()!  // direct address type
-      let direct = r.address()!
-      let len = Int(r.u8()!)
-      let data = r.take(len)!
+  /// Delivers one extended report, or keeps it as a fragment of a chain;
+  /// true when a report was delivered.
+  private mutating func deliverExtended(
+    _ f: ExtendedFields, _ body: (AdvertisingReport) -> Void
+  ) -> Bool {
+    guard let pdu = AdvertisingPDU(extendedEventType: f.eventType),
+      let at = AddressType(rawValue: f.addressType),
+      let status = DataStatus(rawValue: UInt8((f.eventType >> 5) & 0x3))
+    else {
+      stats.malformedReports += 1
+      return false
+    }
+    var report = AdvertisingReport(
+      pdu: pdu, address: f.address, addressType: at,
+      directAddress: (f.eventType & 0x04) != 0 ? f.direct : nil,
+      rssi: ReportRSSI.decode(f.rssi, in: .extended), txPower: f.tx == 127 ? nil : f.tx,
+      primaryPHY: f.primaryPHY, secondaryPHY: f.secondaryPHY, sid: f.sid == 0xFF ? nil : f.sid,
+      dataStatus: status, data: f.data)
 
-      guard let pdu = AdvertisingPDU(extendedEventType: eventType),
-        let at = AddressType(rawValue: addrType),
-        let status = DataStatus(rawValue: UInt8((eventType >> 5) & 0x3))
-      else {
+    let key = FragmentKey(address: f.address, addressType: f.addressType, sid: f.sid)
+    if status == .incomplete {
+      stats.fragments += 1
+      var buffer = fragments.removeValue(forKey: key) ?? []
+      guard buffer.count + f.data.count <= Self.maxExtendedDataLength else {
         stats.malformedReports += 1
-        continue
+        return false
       }
-      var report = AdvertisingReport(
-        pdu: pdu, address: address, addressType: at,
-        directAddress: (eventType & 0x04) != 0 ? direct : nil,
-        rssi: ReportRSSI.decode(rssiRaw, in: .extended), txPower: tx == 127 ? nil : tx,
-        primaryPHY: primaryPHY, secondaryPHY: secondaryPHY, sid: sid == 0xFF ? nil : sid,
-        dataStatus: status, data: data)
-
-      let key = FragmentKey(address: address, addressType: addrType, sid: sid)
-      if status == .incomplete {
-        stats.fragments += 1
-        var buffer = fragments.removeValue(forKey: key) ?? []
-        guard buffer.count + len <= Self.maxExtendedDataLength else {
-          stats.malformedReports += 1
-          continue
-        }
-        buffer.append(contentsOf: data)
-        if fragments.count >= Self.maxPendingChains {
-          fragments.remove(at: fragments.startIndex)
-        }
-        fragments[key] = buffer
-        continue
+      buffer.append(contentsOf: f.data)
+      if fragments.count >= Self.maxPendingChains {
+        fragments.remove(at: fragments.startIndex)
       }
-      if status == .truncated { stats.truncated += 1 }
-      // Most reports are whole: skip the hash lookup when nothing is pending.
-      if !fragments.isEmpty, var buffer = fragments.removeValue(forKey: key) {
-        // Last fragment: deliver the joined data.
-        buffer.append(contentsOf: data)
-        stats.reports += 1
-        delivered += 1
-        buffer.withUnsafeBytes { joined in
-          report.data = joined
-          body(report)
-        }
-        continue
-      }
-      stats.reports += 1
-      delivered += 1
-      body(report)
+      fragments[key] = buffer
+      return false
     }
-    return .reports(delivered)
+    if status == .truncated { stats.truncated += 1 }
+    // Most reports are whole: skip the hash lookup when nothing is pending.
+    if !fragments.isEmpty, var buffer = fragments.removeValue(forKey: key) {
+      // Last fragment: deliver the joined data.
+      buffer.append(contentsOf: f.data)
+      stats.reports += 1
+      buffer.withUnsafeBytes { joined in
+        report.data = joined
+        body(report)
+      }
+      return true
+    }
+    stats.reports += 1
+    body(report)
+    return true
   }
 
   private struct FragmentKey: Hashable {
