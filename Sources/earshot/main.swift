@@ -67,13 +67,20 @@ func main() -> Int32 {
     return 2
   } catch let e as CommandFailure {
     Console.flush()
-    Console.error("earshot \(command.name): \(e.message)\n")
+    Console.error("earshot \(command.name): \(e.message)\n" + libraryDetail())
     return 1
   } catch {
     Console.flush()
-    Console.error("earshot \(command.name): \(error)\n")
+    Console.error("earshot \(command.name): \(error)\n" + libraryDetail())
     return 1
   }
+}
+
+/// With EARSHOT_DEBUG set, the last lines ALSA reported (kept, never
+/// printed by the library itself), under a failure they may explain.
+func libraryDetail() -> String {
+  guard let v = getenv("EARSHOT_DEBUG"), v.pointee != 0 else { return "" }
+  return ALSADiagnostics.recent().map { "  alsa: \($0)\n" }.joined()
 }
 
 let status = main()

@@ -12,6 +12,8 @@
 /// signal delivery for good; the caller's own mask is restored afterwards.
 enum LibraryThreads {
   static func withSignalsBlocked<T>(_ body: () throws -> T) rethrows -> T {
+    // Every ALSA open passes here: its diagnostics are ours from the first.
+    ALSADiagnostics.install()
     var all = sigset_t()
     var previous = sigset_t()
     sigfillset(&all)

@@ -38,6 +38,8 @@ enum Docs {
     s +=
       ".SH ENVIRONMENT\n.TP\n.B EARSHOT_CONFIG\nConfig file to read instead of the default one.\n"
     s += ".TP\n.B EARSHOT_SOUNDS\nDirectory of alert sounds to use instead of the installed one.\n"
+    s +=
+      ".TP\n.B EARSHOT_DEBUG\nWhen set, a failing command also prints the last lines ALSA reported.\n"
     s += ".SH SEE ALSO\n.BR earshot.conf (5),\n.BR systemctl (1),\n.BR btmon (1)\n"
     return s
   }
