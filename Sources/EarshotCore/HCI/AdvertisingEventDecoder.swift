@@ -101,32 +101,42 @@ public struct AdvertisingEventDecoder {
     init(_ reason: StaticString) { self.reason = reason }
   }
 
-  /// Reads all `count` reports of an event with `read` into a stack buffer,
-  /// then hands them to `deliver`, which returns how many it delivered.
-  /// One pass decides: a read that comes back short, or bytes left over,
-  /// make the whole event malformed before anything is delivered.
+  /// One report's fields as read, before they are judged.
+  private protocol Fields {
+    /// The fewest bytes a report takes.
+    static var minSize: Int { get }
+    init(_ r: inout ByteReader) throws(Malformed)
+  }
+
+  /// Reads all `count` reports of an event, then hands them to `deliver`,
+  /// which returns how many it delivered. One pass decides: a read that
+  /// comes back short, or bytes left over, make the whole event malformed
+  /// before anything is delivered.
   ///
   /// A report takes at least `minSize` bytes, so the parameters (at most
   /// 253 bytes) hold few of them: the buffer stays small enough for the
   /// stack, and a count the bytes cannot hold fails on a read.
   @inline(__always)
-  private static func readAll<Report>(
-    _ count: UInt8, from r: inout ByteReader, minSize: Int,
+  private static func readAll<Report: Fields>(
+    _ count: UInt8, from r: inout ByteReader,
     leftOver: StaticString = "bytes left over after the last report",
-    _ read: (inout ByteReader) throws(Malformed) -> Report,
     deliver: (UnsafeBufferPointer<Report>) -> Int
   ) -> Outcome {
-    let capacity = min(Int(count), r.remaining / minSize)
+    // Most events carry one report: no buffer then.
+    if count == 1 {
+      let report: Report
+      do throws(Malformed) { report = try Report(&r) } catch { return .malformed(error.reason) }
+      guard r.isAtEnd else { return .malformed(leftOver) }
+      return .reports(
+        withUnsafePointer(to: report) { deliver(UnsafeBufferPointer(start: $0, count: 1)) })
+    }
+    let capacity = min(Int(count), r.remaining / Report.minSize)
     return withUnsafeTemporaryAllocation(of: Report.self, capacity: capacity) { buffer in
       var n = 0
       defer { _ = UnsafeMutableBufferPointer(rebasing: buffer[..<n]).deinitialize() }
       for _ in 0..<count {
         let report: Report
-        do throws(Malformed) {
-          report = try read(&r)
-        } catch {
-          return .malformed(error.reason)
-        }
+        do throws(Malformed) { report = try Report(&r) } catch { return .malformed(error.reason) }
         // Unreachable while every report takes `minSize` bytes or more;
         // kept so a wrong `minSize` is a rejected event, not a bad write.
         guard n < capacity else { return .malformed("more reports than the event can hold") }
@@ -145,14 +155,15 @@ public struct AdvertisingEventDecoder {
   // controllers send for Num_Reports > 1 (the captures hold such events).
   // Data longer than the 31 bytes a legacy PDU can carry is accepted when
   // it fits the event: some tools write ADV and SCAN_RSP data joined.
-  private struct LegacyFields {
+  private struct LegacyFields: Fields {
+    static var minSize: Int { 10 }
     var type: UInt8
     var addressType: UInt8
     var rssi: Int8
     var address: BDAddress
     var data: UnsafeRawBufferPointer
 
-    init(_ r: inout ByteReader) throws(Malformed) {
+    @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
       guard let type = r.u8(), let addressType = r.u8(), let address = r.address(),
         let length = r.u8()
       else { throw Malformed("advertising report truncated") }
@@ -174,7 +185,7 @@ public struct AdvertisingEventDecoder {
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in advertising report event")
     }
-    return Self.readAll(count, from: &r, minSize: 10, LegacyFields.init) { reports in
+    return Self.readAll(count, from: &r) { (reports: UnsafeBufferPointer<LegacyFields>) in
       var delivered = 0
       for f in reports {
         guard let pdu = AdvertisingPDU(legacyEventType: f.type),
@@ -198,14 +209,15 @@ public struct AdvertisingEventDecoder {
 
   // Fixed 16-byte reports: event type, address type, address, direct
   // address type, direct address, RSSI.
-  private struct DirectedFields {
+  private struct DirectedFields: Fields {
+    static var minSize: Int { 16 }
     var type: UInt8
     var addressType: UInt8
     var rssi: Int8
     var address: BDAddress
     var direct: BDAddress
 
-    init(_ r: inout ByteReader) throws(Malformed) {
+    @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
       guard let type = r.u8(), let addressType = r.u8(), let address = r.address(),
         r.skip(1),  // direct address type
         let direct = r.address(), let rssi = r.i8()
@@ -225,10 +237,8 @@ public struct AdvertisingEventDecoder {
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in directed report event")
     }
-    return Self.readAll(
-      count, from: &r, minSize: 16, leftOver: "directed report event has the wrong size",
-      DirectedFields.init
-    ) { reports in
+    return Self.readAll(count, from: &r, leftOver: "directed report event has the wrong size") {
+      (reports: UnsafeBufferPointer<DirectedFields>) in
       var delivered = 0
       for f in reports {
         guard f.type == 1, let at = AddressType(rawValue: f.addressType) else {
@@ -252,7 +262,8 @@ public struct AdvertisingEventDecoder {
   // 24 fixed bytes, then the data: event type (2), address type, address,
   // primary PHY, secondary PHY, SID, TX power, RSSI, periodic advertising
   // interval (2), direct address type, direct address, data length.
-  private struct ExtendedFields {
+  private struct ExtendedFields: Fields {
+    static var minSize: Int { 24 }
     var eventType: UInt16
     var addressType: UInt8
     var primaryPHY: UInt8
@@ -264,7 +275,7 @@ public struct AdvertisingEventDecoder {
     var direct: BDAddress
     var data: UnsafeRawBufferPointer
 
-    init(_ r: inout ByteReader) throws(Malformed) {
+    @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
       guard let eventType = r.u16le(), let addressType = r.u8(), let address = r.address(),
         let primaryPHY = r.u8(), let secondaryPHY = r.u8(), let sid = r.u8(), let tx = r.i8(),
         let rssi = r.i8(),
@@ -294,7 +305,7 @@ public struct AdvertisingEventDecoder {
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in extended report event")
     }
-    return Self.readAll(count, from: &r, minSize: 24, ExtendedFields.init) { reports in
+    return Self.readAll(count, from: &r) { (reports: UnsafeBufferPointer<ExtendedFields>) in
       var delivered = 0
       for f in reports {
         if deliverExtended(f, body) { delivered += 1 }
