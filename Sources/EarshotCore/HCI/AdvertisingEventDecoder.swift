@@ -111,25 +111,16 @@ public struct AdvertisingEventDecoder {
   /// Reads all `count` reports of an event, then hands them to `deliver`,
   /// which returns how many it delivered. One pass decides: a read that
   /// comes back short, or bytes left over, make the whole event malformed
-  /// before anything is delivered.
+  /// before anything is delivered. Events of one report (most of them) are
+  /// read by `readOne` instead, without a buffer.
   ///
   /// A report takes at least `minSize` bytes, so the parameters (at most
   /// 253 bytes) hold few of them: the buffer stays small enough for the
   /// stack, and a count the bytes cannot hold fails on a read.
-  @inline(__always)
   private static func readAll<Report: Fields>(
-    _ count: UInt8, from r: inout ByteReader,
-    leftOver: StaticString = "bytes left over after the last report",
+    _ count: UInt8, from r: inout ByteReader, leftOver: StaticString,
     deliver: (UnsafeBufferPointer<Report>) -> Int
   ) -> Outcome {
-    // Most events carry one report: no buffer then.
-    if count == 1 {
-      let report: Report
-      do throws(Malformed) { report = try Report(&r) } catch { return .malformed(error.reason) }
-      guard r.isAtEnd else { return .malformed(leftOver) }
-      return .reports(
-        withUnsafePointer(to: report) { deliver(UnsafeBufferPointer(start: $0, count: 1)) })
-    }
     let capacity = min(Int(count), r.remaining / Report.minSize)
     return withUnsafeTemporaryAllocation(of: Report.self, capacity: capacity) { buffer in
       var n = 0
@@ -163,18 +154,20 @@ public struct AdvertisingEventDecoder {
     var address: BDAddress
     var data: UnsafeRawBufferPointer
 
+    /// Two bounds checks: the fixed head, then the data and the RSSI.
     @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
-      guard let type = r.u8(), let addressType = r.u8(), let address = r.address(),
-        let length = r.u8()
-      else { throw Malformed("advertising report truncated") }
-      guard let data = r.take(Int(length)), let rssi = r.i8() else {
+      guard let head = r.take(9) else { throw Malformed("advertising report truncated") }
+      let h = head.baseAddress.unsafelyUnwrapped
+      let length = Int(h.load(fromByteOffset: 8, as: UInt8.self))
+      guard let tail = r.take(length + 1) else {
         throw Malformed("advertising data overruns the event")
       }
-      self.type = type
-      self.addressType = addressType
-      self.rssi = rssi
-      self.address = address
-      self.data = data
+      let t = tail.baseAddress.unsafelyUnwrapped
+      self.type = h.load(as: UInt8.self)
+      self.addressType = h.load(fromByteOffset: 1, as: UInt8.self)
+      self.address = BDAddress(littleEndianAt: h + 2)
+      self.data = UnsafeRawBufferPointer(start: t, count: length)
+      self.rssi = t.load(fromByteOffset: length, as: Int8.self)
     }
   }
 
@@ -185,24 +178,41 @@ public struct AdvertisingEventDecoder {
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in advertising report event")
     }
-    return Self.readAll(count, from: &r) { (reports: UnsafeBufferPointer<LegacyFields>) in
-      var delivered = 0
-      for f in reports {
-        guard let pdu = AdvertisingPDU(legacyEventType: f.type),
-          let at = AddressType(rawValue: f.addressType)
-        else {
-          stats.malformedReports += 1
-          continue
+    let leftOver: StaticString = "bytes left over after the last report"
+    guard count == 1 else {
+      return Self.readAll(count, from: &r, leftOver: leftOver) {
+        (reports: UnsafeBufferPointer<LegacyFields>) in
+        var delivered = 0
+        for f in reports {
+          if deliverLegacy(f, body) { delivered += 1 }
         }
-        stats.reports += 1
-        delivered += 1
-        body(
-          AdvertisingReport(
-            pdu: pdu, address: f.address, addressType: at,
-            rssi: ReportRSSI.decode(f.rssi, in: .legacy), data: f.data))
+        return delivered
       }
-      return delivered
     }
+    // Most events carry one report: read and delivered without a buffer.
+    let f: LegacyFields
+    do throws(Malformed) { f = try LegacyFields(&r) } catch { return .malformed(error.reason) }
+    guard r.isAtEnd else { return .malformed(leftOver) }
+    return .reports(deliverLegacy(f, body) ? 1 : 0)
+  }
+
+  /// Delivers one legacy report; false when its type or address type is
+  /// unknown (counted, skipped).
+  @inline(__always) private mutating func deliverLegacy(
+    _ f: LegacyFields, _ body: (AdvertisingReport) -> Void
+  ) -> Bool {
+    guard let pdu = AdvertisingPDU(legacyEventType: f.type),
+      let at = AddressType(rawValue: f.addressType)
+    else {
+      stats.malformedReports += 1
+      return false
+    }
+    stats.reports += 1
+    body(
+      AdvertisingReport(
+        pdu: pdu, address: f.address, addressType: at,
+        rssi: ReportRSSI.decode(f.rssi, in: .legacy), data: f.data))
+    return true
   }
 
   // MARK: LE Directed Advertising Report (0x0B)
@@ -217,16 +227,18 @@ public struct AdvertisingEventDecoder {
     var address: BDAddress
     var direct: BDAddress
 
+    /// One bounds check for the whole report.
     @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
-      guard let type = r.u8(), let addressType = r.u8(), let address = r.address(),
-        r.skip(1),  // direct address type
-        let direct = r.address(), let rssi = r.i8()
-      else { throw Malformed("directed report event has the wrong size") }
-      self.type = type
-      self.addressType = addressType
-      self.rssi = rssi
-      self.address = address
-      self.direct = direct
+      guard let report = r.take(16) else {
+        throw Malformed("directed report event has the wrong size")
+      }
+      let p = report.baseAddress.unsafelyUnwrapped
+      self.type = p.load(as: UInt8.self)
+      self.addressType = p.load(fromByteOffset: 1, as: UInt8.self)
+      self.address = BDAddress(littleEndianAt: p + 2)
+      // Byte 8: direct address type.
+      self.direct = BDAddress(littleEndianAt: p + 9)
+      self.rssi = p.load(fromByteOffset: 15, as: Int8.self)
     }
   }
 
@@ -237,24 +249,39 @@ public struct AdvertisingEventDecoder {
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in directed report event")
     }
-    return Self.readAll(count, from: &r, leftOver: "directed report event has the wrong size") {
-      (reports: UnsafeBufferPointer<DirectedFields>) in
-      var delivered = 0
-      for f in reports {
-        guard f.type == 1, let at = AddressType(rawValue: f.addressType) else {
-          stats.malformedReports += 1
-          continue
+    let leftOver: StaticString = "directed report event has the wrong size"
+    guard count == 1 else {
+      return Self.readAll(count, from: &r, leftOver: leftOver) {
+        (reports: UnsafeBufferPointer<DirectedFields>) in
+        var delivered = 0
+        for f in reports {
+          if deliverDirected(f, body) { delivered += 1 }
         }
-        stats.reports += 1
-        delivered += 1
-        body(
-          AdvertisingReport(
-            pdu: .advDirectInd, address: f.address, addressType: at, directAddress: f.direct,
-            rssi: ReportRSSI.decode(f.rssi, in: .directed),
-            data: UnsafeRawBufferPointer(start: nil, count: 0)))
+        return delivered
       }
-      return delivered
     }
+    let f: DirectedFields
+    do throws(Malformed) { f = try DirectedFields(&r) } catch { return .malformed(error.reason) }
+    guard r.isAtEnd else { return .malformed(leftOver) }
+    return .reports(deliverDirected(f, body) ? 1 : 0)
+  }
+
+  /// Delivers one directed report; false when its type or address type is
+  /// wrong (counted, skipped).
+  @inline(__always) private mutating func deliverDirected(
+    _ f: DirectedFields, _ body: (AdvertisingReport) -> Void
+  ) -> Bool {
+    guard f.type == 1, let at = AddressType(rawValue: f.addressType) else {
+      stats.malformedReports += 1
+      return false
+    }
+    stats.reports += 1
+    body(
+      AdvertisingReport(
+        pdu: .advDirectInd, address: f.address, addressType: at, directAddress: f.direct,
+        rssi: ReportRSSI.decode(f.rssi, in: .directed),
+        data: UnsafeRawBufferPointer(start: nil, count: 0)))
+    return true
   }
 
   // MARK: LE Extended Advertising Report (0x0D)
@@ -275,25 +302,24 @@ public struct AdvertisingEventDecoder {
     var direct: BDAddress
     var data: UnsafeRawBufferPointer
 
+    /// Two bounds checks: the fixed head, then the data.
     @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
-      guard let eventType = r.u16le(), let addressType = r.u8(), let address = r.address(),
-        let primaryPHY = r.u8(), let secondaryPHY = r.u8(), let sid = r.u8(), let tx = r.i8(),
-        let rssi = r.i8(),
-        r.skip(3),  // periodic advertising interval, direct address type
-        let direct = r.address(), let length = r.u8()
-      else { throw Malformed("extended report truncated") }
-      guard let data = r.take(Int(length)) else {
+      guard let head = r.take(24) else { throw Malformed("extended report truncated") }
+      let h = head.baseAddress.unsafelyUnwrapped
+      let length = Int(h.load(fromByteOffset: 23, as: UInt8.self))
+      guard let data = r.take(length) else {
         throw Malformed("extended advertising data overruns the event")
       }
-      self.eventType = eventType
-      self.addressType = addressType
-      self.primaryPHY = primaryPHY
-      self.secondaryPHY = secondaryPHY
-      self.sid = sid
-      self.tx = tx
-      self.rssi = rssi
-      self.address = address
-      self.direct = direct
+      self.eventType = UInt16(littleEndian: h.loadUnaligned(as: UInt16.self))
+      self.addressType = h.load(fromByteOffset: 2, as: UInt8.self)
+      self.address = BDAddress(littleEndianAt: h + 3)
+      self.primaryPHY = h.load(fromByteOffset: 9, as: UInt8.self)
+      self.secondaryPHY = h.load(fromByteOffset: 10, as: UInt8.self)
+      self.sid = h.load(fromByteOffset: 11, as: UInt8.self)
+      self.tx = h.load(fromByteOffset: 12, as: Int8.self)
+      self.rssi = h.load(fromByteOffset: 13, as: Int8.self)
+      // Bytes 14-16: periodic advertising interval, direct address type.
+      self.direct = BDAddress(littleEndianAt: h + 17)
       self.data = data
     }
   }
@@ -305,13 +331,21 @@ public struct AdvertisingEventDecoder {
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in extended report event")
     }
-    return Self.readAll(count, from: &r) { (reports: UnsafeBufferPointer<ExtendedFields>) in
-      var delivered = 0
-      for f in reports {
-        if deliverExtended(f, body) { delivered += 1 }
+    let leftOver: StaticString = "bytes left over after the last report"
+    guard count == 1 else {
+      return Self.readAll(count, from: &r, leftOver: leftOver) {
+        (reports: UnsafeBufferPointer<ExtendedFields>) in
+        var delivered = 0
+        for f in reports {
+          if deliverExtended(f, body) { delivered += 1 }
+        }
+        return delivered
       }
-      return delivered
     }
+    let f: ExtendedFields
+    do throws(Malformed) { f = try ExtendedFields(&r) } catch { return .malformed(error.reason) }
+    guard r.isAtEnd else { return .malformed(leftOver) }
+    return .reports(deliverExtended(f, body) ? 1 : 0)
   }
 
   /// Delivers one extended report, or keeps it as a fragment of a chain;
@@ -381,4 +415,14 @@ public struct DecodeStats: Sendable, Equatable {
   public var fragments = 0
   public var truncated = 0
   public init() {}
+}
+
+extension BDAddress {
+  /// The address in the six little-endian bytes at `p`, which the caller
+  /// has bounds-checked (a `ByteReader.take` that covers them).
+  @inline(__always) fileprivate init(littleEndianAt p: UnsafeRawPointer) {
+    let low = UInt64(UInt32(littleEndian: p.loadUnaligned(as: UInt32.self)))
+    let high = UInt64(UInt16(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt16.self)))
+    self.init(raw: low | high << 32)
+  }
 }
