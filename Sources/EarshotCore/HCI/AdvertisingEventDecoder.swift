@@ -77,12 +77,11 @@ public struct AdvertisingEventDecoder {
       stats.malformedEvents += 1
       return .malformed("LE meta event without subevent code")
     }
-    let params = r.rest()
     let outcome: Outcome
     switch LESubeventCode(rawValue: subevent) {
-    case .advertisingReport: outcome = decodeLegacy(params, body)
-    case .extendedAdvertisingReport: outcome = decodeExtended(params, body)
-    case .directedAdvertisingReport: outcome = decodeDirected(params, body)
+    case .advertisingReport: outcome = decodeLegacy(&r, body)
+    case .extendedAdvertisingReport: outcome = decodeExtended(&r, body)
+    case .directedAdvertisingReport: outcome = decodeDirected(&r, body)
     default: return .notAdvertising
     }
     switch outcome {
@@ -156,13 +155,11 @@ public struct AdvertisingEventDecoder {
 
     /// Two bounds checks: the fixed head, then the data and the RSSI.
     @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
-      guard let head = r.take(9) else { throw Malformed("advertising report truncated") }
-      let h = head.baseAddress.unsafelyUnwrapped
+      guard let h = r.next(9) else { throw Malformed("advertising report truncated") }
       let length = Int(h.load(fromByteOffset: 8, as: UInt8.self))
-      guard let tail = r.take(length + 1) else {
+      guard let t = r.next(length + 1) else {
         throw Malformed("advertising data overruns the event")
       }
-      let t = tail.baseAddress.unsafelyUnwrapped
       self.type = h.load(as: UInt8.self)
       self.addressType = h.load(fromByteOffset: 1, as: UInt8.self)
       self.address = BDAddress(littleEndianAt: h + 2)
@@ -172,9 +169,8 @@ public struct AdvertisingEventDecoder {
   }
 
   private mutating func decodeLegacy(
-    _ params: UnsafeRawBufferPointer, _ body: (AdvertisingReport) -> Void
+    _ r: inout ByteReader, _ body: (AdvertisingReport) -> Void
   ) -> Outcome {
-    var r = ByteReader(params)
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in advertising report event")
     }
@@ -229,10 +225,7 @@ public struct AdvertisingEventDecoder {
 
     /// One bounds check for the whole report.
     @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
-      guard let report = r.take(16) else {
-        throw Malformed("directed report event has the wrong size")
-      }
-      let p = report.baseAddress.unsafelyUnwrapped
+      guard let p = r.next(16) else { throw Malformed("directed report event has the wrong size") }
       self.type = p.load(as: UInt8.self)
       self.addressType = p.load(fromByteOffset: 1, as: UInt8.self)
       self.address = BDAddress(littleEndianAt: p + 2)
@@ -243,9 +236,8 @@ public struct AdvertisingEventDecoder {
   }
 
   private mutating func decodeDirected(
-    _ params: UnsafeRawBufferPointer, _ body: (AdvertisingReport) -> Void
+    _ r: inout ByteReader, _ body: (AdvertisingReport) -> Void
   ) -> Outcome {
-    var r = ByteReader(params)
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in directed report event")
     }
@@ -304,10 +296,9 @@ public struct AdvertisingEventDecoder {
 
     /// Two bounds checks: the fixed head, then the data.
     @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
-      guard let head = r.take(24) else { throw Malformed("extended report truncated") }
-      let h = head.baseAddress.unsafelyUnwrapped
+      guard let h = r.next(24) else { throw Malformed("extended report truncated") }
       let length = Int(h.load(fromByteOffset: 23, as: UInt8.self))
-      guard let data = r.take(length) else {
+      guard let d = r.next(length) else {
         throw Malformed("extended advertising data overruns the event")
       }
       self.eventType = UInt16(littleEndian: h.loadUnaligned(as: UInt16.self))
@@ -320,14 +311,13 @@ public struct AdvertisingEventDecoder {
       self.rssi = h.load(fromByteOffset: 13, as: Int8.self)
       // Bytes 14-16: periodic advertising interval, direct address type.
       self.direct = BDAddress(littleEndianAt: h + 17)
-      self.data = data
+      self.data = UnsafeRawBufferPointer(start: d, count: length)
     }
   }
 
   private mutating func decodeExtended(
-    _ params: UnsafeRawBufferPointer, _ body: (AdvertisingReport) -> Void
+    _ r: inout ByteReader, _ body: (AdvertisingReport) -> Void
   ) -> Outcome {
-    var r = ByteReader(params)
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in extended report event")
     }
@@ -424,5 +414,18 @@ extension BDAddress {
     let low = UInt64(UInt32(littleEndian: p.loadUnaligned(as: UInt32.self)))
     let high = UInt64(UInt16(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt16.self)))
     self.init(raw: low | high << 32)
+  }
+}
+
+extension ByteReader {
+  /// The start of the next `count` bytes, or `nil` if fewer remain; the
+  /// reader moves past them. The one bounds check for a report's fixed
+  /// fields, which are then loaded from the pointer unchecked.
+  @inline(__always) fileprivate mutating func next(_ count: Int) -> UnsafeRawPointer? {
+    guard count >= 0, count <= bytes.count &- offset, let base = bytes.baseAddress else {
+      return nil
+    }
+    defer { offset &+= count }
+    return base + offset
   }
 }
