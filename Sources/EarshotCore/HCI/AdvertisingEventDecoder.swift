@@ -111,7 +111,7 @@ public struct AdvertisingEventDecoder {
   /// which returns how many it delivered. One pass decides: a read that
   /// comes back short, or bytes left over, make the whole event malformed
   /// before anything is delivered. Events of one report (most of them) are
-  /// read by `readOne` instead, without a buffer.
+  /// read by their subevent's decoder directly, without a buffer.
   ///
   /// A report takes at least `minSize` bytes, so the parameters (at most
   /// 253 bytes) hold few of them: the buffer stays small enough for the
@@ -137,6 +137,9 @@ public struct AdvertisingEventDecoder {
       return .reports(deliver(UnsafeBufferPointer(rebasing: buffer[..<n])))
     }
   }
+
+  // The `decode...` functions below read the parameters that follow the
+  // subevent code, from the event's own reader.
 
   // MARK: LE Advertising Report (0x02)
 
@@ -409,7 +412,7 @@ public struct DecodeStats: Sendable, Equatable {
 
 extension BDAddress {
   /// The address in the six little-endian bytes at `p`, which the caller
-  /// has bounds-checked (a `ByteReader.take` that covers them).
+  /// has bounds-checked (a `ByteReader.next` that covers them).
   @inline(__always) fileprivate init(littleEndianAt p: UnsafeRawPointer) {
     let low = UInt64(UInt32(littleEndian: p.loadUnaligned(as: UInt32.self)))
     let high = UInt64(UInt16(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt16.self)))
