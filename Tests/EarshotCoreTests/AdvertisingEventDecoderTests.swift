@@ -184,6 +184,73 @@ final class AdvertisingEventDecoderTests: XCTestCase {
     XCTAssertEqual(got.reports.first?.rssi, -80)
   }
 
+  /// Every prefix of a valid event, its length byte fixed to match (so
+  /// the cut reaches the reports) and as cut (so it does not): each is
+  /// malformed, delivers nothing and leaves no state behind; the whole
+  /// event then decodes on the same decoder.
+  func assertEveryTruncationIsMalformed(
+    _ event: [UInt8], reports: Int, file: StaticString = #filePath, line: UInt = #line
+  ) {
+    var d = AdvertisingEventDecoder()
+    var cuts = 0
+    for cut in 0..<event.count {
+      var fixed = Array(event.prefix(cut))
+      if cut >= 2 { fixed[1] = UInt8(cut - 2) }
+      for prefix in [fixed, Array(event.prefix(cut))] {
+        let got = run(&d, prefix)
+        guard case .malformed = got.outcome else {
+          XCTFail("cut at \(cut): \(got.outcome)", file: file, line: line)
+          continue
+        }
+        XCTAssertTrue(got.reports.isEmpty, "cut at \(cut)", file: file, line: line)
+        cuts += 1
+      }
+    }
+    XCTAssertEqual(d.stats.malformedEvents, cuts, file: file, line: line)
+    XCTAssertEqual(d.stats.reports, 0, file: file, line: line)
+    XCTAssertEqual(d.stats.malformedReports, 0, file: file, line: line)
+    XCTAssertEqual(
+      d.stats.fragments, 0, "no fragment kept from a cut event", file: file, line: line)
+    XCTAssertEqual(d.pendingChains, 0, file: file, line: line)
+    XCTAssertEqual(run(&d, event).outcome, .reports(reports), file: file, line: line)
+  }
+
+  func testEveryTruncationOfALegacyEventIsMalformed() {
+    let a: [UInt8] = [0x00, 0x00, 1, 2, 3, 4, 5, 6, 3, 0x02, 0x01, 0x06, 0xC0]
+    let b: [UInt8] = [0x04, 0x01, 9, 8, 7, 6, 5, 0xC4, 0, 0x7F]
+    let c: [UInt8] =
+      [0x03, 0x01, 0x06, 0x05, 0x04, 0x03, 0x02, 0xC1, UInt8(beaconAD.count)]
+      + beaconAD + [0xBD]
+    let event = [0x3E, UInt8(2 + a.count + b.count + c.count), 0x02, 0x03] + a + b + c
+    XCTAssertEqual(run(event).reports.map(\.pdu), [.advInd, .scanRsp, .advNonconnInd])
+    assertEveryTruncationIsMalformed(event, reports: 3)
+  }
+
+  /// Two fragments of one chain and a whole report from another set, in
+  /// one event: cut anywhere, the first fragment is not kept either.
+  func testEveryTruncationOfAnExtendedEventIsMalformed() {
+    func report(_ event: [UInt8]) -> ArraySlice<UInt8> { event.dropFirst(4) }
+    let part1 = Array(beaconAD.prefix(10))
+    let part2 = Array(beaconAD.dropFirst(10))
+    let reports =
+      report(extendedEvent(type: 1 << 5, data: part1))
+      + report(extendedEvent(type: 0, tx: -4, data: part2))
+      + report(extendedEvent(type: 0x13, sid: 2, data: [0x02, 0x01, 0x06]))
+    let event = [0x3E, UInt8(2 + reports.count), 0x0D, 3] + reports
+    var d = AdvertisingEventDecoder()
+    let whole = run(&d, event)
+    XCTAssertEqual(whole.outcome, .reports(2))
+    XCTAssertEqual(whole.reports.map(\.data), [beaconAD, [0x02, 0x01, 0x06]])
+    assertEveryTruncationIsMalformed(event, reports: 2)
+  }
+
+  func testEveryTruncationOfADirectedEventIsMalformed() {
+    let a: [UInt8] = [0x01, 0x01, 1, 2, 3, 4, 5, 0xC6, 0x00, 6, 5, 4, 3, 2, 1, 0xB0]
+    let b: [UInt8] = [0x01, 0x00, 7, 7, 7, 7, 7, 7, 0x01, 6, 5, 4, 3, 2, 0xC1, 0xA0]
+    let event = [0x3E, UInt8(2 + a.count + b.count), 0x0B, 0x02] + a + b
+    assertEveryTruncationIsMalformed(event, reports: 2)
+  }
+
   func testRandomBytesNeverCrashAndAreCounted() {
     var d = AdvertisingEventDecoder()
     var seed: UInt64 = 42

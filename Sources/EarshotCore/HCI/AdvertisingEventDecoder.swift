@@ -77,12 +77,11 @@ public struct AdvertisingEventDecoder {
       stats.malformedEvents += 1
       return .malformed("LE meta event without subevent code")
     }
-    let params = r.rest()
     let outcome: Outcome
     switch LESubeventCode(rawValue: subevent) {
-    case .advertisingReport: outcome = decodeLegacy(params, body)
-    case .extendedAdvertisingReport: outcome = decodeExtended(params, body)
-    case .directedAdvertisingReport: outcome = decodeDirected(params, body)
+    case .advertisingReport: outcome = decodeLegacy(&r, body)
+    case .extendedAdvertisingReport: outcome = decodeExtended(&r, body)
+    case .directedAdvertisingReport: outcome = decodeDirected(&r, body)
     default: return .notAdvertising
     }
     switch outcome {
@@ -93,6 +92,55 @@ public struct AdvertisingEventDecoder {
     return outcome
   }
 
+  // MARK: Reading an event whole
+
+  /// Why an event's reports could not be read.
+  private struct Malformed: Error {
+    let reason: StaticString
+    init(_ reason: StaticString) { self.reason = reason }
+  }
+
+  /// One report's fields as read, before they are judged.
+  private protocol Fields {
+    /// The fewest bytes a report takes.
+    static var minSize: Int { get }
+    init(_ r: inout ByteReader) throws(Malformed)
+  }
+
+  /// Reads all `count` reports of an event, then hands them to `deliver`,
+  /// which returns how many it delivered. One pass decides: a read that
+  /// comes back short, or bytes left over, make the whole event malformed
+  /// before anything is delivered. Events of one report (most of them) are
+  /// read by their subevent's decoder directly, without a buffer.
+  ///
+  /// A report takes at least `minSize` bytes, so the parameters (at most
+  /// 253 bytes) hold few of them: the buffer stays small enough for the
+  /// stack, and a count the bytes cannot hold fails on a read.
+  private static func readAll<Report: Fields>(
+    _ count: UInt8, from r: inout ByteReader, leftOver: StaticString,
+    deliver: (UnsafeBufferPointer<Report>) -> Int
+  ) -> Outcome {
+    let capacity = min(Int(count), r.remaining / Report.minSize)
+    return withUnsafeTemporaryAllocation(of: Report.self, capacity: capacity) { buffer in
+      var n = 0
+      defer { _ = UnsafeMutableBufferPointer(rebasing: buffer[..<n]).deinitialize() }
+      for _ in 0..<count {
+        let report: Report
+        do throws(Malformed) { report = try Report(&r) } catch { return .malformed(error.reason) }
+        // Unreachable while every report takes `minSize` bytes or more;
+        // kept so a wrong `minSize` is a rejected event, not a bad write.
+        guard n < capacity else { return .malformed("more reports than the event can hold") }
+        buffer.initializeElement(at: n, to: report)
+        n += 1
+      }
+      guard r.isAtEnd else { return .malformed(leftOver) }
+      return .reports(deliver(UnsafeBufferPointer(rebasing: buffer[..<n])))
+    }
+  }
+
+  // The `decode...` functions below read the parameters that follow the
+  // subevent code, from the event's own reader.
+
   // MARK: LE Advertising Report (0x02)
 
   // Each report is laid out whole, one after another: event type, address
@@ -100,170 +148,248 @@ public struct AdvertisingEventDecoder {
   // controllers send for Num_Reports > 1 (the captures hold such events).
   // Data longer than the 31 bytes a legacy PDU can carry is accepted when
   // it fits the event: some tools write ADV and SCAN_RSP data joined.
+  private struct LegacyFields: Fields {
+    static var minSize: Int { 10 }
+    var type: UInt8
+    var addressType: UInt8
+    var rssi: Int8
+    var address: BDAddress
+    var data: UnsafeRawBufferPointer
+
+    /// Two bounds checks: the fixed head, then the data and the RSSI.
+    @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
+      guard let h = r.next(9) else { throw Malformed("advertising report truncated") }
+      let length = Int(h.load(fromByteOffset: 8, as: UInt8.self))
+      guard let t = r.next(length + 1) else {
+        throw Malformed("advertising data overruns the event")
+      }
+      self.type = h.load(as: UInt8.self)
+      self.addressType = h.load(fromByteOffset: 1, as: UInt8.self)
+      self.address = BDAddress(littleEndianAt: h + 2)
+      self.data = UnsafeRawBufferPointer(start: t, count: length)
+      self.rssi = t.load(fromByteOffset: length, as: Int8.self)
+    }
+  }
+
   private mutating func decodeLegacy(
-    _ params: UnsafeRawBufferPointer, _ body: (AdvertisingReport) -> Void
+    _ r: inout ByteReader, _ body: (AdvertisingReport) -> Void
   ) -> Outcome {
-    var r = ByteReader(params)
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in advertising report event")
     }
-    // First pass: every report must fit exactly.
-    var probe = r
-    for _ in 0..<count {
-      guard probe.skip(8), let len = probe.u8() else {
-        return .malformed("advertising report truncated")
-      }
-      guard probe.skip(Int(len) + 1) else {
-        return .malformed("advertising data overruns the event")
+    let leftOver: StaticString = "bytes left over after the last report"
+    guard count == 1 else {
+      return Self.readAll(count, from: &r, leftOver: leftOver) {
+        (reports: UnsafeBufferPointer<LegacyFields>) in
+        var delivered = 0
+        for f in reports {
+          if deliverLegacy(f, body) { delivered += 1 }
+        }
+        return delivered
       }
     }
-    guard probe.isAtEnd else { return .malformed("bytes left over after the last report") }
+    // Most events carry one report: read and delivered without a buffer.
+    let f: LegacyFields
+    do throws(Malformed) { f = try LegacyFields(&r) } catch { return .malformed(error.reason) }
+    guard r.isAtEnd else { return .malformed(leftOver) }
+    return .reports(deliverLegacy(f, body) ? 1 : 0)
+  }
 
-    var delivered = 0
-    for _ in 0..<count {
-      // Bounds were proven above; the optionals cannot fail here.
-      let type = r.u8()!
-      let addrType = r.u8()!
-      let address = r.address()!
-      let len = Int(r.u8()!)
-      let data = r.take(len)!
-      let rssiRaw = r.i8()!
-      guard let pdu = AdvertisingPDU(legacyEventType: type),
-        let at = AddressType(rawValue: addrType)
-      else {
-        stats.malformedReports += 1
-        continue
-      }
-      stats.reports += 1
-      delivered += 1
-      body(
-        AdvertisingReport(
-          pdu: pdu, address: address, addressType: at,
-          rssi: ReportRSSI.decode(rssiRaw, in: .legacy), data: data))
+  /// Delivers one legacy report; false when its type or address type is
+  /// unknown (counted, skipped).
+  @inline(__always) private mutating func deliverLegacy(
+    _ f: LegacyFields, _ body: (AdvertisingReport) -> Void
+  ) -> Bool {
+    guard let pdu = AdvertisingPDU(legacyEventType: f.type),
+      let at = AddressType(rawValue: f.addressType)
+    else {
+      stats.malformedReports += 1
+      return false
     }
-    return .reports(delivered)
+    stats.reports += 1
+    body(
+      AdvertisingReport(
+        pdu: pdu, address: f.address, addressType: at,
+        rssi: ReportRSSI.decode(f.rssi, in: .legacy), data: f.data))
+    return true
   }
 
   // MARK: LE Directed Advertising Report (0x0B)
 
+  // Fixed 16-byte reports: event type, address type, address, direct
+  // address type, direct address, RSSI.
+  private struct DirectedFields: Fields {
+    static var minSize: Int { 16 }
+    var type: UInt8
+    var addressType: UInt8
+    var rssi: Int8
+    var address: BDAddress
+    var direct: BDAddress
+
+    /// One bounds check for the whole report.
+    @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
+      guard let p = r.next(16) else { throw Malformed("directed report event has the wrong size") }
+      self.type = p.load(as: UInt8.self)
+      self.addressType = p.load(fromByteOffset: 1, as: UInt8.self)
+      self.address = BDAddress(littleEndianAt: p + 2)
+      // Byte 8: direct address type.
+      self.direct = BDAddress(littleEndianAt: p + 9)
+      self.rssi = p.load(fromByteOffset: 15, as: Int8.self)
+    }
+  }
+
   private mutating func decodeDirected(
-    _ params: UnsafeRawBufferPointer, _ body: (AdvertisingReport) -> Void
+    _ r: inout ByteReader, _ body: (AdvertisingReport) -> Void
   ) -> Outcome {
-    var r = ByteReader(params)
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in directed report event")
     }
-    guard r.remaining == Int(count) * 16 else {
-      return .malformed("directed report event has the wrong size")
-    }
-    var delivered = 0
-    for _ in 0..<count {
-      let type = r.u8()!
-      let addrType = r.u8()!
-      let address = r.address()!
-      _ = r.u8()!  // direct address type
-      let direct = r.address()!
-      let rssiRaw = r.i8()!
-      guard type == 1, let at = AddressType(rawValue: addrType) else {
-        stats.malformedReports += 1
-        continue
+    let leftOver: StaticString = "directed report event has the wrong size"
+    guard count == 1 else {
+      return Self.readAll(count, from: &r, leftOver: leftOver) {
+        (reports: UnsafeBufferPointer<DirectedFields>) in
+        var delivered = 0
+        for f in reports {
+          if deliverDirected(f, body) { delivered += 1 }
+        }
+        return delivered
       }
-      stats.reports += 1
-      delivered += 1
-      body(
-        AdvertisingReport(
-          pdu: .advDirectInd, address: address, addressType: at, directAddress: direct,
-          rssi: ReportRSSI.decode(rssiRaw, in: .directed),
-          data: UnsafeRawBufferPointer(start: nil, count: 0)))
     }
-    return .reports(delivered)
+    let f: DirectedFields
+    do throws(Malformed) { f = try DirectedFields(&r) } catch { return .malformed(error.reason) }
+    guard r.isAtEnd else { return .malformed(leftOver) }
+    return .reports(deliverDirected(f, body) ? 1 : 0)
+  }
+
+  /// Delivers one directed report; false when its type or address type is
+  /// wrong (counted, skipped).
+  @inline(__always) private mutating func deliverDirected(
+    _ f: DirectedFields, _ body: (AdvertisingReport) -> Void
+  ) -> Bool {
+    guard f.type == 1, let at = AddressType(rawValue: f.addressType) else {
+      stats.malformedReports += 1
+      return false
+    }
+    stats.reports += 1
+    body(
+      AdvertisingReport(
+        pdu: .advDirectInd, address: f.address, addressType: at, directAddress: f.direct,
+        rssi: ReportRSSI.decode(f.rssi, in: .directed),
+        data: UnsafeRawBufferPointer(start: nil, count: 0)))
+    return true
   }
 
   // MARK: LE Extended Advertising Report (0x0D)
 
-  private static let extendedFixed = 24
+  // 24 fixed bytes, then the data: event type (2), address type, address,
+  // primary PHY, secondary PHY, SID, TX power, RSSI, periodic advertising
+  // interval (2), direct address type, direct address, data length.
+  private struct ExtendedFields: Fields {
+    static var minSize: Int { 24 }
+    var eventType: UInt16
+    var addressType: UInt8
+    var primaryPHY: UInt8
+    var secondaryPHY: UInt8
+    var sid: UInt8
+    var tx: Int8
+    var rssi: Int8
+    var address: BDAddress
+    var direct: BDAddress
+    var data: UnsafeRawBufferPointer
+
+    /// Two bounds checks: the fixed head, then the data.
+    @inline(__always) init(_ r: inout ByteReader) throws(Malformed) {
+      guard let h = r.next(24) else { throw Malformed("extended report truncated") }
+      let length = Int(h.load(fromByteOffset: 23, as: UInt8.self))
+      guard let d = r.next(length) else {
+        throw Malformed("extended advertising data overruns the event")
+      }
+      self.eventType = UInt16(littleEndian: h.loadUnaligned(as: UInt16.self))
+      self.addressType = h.load(fromByteOffset: 2, as: UInt8.self)
+      self.address = BDAddress(littleEndianAt: h + 3)
+      self.primaryPHY = h.load(fromByteOffset: 9, as: UInt8.self)
+      self.secondaryPHY = h.load(fromByteOffset: 10, as: UInt8.self)
+      self.sid = h.load(fromByteOffset: 11, as: UInt8.self)
+      self.tx = h.load(fromByteOffset: 12, as: Int8.self)
+      self.rssi = h.load(fromByteOffset: 13, as: Int8.self)
+      // Bytes 14-16: periodic advertising interval, direct address type.
+      self.direct = BDAddress(littleEndianAt: h + 17)
+      self.data = UnsafeRawBufferPointer(start: d, count: length)
+    }
+  }
 
   private mutating func decodeExtended(
-    _ params: UnsafeRawBufferPointer, _ body: (AdvertisingReport) -> Void
+    _ r: inout ByteReader, _ body: (AdvertisingReport) -> Void
   ) -> Outcome {
-    var r = ByteReader(params)
     guard let count = r.u8(), count >= 1 else {
       return .malformed("no reports in extended report event")
     }
-    var probe = r
-    for _ in 0..<count {
-      guard probe.skip(Self.extendedFixed - 1), let len = probe.u8() else {
-        return .malformed("extended report truncated")
-      }
-      guard probe.skip(Int(len)) else {
-        return .malformed("extended advertising data overruns the event")
+    let leftOver: StaticString = "bytes left over after the last report"
+    guard count == 1 else {
+      return Self.readAll(count, from: &r, leftOver: leftOver) {
+        (reports: UnsafeBufferPointer<ExtendedFields>) in
+        var delivered = 0
+        for f in reports {
+          if deliverExtended(f, body) { delivered += 1 }
+        }
+        return delivered
       }
     }
-    guard probe.isAtEnd else { return .malformed("bytes left over after the last report") }
+    let f: ExtendedFields
+    do throws(Malformed) { f = try ExtendedFields(&r) } catch { return .malformed(error.reason) }
+    guard r.isAtEnd else { return .malformed(leftOver) }
+    return .reports(deliverExtended(f, body) ? 1 : 0)
+  }
 
-    var delivered = 0
-    for _ in 0..<count {
-      let eventType = r.u16le()!
-      let addrType = r.u8()!
-      let address = r.address()!
-      let primaryPHY = r.u8()!
-      let secondaryPHY = r.u8()!
-      let sid = r.u8()!
-      let tx = r.i8()!
-      let rssiRaw = r.i8()!
-      _ = r.u16le()!  // periodic advertising interval
-      _ = r.u8()!  // direct address type
-      let direct = r.address()!
-      let len = Int(r.u8()!)
-      let data = r.take(len)!
+  /// Delivers one extended report, or keeps it as a fragment of a chain;
+  /// true when a report was delivered.
+  private mutating func deliverExtended(
+    _ f: ExtendedFields, _ body: (AdvertisingReport) -> Void
+  ) -> Bool {
+    guard let pdu = AdvertisingPDU(extendedEventType: f.eventType),
+      let at = AddressType(rawValue: f.addressType),
+      let status = DataStatus(rawValue: UInt8((f.eventType >> 5) & 0x3))
+    else {
+      stats.malformedReports += 1
+      return false
+    }
+    var report = AdvertisingReport(
+      pdu: pdu, address: f.address, addressType: at,
+      directAddress: (f.eventType & 0x04) != 0 ? f.direct : nil,
+      rssi: ReportRSSI.decode(f.rssi, in: .extended), txPower: f.tx == 127 ? nil : f.tx,
+      primaryPHY: f.primaryPHY, secondaryPHY: f.secondaryPHY, sid: f.sid == 0xFF ? nil : f.sid,
+      dataStatus: status, data: f.data)
 
-      guard let pdu = AdvertisingPDU(extendedEventType: eventType),
-        let at = AddressType(rawValue: addrType),
-        let status = DataStatus(rawValue: UInt8((eventType >> 5) & 0x3))
-      else {
+    let key = FragmentKey(address: f.address, addressType: f.addressType, sid: f.sid)
+    if status == .incomplete {
+      stats.fragments += 1
+      var buffer = fragments.removeValue(forKey: key) ?? []
+      guard buffer.count + f.data.count <= Self.maxExtendedDataLength else {
         stats.malformedReports += 1
-        continue
+        return false
       }
-      var report = AdvertisingReport(
-        pdu: pdu, address: address, addressType: at,
-        directAddress: (eventType & 0x04) != 0 ? direct : nil,
-        rssi: ReportRSSI.decode(rssiRaw, in: .extended), txPower: tx == 127 ? nil : tx,
-        primaryPHY: primaryPHY, secondaryPHY: secondaryPHY, sid: sid == 0xFF ? nil : sid,
-        dataStatus: status, data: data)
-
-      let key = FragmentKey(address: address, addressType: addrType, sid: sid)
-      if status == .incomplete {
-        stats.fragments += 1
-        var buffer = fragments.removeValue(forKey: key) ?? []
-        guard buffer.count + len <= Self.maxExtendedDataLength else {
-          stats.malformedReports += 1
-          continue
-        }
-        buffer.append(contentsOf: data)
-        if fragments.count >= Self.maxPendingChains {
-          fragments.remove(at: fragments.startIndex)
-        }
-        fragments[key] = buffer
-        continue
+      buffer.append(contentsOf: f.data)
+      if fragments.count >= Self.maxPendingChains {
+        fragments.remove(at: fragments.startIndex)
       }
-      if status == .truncated { stats.truncated += 1 }
-      // Most reports are whole: skip the hash lookup when nothing is pending.
-      if !fragments.isEmpty, var buffer = fragments.removeValue(forKey: key) {
-        // Last fragment: deliver the joined data.
-        buffer.append(contentsOf: data)
-        stats.reports += 1
-        delivered += 1
-        buffer.withUnsafeBytes { joined in
-          report.data = joined
-          body(report)
-        }
-        continue
-      }
-      stats.reports += 1
-      delivered += 1
-      body(report)
+      fragments[key] = buffer
+      return false
     }
-    return .reports(delivered)
+    if status == .truncated { stats.truncated += 1 }
+    // Most reports are whole: skip the hash lookup when nothing is pending.
+    if !fragments.isEmpty, var buffer = fragments.removeValue(forKey: key) {
+      // Last fragment: deliver the joined data.
+      buffer.append(contentsOf: f.data)
+      stats.reports += 1
+      buffer.withUnsafeBytes { joined in
+        report.data = joined
+        body(report)
+      }
+      return true
+    }
+    stats.reports += 1
+    body(report)
+    return true
   }
 
   private struct FragmentKey: Hashable {
@@ -282,4 +408,27 @@ public struct DecodeStats: Sendable, Equatable {
   public var fragments = 0
   public var truncated = 0
   public init() {}
+}
+
+extension BDAddress {
+  /// The address in the six little-endian bytes at `p`, which the caller
+  /// has bounds-checked (a `ByteReader.next` that covers them).
+  @inline(__always) fileprivate init(littleEndianAt p: UnsafeRawPointer) {
+    let low = UInt64(UInt32(littleEndian: p.loadUnaligned(as: UInt32.self)))
+    let high = UInt64(UInt16(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt16.self)))
+    self.init(raw: low | high << 32)
+  }
+}
+
+extension ByteReader {
+  /// The start of the next `count` bytes, or `nil` if fewer remain; the
+  /// reader moves past them. The one bounds check for a report's fixed
+  /// fields, which are then loaded from the pointer unchecked.
+  @inline(__always) fileprivate mutating func next(_ count: Int) -> UnsafeRawPointer? {
+    guard count >= 0, count <= bytes.count &- offset, let base = bytes.baseAddress else {
+      return nil
+    }
+    defer { offset &+= count }
+    return base + offset
+  }
 }
