@@ -10,6 +10,8 @@ start=$(date +%s)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 swift build --build-tests 2>&1 | tee "$log"
+# Only files compiled in this build can warn here: a warning in one built
+# before stays hidden until it is compiled again (make test builds afresh).
 if grep -q 'warning:' "$log"; then echo "build has warnings" >&2; exit 1; fi
 # Classes of five seconds or more (a sound server, a broker, minutes of
 # replayed capture), measured in a full `swift test` on the 2-core machine.
@@ -20,9 +22,9 @@ slow=(
   MediaPlaybackTests AlertCommandTests MixerTests FindPhoneAudioTests DaemonAudioTests
   TagDBusTests MediaDriverTests PacedReplayTests
 )
-pattern="EarshotLinuxTests\\.($(
+pattern="(EarshotLinuxTests\\.($(
   IFS='|'
   echo "${slow[*]}"
-))\\."
+))|EarshotCoreTests\\.RadioSimulationTests)\\."
 swift test --skip-build --skip "$pattern"
 echo "make check passed in $(($(date +%s) - start)) s (CI runs make test)"

@@ -693,6 +693,12 @@ public struct RegionMonitor: Sendable {
     }
     let known = Set(regions.map { $0.config.name + "\u{0}" + $0.config.identity })
     regions = next
+    // A kept region may no longer count its last beacon (a key behind an
+    // unchanged tag), so nothing would refresh its evidence: read it now.
+    for i in regions.indices {
+      regions[i].lastEvidence = regions[i].lastBeacon.flatMap { beacons.position(of: $0) }
+        .flatMap { beacons.withRecord(at: $0, Self.evidence) }
+    }
     routeDevices(lastSeen: seen)
     for i in regions.indices { regions[i].holder = isAuto(i) ? computeHolder(i) : nil }
     invalidateTimers()

@@ -5,8 +5,8 @@ import Synchronization
 /// library writes lines such as "ALSA lib confmisc.c:855:(parse_card)
 /// cannot find card '0'" to stderr itself, eight of them before Earshot's
 /// own error on a machine with no sound card. Installed before the first
-/// open (`LibraryThreads.withSignalsBlocked`, which every open goes
-/// through); the last few lines stay here for a caller that wants them as
+/// open (`LibraryThreads.withSignalsBlocked`, which the PCM and mixer
+/// opens go through; later control opens find it installed); the last few lines stay here for a caller that wants them as
 /// detail (the CLI with EARSHOT_DEBUG set).
 public enum ALSADiagnostics {
   /// Lines kept, at most: the last ones say what the last open tripped on.

@@ -219,6 +219,8 @@ final class StreamServer<Service: StreamService> {
       } catch {
         clients[id] = nil
         fd.close()
+        // The service accepted it: it hears that it is gone.
+        service.dropped(id, connection, .socketError)
       }
     }
   }
@@ -301,7 +303,9 @@ final class StreamServer<Service: StreamService> {
   private func flush(_ id: StreamClientID, _ client: Client) {
     while true {
       if client.queued == 0 {
-        guard let more = service?.nextOutput(for: client.connection) else { break }
+        // Nothing, or an empty frame, ends the turn (an empty one would be
+        // asked for again forever).
+        guard let more = service?.nextOutput(for: client.connection), !more.isEmpty else { break }
         client.out.removeAll(keepingCapacity: true)
         client.outOffset = 0
         client.out.append(contentsOf: more)
