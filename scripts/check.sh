@@ -15,6 +15,7 @@ swift build --build-tests 2>&1 | tee "$log"
 if grep -q 'warning:' "$log"; then echo "build has warnings" >&2; exit 1; fi
 # Classes of five seconds or more (a sound server, a broker, minutes of
 # replayed capture), measured in a full `swift test` on the 2-core machine.
+# Tests are named Module.Class/method: the pattern ends at the slash.
 slow=(
   RoomsIntegrationTests BenchCommandTests AlertPlayerTests AgentIntegrationTests
   ESPHomeProxyIntegrationTests 'PipeWire\w*' RadioSimulationTests MQTTBridgeTests
@@ -25,6 +26,6 @@ slow=(
 pattern="(EarshotLinuxTests\\.($(
   IFS='|'
   echo "${slow[*]}"
-))|EarshotCoreTests\\.RadioSimulationTests)\\."
+))|EarshotCoreTests\\.RadioSimulationTests)/"
 swift test --skip-build --skip "$pattern"
 echo "make check passed in $(($(date +%s) - start)) s (CI runs make test)"
