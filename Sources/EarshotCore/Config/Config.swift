@@ -172,13 +172,6 @@ public struct RegionConfig: Sendable, Equatable {
     return false
   }
 
-  public func matches(_ key: TrackKey) -> Bool {
-    switch key {
-    case .beacon(let b): matches(b)
-    case .device(let d): matches(d)
-    }
-  }
-
   /// Whether the region watches devices at all.
   public var watchesDevices: Bool { !devices.isEmpty || !irks.isEmpty }
 

@@ -109,9 +109,15 @@ public struct RegionMonitor: Sendable {
   /// Whether region `i` counts `key`'s reports (read in place).
   private func matches(_ i: Int, _ key: TrackKey) -> Bool {
     switch key {
-    case .beacon(let b): regions[i].beacons?.matches(b) == true
+    case .beacon(let b): matches(i, b)
     case .device(let d): regions[i].config.matches(d)
     }
+  }
+
+  /// Whether region `i` counts beacon `id`: one field read, where a call
+  /// on `regions[i]` or an iterator over `regions` copies the whole region.
+  private func matches(_ i: Int, _ id: BeaconID) -> Bool {
+    regions[i].beacons?.matches(id) == true
   }
 
   struct Holder: Sendable {
@@ -386,12 +392,9 @@ public struct RegionMonitor: Sendable {
   ) -> [MonitorEvent] {
     var out = advance(to: t)
     // No array of the matching regions: nothing is allocated per report.
-    // By index, reading one field: an iterator, or a method called on
-    // `regions[i]`, copies the whole region (strings and arrays) first.
+    // By index (see `matches`).
     var firstMatch = 0
-    while firstMatch < regions.count, regions[firstMatch].beacons?.matches(beacon.id) != true {
-      firstMatch += 1
-    }
+    while firstMatch < regions.count, !matches(firstMatch, beacon.id) { firstMatch += 1 }
     guard firstMatch < regions.count else { return out }
     observe(
       .beacon(beacon.id), firstMatch: firstMatch, address: address, rssi: rssi,
