@@ -7,6 +7,8 @@
 // - the records read, re-encoded in a container and byte order that can
 //   hold them (each input picks one), give the same reports again.
 
+@testable import EarshotCore
+
 /// What a report says, comparable, with its timestamp.
 struct Seen: Equatable {
   var micros: Int64

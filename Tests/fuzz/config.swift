@@ -1,6 +1,9 @@
 // libFuzzer target: what Earshot does with a config file's sections, keys
 // and values (libinih splits the lines; here a minimal splitter stands in
 // for it) — validation, every key's parser, shell-word splitting of hooks.
+
+@testable import EarshotCore
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)

@@ -1,5 +1,8 @@
 // libFuzzer target: the control socket's line framer, JSON parser and
 // request decoder, as bytes arrive from a client in arbitrary chunks.
+
+@testable import EarshotCore
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzControlProtocol(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let bytes = UnsafeRawBufferPointer(start: data, count: size)

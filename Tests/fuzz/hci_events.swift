@@ -1,4 +1,7 @@
 // libFuzzer target: HCI event decoding, the AD walker and the iBeacon decoder.
+
+@testable import EarshotCore
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzHCIEvents(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let bytes = UnsafeRawBufferPointer(start: data, count: size)

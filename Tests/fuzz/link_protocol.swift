@@ -1,5 +1,8 @@
 // libFuzzer target: the BLE link protocol's decoders (device writes and
 // the legacy remote-volume mode); a decoded request must re-encode.
+
+@testable import EarshotCore
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzLinkProtocol(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let bytes = Array(UnsafeBufferPointer(start: data, count: size))
