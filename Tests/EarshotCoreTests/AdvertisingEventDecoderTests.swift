@@ -48,7 +48,7 @@ final class AdvertisingEventDecoderTests: XCTestCase {
     XCTAssertEqual(r.address, "C1:02:03:04:05:06")
     XCTAssertEqual(r.rssi, -67)
     XCTAssertEqual(r.data, beaconAD)
-    let b = try XCTUnwrap(r.data.withUnsafeBytes { IBeacon.decode(advertisingData: $0) })
+    let b = try XCTUnwrap(r.data.withUnsafeBytes { TrackedBeacon.iBeacon(advertisingData: $0) })
     XCTAssertEqual(b.id.description, "8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182:1:10")
     XCTAssertEqual(b.measuredPower, -59)
   }

@@ -6,7 +6,7 @@ import XCTest
 
 /// AltBeacon and Eddystone-UID regions from config to events: a scenario
 /// made into a capture (the frames as such beacons send them), replayed and
-/// decoded as the agent decodes reports (`IBeacon.decodeTracked`), into a
+/// decoded as the agent decodes reports (`TrackedBeacon.decodeTracked`), into a
 /// monitor whose regions were read from config text.
 final class BeaconFormatRegionTests: XCTestCase {
 
@@ -64,8 +64,8 @@ final class BeaconFormatRegionTests: XCTestCase {
     let bytes = s.capture().bytes
     try bytes.withUnsafeBytes { raw in
       try replay.run(raw) { t, report in
-        guard let b = IBeacon.decodeTracked(advertisingData: report.data) else { return }
-        formats.insert(b.id.format.name)
+        guard let b = TrackedBeacon.decode(advertisingData: report.data) else { return }
+        formats.insert(b.id.kind.name)
         events += monitor.report(at: t, beacon: b, address: report.address, rssi: report.rssi)
       }
     }
@@ -89,17 +89,17 @@ final class BeaconFormatRegionTests: XCTestCase {
       transitions("same-uuid-ibeacon").suffix(1), ["state outside 8"],
       "an AltBeacon is no iBeacon, whatever its UUID")
     let ranged = events.filter { $0.kind == .range }.flatMap(\.beacons).compactMap(\.id.beacon)
-    XCTAssertTrue(ranged.contains { $0.format == .altBeacon && $0.major == 1 && $0.minor == 2 })
+    XCTAssertTrue(ranged.contains { $0.kind == .altBeacon && $0.major == 1 && $0.minor == 2 })
     XCTAssertTrue(ranged.contains { $0.description == "eddystone:\(namespace):0000000000a1" })
   }
 
   func testEventsAndMQTTNameEachFormat() throws {
-    let alt = BeaconID(format: .altBeacon, uuid: BeaconUUID(altUUID)!, major: 1, minor: 2)
+    let alt = TrackedID(kind: .altBeacon, uuid: BeaconUUID(altUUID)!, major: 1, minor: 2)
     var j = JSONLine()
     alt.addFields(to: &j)
     XCTAssertEqual(
       j.line, #"{"format":"altbeacon","uuid":"\#(altUUID)","major":1,"minor":2}"#)
-    let eddy = BeaconID(
+    let eddy = TrackedID(
       eddystoneNamespace: BeaconBytes(hex: namespace)!, instance: BeaconBytes(hex: "0000000000a1")!)
     j = JSONLine()
     eddy.addFields(to: &j)
@@ -107,15 +107,15 @@ final class BeaconFormatRegionTests: XCTestCase {
       j.line, #"{"format":"eddystone","namespace":"\#(namespace)","instance":"0000000000a1"}"#)
     XCTAssertEqual(MQTTTopics.slug(eddy), "eddystone-\(namespace)-0000000000a1")
     XCTAssertEqual(MQTTTopics.slug(alt), "altbeacon-\(altUUID.lowercased())-1-2")
-    let ib = BeaconID(uuid: BeaconUUID(altUUID)!, major: 1, minor: 2)
+    let ib = TrackedID(uuid: BeaconUUID(altUUID)!, major: 1, minor: 2)
     XCTAssertEqual(MQTTTopics.slug(ib), "\(altUUID.lowercased())-1-2", "iBeacons as before")
     XCTAssertNotEqual(ib, alt)
   }
 
   func testTheFramesEarshotWritesAreTheFormatsOwn() throws {
     // Each written frame decodes through the classifier as its format.
-    let alt = IBeacon(
-      id: BeaconID(format: .altBeacon, uuid: BeaconUUID(altUUID)!, major: 1, minor: 2),
+    let alt = TrackedBeacon(
+      id: TrackedID(kind: .altBeacon, uuid: BeaconUUID(altUUID)!, major: 1, minor: 2),
       measuredPower: -59)
     let data = HCIEventEncoder.beaconAdvertisingData(alt)
     XCTAssertEqual(
@@ -124,8 +124,8 @@ final class BeaconFormatRegionTests: XCTestCase {
     let frames = data.withUnsafeBytes { BeaconClassifier.standard.frames(in: $0) }
     guard case .altBeacon(let a)? = frames.first else { return XCTFail("\(frames)") }
     XCTAssertEqual([a.id2, a.id3], [1, 2])
-    let eddy = IBeacon(
-      id: BeaconID(
+    let eddy = TrackedBeacon(
+      id: TrackedID(
         eddystoneNamespace: BeaconBytes(hex: namespace)!,
         instance: BeaconBytes(hex: "0000000000a1")!),
       measuredPower: -59)
@@ -133,7 +133,7 @@ final class BeaconFormatRegionTests: XCTestCase {
     let eFrames = e.withUnsafeBytes { BeaconClassifier.standard.frames(in: $0) }
     guard case .eddystoneUID(let u)? = eFrames.first else { return XCTFail("\(eFrames)") }
     XCTAssertEqual(u.txPowerAt0m, -18, "the 1 m power + 41 dB")
-    XCTAssertEqual(e.withUnsafeBytes { IBeacon.decodeTracked(advertisingData: $0) }, eddy)
+    XCTAssertEqual(e.withUnsafeBytes { TrackedBeacon.decode(advertisingData: $0) }, eddy)
   }
 
   func testConfigErrorsNameTheKey() {

@@ -260,7 +260,7 @@ final class BeaconLayoutTests: XCTestCase {
   // MARK: - iBeacon through the classifier
 
   /// Every shared vector: the classifier's iBeacons are exactly what
-  /// IBeacon.decode finds, report by report.
+  /// TrackedBeacon.decode finds, report by report.
   func testIBeaconVectorsDecodeAsIBeaconThroughTheClassifier() throws {
     let dir = try SharedData.url("ble/vectors")
     let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter {
@@ -268,8 +268,8 @@ final class BeaconLayoutTests: XCTestCase {
     }
     var beacons = 0
     func compare(_ data: UnsafeRawBufferPointer, _ name: String) {
-      let old = IBeacon.decode(advertisingData: data)
-      let new = classifier.frames(in: data).compactMap { f -> IBeacon? in
+      let old = TrackedBeacon.iBeacon(advertisingData: data)
+      let new = classifier.frames(in: data).compactMap { f -> TrackedBeacon? in
         if case .iBeacon(let b) = f { return b }
         return nil
       }
@@ -288,7 +288,7 @@ final class BeaconLayoutTests: XCTestCase {
           if kind.hasPrefix("ad_data") {
             compare(raw, name)
           } else if kind.hasPrefix("mfg_data") || kind.hasPrefix("company_id") {
-            let old = IBeacon.decode(manufacturerData: raw)
+            let old = TrackedBeacon.iBeacon(manufacturerData: raw)
             let new = classifier.frame(type: ADType.manufacturerData, value: raw)
             XCTAssertEqual(new, old.map { .iBeacon($0) }, name)
             if old != nil { beacons += 1 }

@@ -9,7 +9,8 @@ import XCTest
 final class BeaconTableIndexTests: XCTestCase {
   private func key(_ n: Int) -> TrackKey {
     .beacon(
-      BeaconID(uuid: BeaconUUID(high: 7, low: UInt64(n / 1000)), major: UInt16(n % 1000), minor: 1))
+      TrackedID(uuid: BeaconUUID(high: 7, low: UInt64(n / 1000)), major: UInt16(n % 1000), minor: 1)
+    )
   }
 
   func testEveryTrackedBeaconIsFoundAndNoForgottenOne() {

@@ -4,10 +4,10 @@ import XCTest
 /// Eddystone-TLM joined to its beacon by address, and how often a reading
 /// is passed on (TelemetryJoiner, TelemetryThrottle, TrackedFrame).
 final class BeaconTelemetryTests: XCTestCase {
-  let uid = BeaconID(
+  let uid = TrackedID(
     eddystoneNamespace: BeaconBytes(hex: "8f2c1a3e5b7d4e90a1c2")!,
     instance: BeaconBytes(hex: "000000000001")!)
-  let other = BeaconID(
+  let other = TrackedID(
     eddystoneNamespace: BeaconBytes(hex: "8f2c1a3e5b7d4e90a1c2")!,
     instance: BeaconBytes(hex: "000000000002")!)
   let a = BDAddress("C1:00:00:00:00:01")!
@@ -25,7 +25,7 @@ final class BeaconTelemetryTests: XCTestCase {
   /// The frames the monitor takes: a UID as a beacon, a TLM as telemetry
   /// (what the encoder writes reads back), nothing from malformed data.
   func testTrackedFrameTellsBeaconsFromTelemetry() throws {
-    let data = HCIEventEncoder.beaconAdvertisingData(IBeacon(id: uid, measuredPower: -59))
+    let data = HCIEventEncoder.beaconAdvertisingData(TrackedBeacon(id: uid, measuredPower: -59))
     guard case .beacon(let beacon)? = decode(data) else { return XCTFail("a UID is a beacon") }
     XCTAssertEqual(beacon.id, uid)
     let frame = HCIEventEncoder.eddystoneTLMAdvertisingData(tlm(2840))
@@ -35,7 +35,7 @@ final class BeaconTelemetryTests: XCTestCase {
     XCTAssertNil(decode(frame + [0x05]), "a structure cut short is malformed data")
     XCTAssertNil(decode([0x02, 0x01, 0x06]), "flags alone are neither")
     XCTAssertNil(
-      frame.withUnsafeBytes { IBeacon.decodeTracked(advertisingData: $0) },
+      frame.withUnsafeBytes { TrackedBeacon.decode(advertisingData: $0) },
       "a TLM is not a beacon to track")
   }
 
@@ -100,7 +100,7 @@ final class BeaconTelemetryTests: XCTestCase {
     var j = TelemetryJoiner(capacity: 8)
     for n in 0..<1000 {
       let address = BDAddress(raw: 0xC100_0000_0000 | UInt64(n))
-      let id = BeaconID(
+      let id = TrackedID(
         eddystoneNamespace: BeaconBytes(hex: "8f2c1a3e5b7d4e90a1c2")!,
         instance: BeaconBytes(hex: format6(n))!)
       _ = j.beacon(id, address: address, at: Int64(n) * 10)
@@ -108,7 +108,7 @@ final class BeaconTelemetryTests: XCTestCase {
       XCTAssertLessThanOrEqual(j.counts.addresses, 8)
       XCTAssertLessThanOrEqual(j.counts.readings, 8)
     }
-    let last = BeaconID(
+    let last = TrackedID(
       eddystoneNamespace: BeaconBytes(hex: "8f2c1a3e5b7d4e90a1c2")!,
       instance: BeaconBytes(hex: format6(999))!)
     XCTAssertNotNil(j.telemetry(of: last))

@@ -21,7 +21,7 @@ final class CaptureConformanceTests: XCTestCase {
     var replay = CaptureReplay()
     try bytes.withUnsafeBytes { raw in
       try replay.run(raw) { _, report in
-        if let b = IBeacon.decode(advertisingData: report.data) {
+        if let b = TrackedBeacon.iBeacon(advertisingData: report.data) {
           seen.beacons.append(
             (report.address.description, b.id.description, b.measuredPower, report.pdu.name))
         }

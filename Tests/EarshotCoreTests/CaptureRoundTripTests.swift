@@ -42,8 +42,8 @@ final class CaptureRoundTripTests: XCTestCase {
 
   func testTimestampsSurviveInMicroseconds() throws {
     var c = SyntheticCapture()
-    let beacon = IBeacon(
-      id: BeaconID(uuid: BeaconUUID(high: 1, low: 2), major: 3, minor: 4), measuredPower: -59)
+    let beacon = TrackedBeacon(
+      id: TrackedID(uuid: BeaconUUID(high: 1, low: 2), major: 3, minor: 4), measuredPower: -59)
     c.appendBeacon(
       micros: 1_767_225_600_123_456, beacon: beacon, address: BDAddress(raw: 0xC102_0304_0506),
       rssi: -67)

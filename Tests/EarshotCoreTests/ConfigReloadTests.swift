@@ -19,8 +19,8 @@ final class ConfigReloadTests: XCTestCase {
   {
     m.report(
       at: t,
-      beacon: IBeacon(
-        id: BeaconID(uuid: testUUID, major: major, minor: minor), measuredPower: -59),
+      beacon: TrackedBeacon(
+        id: TrackedID(uuid: testUUID, major: major, minor: minor), measuredPower: -59),
       address: BDAddress("C1:02:03:04:05:06")!, rssi: -60)
   }
 
@@ -107,7 +107,7 @@ final class ScanPauseTests: XCTestCase {
     _ = m.start(at: 0, scanning: true)
     _ = m.report(
       at: 1 * s,
-      beacon: IBeacon(id: BeaconID(uuid: testUUID, major: 1, minor: 10), measuredPower: -59),
+      beacon: TrackedBeacon(id: TrackedID(uuid: testUUID, major: 1, minor: 10), measuredPower: -59),
       address: BDAddress("C1:02:03:04:05:06")!, rssi: -60)
     XCTAssertEqual(m.scanPaused(at: 2 * s), [])
     XCTAssertNil(m.nextDeadline, "no exit timer while nobody scans")

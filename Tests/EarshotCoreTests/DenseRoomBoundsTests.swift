@@ -63,7 +63,7 @@ final class DenseRoomBoundsTests: XCTestCase {
   /// everything else only moves time.
   func feed(_ m: inout RegionMonitor, at t: Int64, data: [UInt8], address: BDAddress) {
     data.withUnsafeBytes { d in
-      if let b = IBeacon.decode(advertisingData: d) {
+      if let b = TrackedBeacon.iBeacon(advertisingData: d) {
         _ = m.report(at: t, beacon: b, address: address, rssi: -70)
       } else {
         _ = m.advance(to: t)
@@ -81,7 +81,8 @@ final class DenseRoomBoundsTests: XCTestCase {
     let phone: [UInt8] = [0x02, 0x01, 0x1A, 0x07, 0xFF, 0x4C, 0x00, 0x10, 0x02, 0x0B, 0x00]
     let beacons = (0..<20).map {
       HCIEventEncoder.iBeaconAdvertisingData(
-        IBeacon(id: BeaconID(uuid: testUUID, major: 1, minor: UInt16($0)), measuredPower: -59))
+        TrackedBeacon(
+          id: TrackedID(uuid: testUUID, major: 1, minor: UInt16($0)), measuredPower: -59))
     }
     for i in 0..<Self.addresses {
       let t = Int64(i) * 200  // 5,000 reports/s
@@ -100,15 +101,16 @@ final class DenseRoomBoundsTests: XCTestCase {
     c.regions = [region("hall", exitAfter: .seconds(30)), region("desk", major: 9)]
     var m = RegionMonitor(config: c, emitRange: false)
     _ = m.start(at: 0, scanning: true)
-    let desk = BeaconID(uuid: testUUID, major: 9, minor: 1)
-    _ = m.report(at: 0, beacon: IBeacon(id: desk, measuredPower: -59), address: rpa(0), rssi: -60)
+    let desk = TrackedID(uuid: testUUID, major: 9, minor: 1)
+    _ = m.report(
+      at: 0, beacon: TrackedBeacon(id: desk, measuredPower: -59), address: rpa(0), rssi: -60)
     // 100,000 identities under the hall's UUID, one address each, within
     // 100 s: far sooner than the hour after which beacons are forgotten.
     var peak = 0
     for i in 1...Self.addresses {
-      let id = BeaconID(uuid: testUUID, major: UInt16(i >> 16) + 1, minor: UInt16(i & 0xFFFF))
+      let id = TrackedID(uuid: testUUID, major: UInt16(i >> 16) + 1, minor: UInt16(i & 0xFFFF))
       _ = m.report(
-        at: Int64(i) * 1_000, beacon: IBeacon(id: id, measuredPower: -59), address: rpa(i),
+        at: Int64(i) * 1_000, beacon: TrackedBeacon(id: id, measuredPower: -59), address: rpa(i),
         rssi: -70)
       peak = max(peak, m.trackedBeacons)
     }
@@ -131,6 +133,6 @@ final class DenseRoomBoundsTests: XCTestCase {
       f.add(-60, at: Int64(i) * 100_000)
     }
     XCTAssertEqual(e.intervalSeconds!, 0.1, accuracy: 0.004)
-    XCTAssertLessThanOrEqual(MemoryLayout<TrackedBeacon>.size, 600)
+    XCTAssertLessThanOrEqual(MemoryLayout<BeaconRecord>.size, 600)
   }
 }

@@ -9,15 +9,15 @@ final class ESPresenseFormatTests: XCTestCase {
 
   func testIdsAsTheFirmwareMakesThem() throws {
     XCTAssertEqual(
-      ESPresenseFormat.id(.beacon(BeaconID(uuid: uuid, major: 1, minor: 10))),
+      ESPresenseFormat.id(.beacon(TrackedID(uuid: uuid, major: 1, minor: 10))),
       "iBeacon:8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10")
-    let eddy = BeaconID(
+    let eddy = TrackedID(
       eddystoneNamespace: BeaconBytes(hex: "00112233445566778899")!,
       instance: BeaconBytes(hex: "aabbccddeeff")!)
     // The firmware prints the namespace's fifth byte twice.
     XCTAssertEqual(ESPresenseFormat.id(.beacon(eddy)), "eddy:0011223344445566778899-aabbccddeeff")
     XCTAssertNil(
-      ESPresenseFormat.id(.beacon(BeaconID(format: .altBeacon, uuid: uuid, major: 1, minor: 2))),
+      ESPresenseFormat.id(.beacon(TrackedID(kind: .altBeacon, uuid: uuid, major: 1, minor: 2))),
       "an AltBeacon of a real company has no beacon id in ESPresense")
     XCTAssertEqual(
       ESPresenseFormat.id(.device(.address(BDAddress("00:1A:7D:DA:71:13")!))), "001a7dda7113")
@@ -35,7 +35,7 @@ final class ESPresenseFormatTests: XCTestCase {
 
   func testTheMessage() throws {
     let s = RoomSighting(
-      t: 1_767_225_600_000_000, beacon: BeaconID(uuid: uuid, major: 1, minor: 10),
+      t: 1_767_225_600_000_000, beacon: TrackedID(uuid: uuid, major: 1, minor: 10),
       room: "Living Room", rssi: -71.234, distance: 2.345, count: 3)
     let m = try XCTUnwrap(
       ESPresenseFormat.message(
@@ -87,7 +87,7 @@ final class ESPresenseFormatTests: XCTestCase {
       "espresense/devices/iBeacon:8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10/hall",
       #"{"mac":"c0000001000a","id":"iBeacon:8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182-1-10","rssi@1m":-59,"rssi":-65.00,"rxAdj":0,"distance":1.99,"var":0.10,"int":1010}"#
     )
-    XCTAssertEqual(b?.subject, .beacon(BeaconID(uuid: uuid, major: 1, minor: 10)))
+    XCTAssertEqual(b?.subject, .beacon(TrackedID(uuid: uuid, major: 1, minor: 10)))
     // Not sightings the rule takes: no distance, an untracked device, a
     // query report's topic, garbage.
     XCTAssertNil(take("espresense/devices/a4c1381f2b3c/hall", #"{"id":"a4c1381f2b3c"}"#))
@@ -97,10 +97,10 @@ final class ESPresenseFormatTests: XCTestCase {
     XCTAssertNil(take("espresense/devices/iBeacon:8f2c-1-2/hall", #"{"distance":1}"#))
     // Each beacon format's id, as Earshot writes it going out, reads back
     // as the same beacon; an Eddystone id whose repeated byte differs does not.
-    let eddy = BeaconID(
+    let eddy = TrackedID(
       eddystoneNamespace: BeaconBytes(hex: "8f2c1a3e5b7d4e90a1c2")!,
       instance: BeaconBytes(hex: "0000000000a1")!)
-    let alt = BeaconID(format: .altBeacon, uuid: uuid, major: 7, minor: 9)
+    let alt = TrackedID(kind: .altBeacon, uuid: uuid, major: 7, minor: 9)
     XCTAssertEqual(
       ESPresenseID.eddystone(namespace: "8f2c1a3e5b7d4e90a1c2", instance: "0000000000a1"),
       "eddy:8f2c1a3e5b5b7d4e90a1c2-0000000000a1")

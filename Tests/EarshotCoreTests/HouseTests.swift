@@ -25,7 +25,7 @@ final class HouseTests: XCTestCase {
   }
 
   func beacon(_ name: String, minor: UInt16, at p: FloorPoint) -> HouseBeacon {
-    HouseBeacon(name: name, id: BeaconID(uuid: uuid, major: 1, minor: minor), at: p)
+    HouseBeacon(name: name, id: TrackedID(uuid: uuid, major: 1, minor: minor), at: p)
   }
 
   func collect(_ h: House) -> [House.Report] {

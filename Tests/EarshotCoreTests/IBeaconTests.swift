@@ -4,8 +4,8 @@ import XCTest
 @testable import EarshotCore
 
 final class IBeaconTests: XCTestCase {
-  func decode(_ h: String) -> IBeacon? {
-    hex(h).withUnsafeBytes { IBeacon.decode(advertisingData: $0) }
+  func decode(_ h: String) -> TrackedBeacon? {
+    hex(h).withUnsafeBytes { TrackedBeacon.iBeacon(advertisingData: $0) }
   }
 
   func testDecodesAFrameByteByByte() throws {
@@ -35,7 +35,7 @@ final class IBeaconTests: XCTestCase {
   func testFlagsImplausibleMeasuredPower() throws {
     let b = try XCTUnwrap(
       hex("4c000215b9407f30f5f8466eaff925556b57fe6d294c903974").withUnsafeBytes {
-        IBeacon.decode(manufacturerData: $0)
+        TrackedBeacon.iBeacon(manufacturerData: $0)
       })
     XCTAssertEqual(b.measuredPower, 116)
     XCTAssertTrue(b.isPowerSuspect)

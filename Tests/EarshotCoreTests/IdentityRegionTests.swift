@@ -268,7 +268,7 @@ final class IdentityRegionTests: XCTestCase {
     both.uuid = testUUID
     var m = RegionMonitor(config: config(config: [both]), emitRange: false, cipher: cipher)
     _ = m.start(at: 0, scanning: true)
-    let b = IBeacon(id: BeaconID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59)
+    let b = TrackedBeacon(id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59)
     XCTAssertEqual(
       m.report(at: 1_000_000, beacon: b, address: BDAddress(raw: 1), rssi: -60).map(\.state),
       [.inside])

@@ -58,7 +58,8 @@ final class LaptopDayTests: XCTestCase {
       take(
         monitor.report(
           at: LiveTime.decision(stamp: stamp, at: r),
-          beacon: IBeacon(id: BeaconID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
+          beacon: TrackedBeacon(
+            id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
           address: BDAddress("C1:02:03:04:05:06")!, rssi: -60))
     }
 
@@ -311,7 +312,8 @@ final class LaptopDayTests: XCTestCase {
       let decided = LiveTime.decision(stamp: clock.wallMicros, at: r)
       if let s = publisher.report(
         at: decided,
-        beacon: IBeacon(id: BeaconID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
+        beacon: TrackedBeacon(
+          id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
         address: BDAddress(raw: 0x0102_0304_0506), rssi: -59)
       {
         sent.append((s.t, LiveTime.shown(s.t, at: r)))

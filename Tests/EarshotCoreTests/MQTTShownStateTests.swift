@@ -260,7 +260,7 @@ final class MQTTShownStateTests: XCTestCase {
     XCTAssertFalse(d.disconnected(at: t), "no connection, nothing to say")
   }
 
-  private let beacon = BeaconID(
+  private let beacon = TrackedID(
     uuid: BeaconUUID(high: 0x8F2C_1A3E_5B7D_4E90, low: 0xA1C2_3D4E_5F60_7182), major: 1,
     minor: 10)
 }

@@ -17,7 +17,7 @@ final class MonitorScaleTests: XCTestCase {
     // beacon whose silence ends the region last changes, and one that left
     // stops counting once its own timeout has passed.
     struct Sim {
-      var id: BeaconID
+      var id: TrackedID
       var interval: Int64
       var next: Int64
       var stopAt: Int64
@@ -32,7 +32,7 @@ final class MonitorScaleTests: XCTestCase {
     var sims: [Sim] = (0..<12).map { k in
       let interval = [100_000, 250_000, 1_000_000, 3_000_000, 6_000_000][k % 5]
       return Sim(
-        id: BeaconID(uuid: testUUID, major: UInt16(k % 3 + 1), minor: UInt16(k)),
+        id: TrackedID(uuid: testUUID, major: UInt16(k % 3 + 1), minor: UInt16(k)),
         interval: Int64(interval), next: random(Int64(interval)),
         stopAt: k % 4 == 0 ? 200_000_000 + random(100_000_000) : .max)
     }
@@ -46,7 +46,8 @@ final class MonitorScaleTests: XCTestCase {
       sims[k].next += sims[k].interval + random(10_000)
       guard random(10) >= 2 else { continue }
       _ = m.report(
-        at: t, beacon: IBeacon(id: sims[k].id, measuredPower: -59), address: BDAddress(raw: 1),
+        at: t, beacon: TrackedBeacon(id: sims[k].id, measuredPower: -59),
+        address: BDAddress(raw: 1),
         rssi: -60)
       let limit = sims[k].estimator.timeout(floor: 10, ceiling: 60) ?? 30
       sims[k].estimator.observe(at: t, absentAfter: limit)
@@ -83,21 +84,22 @@ final class MonitorScaleTests: XCTestCase {
     for i in 0..<1_500 {
       _ = m.report(
         at: Int64(i) * 100,
-        beacon: IBeacon(
-          id: BeaconID(uuid: testUUID, major: 1, minor: UInt16(i)), measuredPower: -59),
+        beacon: TrackedBeacon(
+          id: TrackedID(uuid: testUUID, major: 1, minor: UInt16(i)), measuredPower: -59),
         address: BDAddress(raw: UInt64(i)), rssi: -70)
     }
     // The desk's only beacon, seen once: the desk's exit still names it.
-    let desk = BeaconID(uuid: testUUID, major: 9, minor: 1)
+    let desk = TrackedID(uuid: testUUID, major: 9, minor: 1)
     _ = m.report(
-      at: 200_000, beacon: IBeacon(id: desk, measuredPower: -59), address: BDAddress(raw: 999),
+      at: 200_000, beacon: TrackedBeacon(id: desk, measuredPower: -59),
+      address: BDAddress(raw: 999),
       rssi: -65)
     XCTAssertEqual(m.trackedBeacons, 1_501)
-    let stayer = BeaconID(uuid: testUUID, major: 1, minor: 500)
+    let stayer = TrackedID(uuid: testUUID, major: 1, minor: 500)
     var t: Int64 = 1_000_000
     while t < 7_200_000_000 {
       _ = m.report(
-        at: t, beacon: IBeacon(id: stayer, measuredPower: -59), address: BDAddress(raw: 5),
+        at: t, beacon: TrackedBeacon(id: stayer, measuredPower: -59), address: BDAddress(raw: 5),
         rssi: -60)
       t += 10_000_000
     }
@@ -107,9 +109,11 @@ final class MonitorScaleTests: XCTestCase {
     XCTAssertEqual(m.state(of: "desk"), .outside)
     // The survivors are still found: a report from each updates, not adds.
     _ = m.report(
-      at: t, beacon: IBeacon(id: desk, measuredPower: -59), address: BDAddress(raw: 999), rssi: -65)
+      at: t, beacon: TrackedBeacon(id: desk, measuredPower: -59), address: BDAddress(raw: 999),
+      rssi: -65)
     _ = m.report(
-      at: t, beacon: IBeacon(id: stayer, measuredPower: -59), address: BDAddress(raw: 5), rssi: -60)
+      at: t, beacon: TrackedBeacon(id: stayer, measuredPower: -59), address: BDAddress(raw: 5),
+      rssi: -60)
     XCTAssertEqual(m.trackedBeacons, 2)
     XCTAssertEqual(m.state(of: "desk"), .inside)
   }

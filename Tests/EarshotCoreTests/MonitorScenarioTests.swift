@@ -365,7 +365,7 @@ final class MonitorScenarioTests: XCTestCase {
       MonitorEventFormatter.json(e),
       #"{"t":1767225630.10,"event":"enter","region":"desk","state":"inside"}"#)
     let b = RangedBeacon(
-      id: BeaconID(uuid: testUUID, major: 1, minor: 10), address: BDAddress("C1:02:03:04:05:06")!,
+      id: TrackedID(uuid: testUUID, major: 1, minor: 10), address: BDAddress("C1:02:03:04:05:06")!,
       rssi: -67.4, accuracy: 1.8, proximity: .near)
     let r = MonitorEvent(
       decided: DecisionTime(micros: 7_200_900_000), shown: WallTime(micros: 1_767_225_631_000_000),
@@ -380,7 +380,7 @@ final class MonitorScenarioTests: XCTestCase {
   /// their cause, one sighting per ranged beacon with accuracy as distance,
   /// at the time shown.
   func testMonitorEventsBecomeLogEvents() {
-    let id = BeaconID(uuid: testUUID, major: 1, minor: 10)
+    let id = TrackedID(uuid: testUUID, major: 1, minor: 10)
     let address = BDAddress("C1:02:03:04:05:06")!
     let b = RangedBeacon(id: id, address: address, rssi: -67.4, accuracy: 1.8, proximity: .near)
     XCTAssertEqual(
@@ -394,7 +394,8 @@ final class MonitorScenarioTests: XCTestCase {
         MonitorEvent(capture: 6, kind: .state, region: "lab", state: .unknown, beacons: [])),
       [.region(RegionLogEvent(t: 6, region: "lab", kind: .state, state: .unknown, beacon: nil))])
     let other = RangedBeacon(
-      id: BeaconID(uuid: testUUID, major: 1, minor: 11), address: address, rssi: nil, accuracy: nil,
+      id: TrackedID(uuid: testUUID, major: 1, minor: 11), address: address, rssi: nil,
+      accuracy: nil,
       proximity: .unknown)
     XCTAssertEqual(
       ProximityEvent.from(

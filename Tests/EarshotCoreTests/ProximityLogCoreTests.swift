@@ -8,8 +8,8 @@ import XCTest
 #endif
 
 private let uuid = BeaconUUID("8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182")!
-private let desk = BeaconID(uuid: uuid, major: 1, minor: 10)
-private let door = BeaconID(uuid: uuid, major: 2, minor: 1)
+private let desk = TrackedID(uuid: uuid, major: 1, minor: 10)
+private let door = TrackedID(uuid: uuid, major: 2, minor: 1)
 private let s = Int64(1_000_000)
 /// 2026-01-01T00:00:00Z in microseconds.
 private let t0 = Int64(1_767_225_600) * s
@@ -209,12 +209,12 @@ final class MonitorLineImportTests: XCTestCase {
   }
 
   func testBeaconFilter() throws {
-    XCTAssertTrue(try BeaconMatch.parse(uuid.description).matches(door))
-    XCTAssertTrue(try BeaconMatch.parse("\(uuid):1").matches(desk))
-    XCTAssertFalse(try BeaconMatch.parse("\(uuid):1").matches(door))
-    XCTAssertFalse(try BeaconMatch.parse("\(uuid):1:11").matches(desk))
-    XCTAssertThrowsError(try BeaconMatch.parse("\(uuid):x"))
-    XCTAssertThrowsError(try BeaconMatch.parse("\(uuid):1:2:3"))
+    XCTAssertTrue(try TrackedMatch.parse(uuid.description).matches(door))
+    XCTAssertTrue(try TrackedMatch.parse("\(uuid):1").matches(desk))
+    XCTAssertFalse(try TrackedMatch.parse("\(uuid):1").matches(door))
+    XCTAssertFalse(try TrackedMatch.parse("\(uuid):1:11").matches(desk))
+    XCTAssertThrowsError(try TrackedMatch.parse("\(uuid):x"))
+    XCTAssertThrowsError(try TrackedMatch.parse("\(uuid):1:2:3"))
   }
 
   func testCSVQuotesAndJSONAgree() throws {

@@ -10,7 +10,7 @@ final class RangingTests: XCTestCase {
   /// single -20 dB outlier moves a steady estimate by less than 1 dB.
   func testFilterFollowsAWalkAndIgnoresAnOutlier() {
     let model = PathLossModel()
-    var b = ScenarioBeacon(name: "w", id: BeaconID(uuid: testUUID, major: 1, minor: 1))
+    var b = ScenarioBeacon(name: "w", id: TrackedID(uuid: testUUID, major: 1, minor: 1))
     b.interval = 0.1
     b.present = [0..<60]
     b.distance = [(0, 1), (20, 1), (24, 5)]
@@ -64,7 +64,7 @@ final class RangingTests: XCTestCase {
   }
 
   func testStaleOrSuspectIsUnknown() {
-    let id = BeaconID(uuid: testUUID, major: 1, minor: 1)
+    let id = TrackedID(uuid: testUUID, major: 1, minor: 1)
     var track = BeaconTrack(id: id, address: BDAddress(raw: 1), measuredPower: -59, at: 0)
     track.observe(address: BDAddress(raw: 1), rssi: -59, measuredPower: -59, at: 0)
     let model = PathLossModel()

@@ -6,8 +6,8 @@ import XCTest
 /// aggregator's clock (`RoomClock`, `RoomJudge`), so a sighting's own `t`
 /// changes nothing.
 final class RoomClockTests: XCTestCase {
-  let walker = BeaconID(uuid: testUUID, major: 1, minor: 20)
-  let keys = BeaconID(uuid: testUUID, major: 1, minor: 21)
+  let walker = TrackedID(uuid: testUUID, major: 1, minor: 20)
+  let keys = TrackedID(uuid: testUUID, major: 1, minor: 21)
   let t0: Int64 = 1_767_225_600_000_000
   let rooms = ["living", "kitchen", "bedroom"]
 

@@ -6,7 +6,7 @@ import XCTest
 /// synthetic sightings whose path loss per link drifts as a first-order
 /// autoregressive process, in message time. Properties, over several seeds.
 final class RoomFadingTests: XCTestCase {
-  let tag = BeaconID(uuid: testUUID, major: 1, minor: 20)
+  let tag = TrackedID(uuid: testUUID, major: 1, minor: 20)
 
   /// One link's fade: standard deviation `sigma` dB, correlation time `tau` s.
   struct Fade {

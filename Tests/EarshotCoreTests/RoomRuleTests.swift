@@ -4,10 +4,10 @@ import XCTest
 
 /// The room rule on synthetic sighting streams, in message time.
 final class RoomRuleTests: XCTestCase {
-  let tag = BeaconID(uuid: testUUID, major: 1, minor: 10)
-  let other = BeaconID(uuid: testUUID, major: 1, minor: 11)
+  let tag = TrackedID(uuid: testUUID, major: 1, minor: 10)
+  let other = TrackedID(uuid: testUUID, major: 1, minor: 11)
 
-  func s(_ sec: Double, _ room: String, _ d: Double?, _ id: BeaconID? = nil) -> RoomSighting {
+  func s(_ sec: Double, _ room: String, _ d: Double?, _ id: TrackedID? = nil) -> RoomSighting {
     RoomSighting(
       t: Int64(sec * 1e6), beacon: id ?? tag, room: room, rssi: nil, distance: d, count: 1)
   }
@@ -15,7 +15,7 @@ final class RoomRuleTests: XCTestCase {
   /// Feeds one sighting per room per second over `range` (seconds).
   func feed(
     _ rule: inout RoomRule, _ range: ClosedRange<Int>, _ rooms: [(String, (Int) -> Double?)],
-    id: BeaconID? = nil
+    id: TrackedID? = nil
   ) -> [RoomChange] {
     var out: [RoomChange] = []
     for sec in range {
@@ -220,7 +220,7 @@ final class RoomRuleTests: XCTestCase {
     var rule = RoomRule(settings: .init())
     rule.capacity = 100
     for i in 0..<300 {
-      _ = rule.sighting(s(1, "kitchen", 1, BeaconID(uuid: testUUID, major: 9, minor: UInt16(i))))
+      _ = rule.sighting(s(1, "kitchen", 1, TrackedID(uuid: testUUID, major: 9, minor: UInt16(i))))
     }
     XCTAssertEqual(rule.beaconCount, 100)
     XCTAssertEqual(rule.refused, 200)
@@ -251,7 +251,7 @@ final class RoomRuleTests: XCTestCase {
 }
 
 final class RoomSightingTests: XCTestCase {
-  let tag = BeaconID(uuid: testUUID, major: 1, minor: 10)
+  let tag = TrackedID(uuid: testUUID, major: 1, minor: 10)
 
   func testSightingPayloadAndTopicRoundTrip() throws {
     let topics = RoomTopics(prefix: "earshot/rooms", shards: 16)
@@ -292,7 +292,7 @@ final class RoomSightingTests: XCTestCase {
     XCTAssertEqual(topics.shard(of: tag), Int(h % 16))
     var counts = [Int](repeating: 0, count: 16)
     for minor in 0..<1600 {
-      counts[topics.shard(of: BeaconID(uuid: testUUID, major: 1, minor: UInt16(minor)))] += 1
+      counts[topics.shard(of: TrackedID(uuid: testUUID, major: 1, minor: UInt16(minor)))] += 1
     }
     XCTAssertGreaterThan(counts.min()!, 60, "\(counts)")
     XCTAssertLessThan(counts.max()!, 140, "\(counts)")
@@ -303,8 +303,9 @@ final class RoomSightingTests: XCTestCase {
     try config.rooms.set("track", "\(testUUID):1")
     try config.rooms.set("interval", "1")
     var p = SightingPublisher(room: "kitchen", config: config)
-    let beacon = IBeacon(id: tag, measuredPower: -59)
-    let stranger = IBeacon(id: BeaconID(uuid: testUUID, major: 2, minor: 1), measuredPower: -59)
+    let beacon = TrackedBeacon(id: tag, measuredPower: -59)
+    let stranger = TrackedBeacon(
+      id: TrackedID(uuid: testUUID, major: 2, minor: 1), measuredPower: -59)
     let address = BDAddress(raw: 0x0102_0304_0506)
     var sent: [RoomSighting] = []
     for k in 0..<100 {  // 10 Hz for 10 s at 1 m
@@ -334,8 +335,8 @@ final class RoomSightingTests: XCTestCase {
     XCTAssertEqual(c.rooms.room, "Kitchen")
     XCTAssertEqual(c.rooms.track.count, 2)
     XCTAssertTrue(c.rooms.tracks(tag))
-    XCTAssertTrue(c.rooms.tracks(BeaconID(uuid: testUUID, major: 2, minor: 99)))
-    XCTAssertFalse(c.rooms.tracks(BeaconID(uuid: testUUID, major: 1, minor: 11)))
+    XCTAssertTrue(c.rooms.tracks(TrackedID(uuid: testUUID, major: 2, minor: 99)))
+    XCTAssertFalse(c.rooms.tracks(TrackedID(uuid: testUUID, major: 1, minor: 11)))
     XCTAssertEqual(c.rooms.margin, .metres(0.5))
     XCTAssertEqual(c.rooms.awayAfter, .auto)
     XCTAssertTrue(c.rooms.serves(shard: 2))
@@ -361,7 +362,7 @@ final class RoomSightingTests: XCTestCase {
 
 final class RoomsDiscoveryTests: XCTestCase {
   func testASensorAndADeviceTrackerPerBeaconReadTheRetainedRoom() throws {
-    let tag = BeaconID(uuid: testUUID, major: 1, minor: 10)
+    let tag = TrackedID(uuid: testUUID, major: 1, minor: 10)
     let topics = RoomTopics(prefix: "earshot/rooms", shards: 16)
     let d = RoomsDiscovery(
       topics: topics, aggregatorStatus: "earshot/rooms/aggregator/pi/status", version: "1.0",

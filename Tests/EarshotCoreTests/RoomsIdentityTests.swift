@@ -61,9 +61,9 @@ final class RoomsIdentityTests: XCTestCase {
     XCTAssertEqual(
       c.rooms.track,
       [
-        BeaconMatch(uuid: testUUID, major: 1, minor: 10),
-        BeaconMatch(format: .altBeacon, uuid: testUUID, major: 2),
-        try BeaconMatch.parse("eddystone:8f2c1a3e5b7d4e90a1c2"),
+        TrackedMatch(uuid: testUUID, major: 1, minor: 10),
+        TrackedMatch(kind: .altBeacon, uuid: testUUID, major: 2),
+        try TrackedMatch.parse("eddystone:8f2c1a3e5b7d4e90a1c2"),
       ])
     XCTAssertEqual(
       c.rooms.trackDevices,
@@ -76,10 +76,10 @@ final class RoomsIdentityTests: XCTestCase {
     XCTAssertNil(c.rooms.name(of: .address(watch)))
     XCTAssertTrue(c.rooms.places(.device(.address(watch))))
     XCTAssertFalse(c.rooms.places(.device(.address(BDAddress(raw: 1)))))
-    XCTAssertFalse(c.rooms.places(.beacon(BeaconID(uuid: testUUID, major: 1, minor: 11))))
+    XCTAssertFalse(c.rooms.places(.beacon(TrackedID(uuid: testUUID, major: 1, minor: 11))))
     XCTAssertTrue(
-      c.rooms.places(.beacon(BeaconID(format: .altBeacon, uuid: testUUID, major: 2, minor: 7))))
-    XCTAssertFalse(c.rooms.places(.beacon(BeaconID(uuid: testUUID, major: 2, minor: 7))))
+      c.rooms.places(.beacon(TrackedID(kind: .altBeacon, uuid: testUUID, major: 2, minor: 7))))
+    XCTAssertFalse(c.rooms.places(.beacon(TrackedID(uuid: testUUID, major: 2, minor: 7))))
     // Written back as read (the key in its most-significant-first form).
     XCTAssertTrue(
       c.render().contains(
@@ -89,7 +89,7 @@ final class RoomsIdentityTests: XCTestCase {
     // Devices only: the aggregator places those, and no beacon.
     let devicesOnly = try config("device:\(watch)")
     XCTAssertTrue(devicesOnly.rooms.publishes)
-    XCTAssertFalse(devicesOnly.rooms.places(.beacon(BeaconID(uuid: testUUID, major: 1, minor: 1))))
+    XCTAssertFalse(devicesOnly.rooms.places(.beacon(TrackedID(uuid: testUUID, major: 1, minor: 1))))
   }
 
   func testABadTrackValueNamesFileLineAndKey() throws {
@@ -120,7 +120,7 @@ final class RoomsIdentityTests: XCTestCase {
     XCTAssertEqual(byAddress.slug, "device-001a7dda7113")
     XCTAssertEqual(byKey.slug, "irk-" + key.tag)
     XCTAssertFalse(byKey.slug.contains(keyHex), "the key itself never goes out")
-    for subject in [byAddress, byKey, .beacon(BeaconID(uuid: testUUID, major: 1, minor: 10))] {
+    for subject in [byAddress, byKey, .beacon(TrackedID(uuid: testUUID, major: 1, minor: 10))] {
       XCTAssertEqual(topics.subject(inStateTopic: topics.state(subject)), subject)
       let topic = topics.sighting(subject, room: "Kitchen")
       XCTAssertTrue(topic.hasPrefix("earshot/rooms/sighting/\(topics.shard(of: subject))/"))
@@ -229,7 +229,8 @@ final class RoomsIdentityTests: XCTestCase {
     XCTAssertNil(
       p.report(
         at: 0,
-        beacon: IBeacon(id: BeaconID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
+        beacon: TrackedBeacon(
+          id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
         address: phoneIdentity, rssi: -50))
   }
 
@@ -298,9 +299,9 @@ final class RoomsIdentityTests: XCTestCase {
     XCTAssertEqual(p.trackedCount, 1)
     // Beacons of a UUID-only track: any number of identities, kept to capacity.
     for k in 0..<(SightingPublisher.capacity + 50) {
-      let id = BeaconID(uuid: testUUID, major: UInt16(k / 65536), minor: UInt16(k % 65536))
+      let id = TrackedID(uuid: testUUID, major: UInt16(k / 65536), minor: UInt16(k % 65536))
       _ = p.report(
-        at: 20_000_000 + Int64(k), beacon: IBeacon(id: id, measuredPower: -59),
+        at: 20_000_000 + Int64(k), beacon: TrackedBeacon(id: id, measuredPower: -59),
         address: BDAddress(raw: 7), rssi: -60)
     }
     XCTAssertEqual(p.trackedCount, SightingPublisher.capacity)

@@ -111,7 +111,7 @@ final class ScanSchedulerTests: XCTestCase {
 /// The region monitor at a sampled duty: never an exit below full duty;
 /// after the raise, one only once the confirm span has passed at full.
 final class MonitorDutyTests: XCTestCase {
-  let id = BeaconID(uuid: testUUID, major: 1, minor: 10)
+  let id = TrackedID(uuid: testUUID, major: 1, minor: 10)
   let address = BDAddress("C1:02:03:04:05:06")!
 
   func learnt() -> RegionMonitor {
@@ -122,7 +122,7 @@ final class MonitorDutyTests: XCTestCase {
     // 30 s of a 100 ms beacon heard at every event: its pace is learnt.
     for k in 0..<300 {
       _ = m.report(
-        at: Int64(k) * 100_000, beacon: IBeacon(id: id, measuredPower: -59), address: address,
+        at: Int64(k) * 100_000, beacon: TrackedBeacon(id: id, measuredPower: -59), address: address,
         rssi: -60)
     }
     return m
@@ -135,7 +135,8 @@ final class MonitorDutyTests: XCTestCase {
     _ = m.start(at: 0, scanning: true)
     XCTAssertEqual(
       m.fullDutyNeeded(at: 0, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)), 0)
-    _ = m.report(at: s, beacon: IBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
+    _ = m.report(
+      at: s, beacon: TrackedBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
     XCTAssertEqual(
       m.fullDutyNeeded(at: s, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)), s)
   }
@@ -152,7 +153,7 @@ final class MonitorDutyTests: XCTestCase {
     for k in 0...70 {
       t = Int64(k) * 100_000
       _ = m.report(
-        at: t, beacon: IBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
+        at: t, beacon: TrackedBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
       let need = m.fullDutyNeeded(at: t, sampledDuty: 0.04, allowance: allowance)
       if k == 20 {
         XCTAssertLessThan(try! XCTUnwrap(m.exitTimeout(region: "desk")), 30, "learnt from 20 gaps")
@@ -230,7 +231,7 @@ final class MonitorDutyTests: XCTestCase {
     _ = m.start(at: 0, scanning: true)
     func hear(_ t: Int64) {
       _ = m.report(
-        at: t, beacon: IBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
+        at: t, beacon: TrackedBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
     }
     // Ten minutes of a 1 s beacon that loses two events in five.
     for k: Int64 in 0..<600 where k % 5 != 1 && k % 5 != 3 { hear(k * s) }

@@ -20,7 +20,7 @@ func beacon(
   _ name: String, major: UInt16, minor: UInt16, interval: Double, loss: Double,
   present: [Range<Double>], distance: [(t: Double, metres: Double)] = [(0, 1.5)]
 ) -> ScenarioBeacon {
-  var b = ScenarioBeacon(name: name, id: BeaconID(uuid: testUUID, major: major, minor: minor))
+  var b = ScenarioBeacon(name: name, id: TrackedID(uuid: testUUID, major: major, minor: minor))
   b.interval = interval
   b.loss = loss
   b.present = present

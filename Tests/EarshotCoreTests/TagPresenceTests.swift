@@ -98,7 +98,7 @@ final class TagPresenceTests: XCTestCase {
     XCTAssertEqual(kinds(m.adapterUp(at: 3 * s)), [])
     _ = m.report(
       at: 4 * s,
-      beacon: IBeacon(id: BeaconID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
+      beacon: TrackedBeacon(id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
       address: BDAddress("C1:02:03:04:05:06")!, rssi: -60)
     _ = m.tagAbsent("keys", at: 5 * s)
     // The tag's absence ends at 35 s, the beacon's silence at 34 s: the later.

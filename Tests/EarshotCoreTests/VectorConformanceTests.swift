@@ -15,7 +15,7 @@ final class VectorConformanceTests: XCTestCase {
         address: String, rssi: Int?, pdu: AdvertisingPDU, addressType: UInt8, dataLength: Int,
         status: DataStatus, primaryPHY: UInt8, secondaryPHY: UInt8
       )] = []
-    var beacons: [IBeacon] = []
+    var beacons: [TrackedBeacon] = []
     var adCount: Int? = nil
     var flags: Int? = nil
   }
@@ -31,7 +31,7 @@ final class VectorConformanceTests: XCTestCase {
             r.data.count,
             r.dataStatus, r.primaryPHY, r.secondaryPHY
           ))
-        if let b = IBeacon.decode(advertisingData: r.data) { d.beacons.append(b) }
+        if let b = TrackedBeacon.iBeacon(advertisingData: r.data) { d.beacons.append(b) }
         if d.flags == nil {
           for ad in ADWalker(r.data) where ad.type == ADType.flags && ad.value.count == 1 {
             d.flags = Int(ad.value[0])
@@ -47,7 +47,7 @@ final class VectorConformanceTests: XCTestCase {
   func decodeAD(_ bytes: [UInt8]) -> Decoded {
     var d = Decoded()
     bytes.withUnsafeBytes { raw in
-      if let b = IBeacon.decode(advertisingData: raw) { d.beacons.append(b) }
+      if let b = TrackedBeacon.iBeacon(advertisingData: raw) { d.beacons.append(b) }
       var walker = ADWalker(raw)
       var n = 0
       while let ad = walker.next() {
@@ -70,7 +70,7 @@ final class VectorConformanceTests: XCTestCase {
     if kind.hasPrefix("ad_data") { return decodeAD(bytes) }
     if kind.hasPrefix("mfg_data") || kind.hasPrefix("company_id") {
       var d = Decoded()
-      if let b = bytes.withUnsafeBytes({ IBeacon.decode(manufacturerData: $0) }) {
+      if let b = bytes.withUnsafeBytes({ TrackedBeacon.iBeacon(manufacturerData: $0) }) {
         d.beacons.append(b)
       }
       return d
@@ -86,7 +86,7 @@ final class VectorConformanceTests: XCTestCase {
               r.dataStatus,
               r.primaryPHY, r.secondaryPHY
             ))
-          if let b = IBeacon.decode(advertisingData: r.data) { d.beacons.append(b) }
+          if let b = TrackedBeacon.iBeacon(advertisingData: r.data) { d.beacons.append(b) }
         }
       }
       d.accepted = !malformed

@@ -13,7 +13,7 @@ extension AgentIntegrationTests {
   func testEddystoneTelemetryReachesStatusTheLogAndHomeAssistant() throws {
     let broker = try Broker()
     let namespace = "8f2c1a3e5b7d4e90a1c2"
-    let id = BeaconID(
+    let id = TrackedID(
       eddystoneNamespace: BeaconBytes(hex: namespace)!, instance: BeaconBytes(hex: "0000000000a1")!)
     let beaconAddress = BDAddress("C1:00:00:00:00:A1")!
     let stranger = BDAddress("C1:00:00:00:00:B2")!
@@ -38,7 +38,8 @@ extension AgentIntegrationTests {
     for n in 0..<120 {
       let t = start + Int64(n) * 1_000_000
       append(
-        t, HCIEventEncoder.beaconAdvertisingData(IBeacon(id: id, measuredPower: -59)), beaconAddress
+        t, HCIEventEncoder.beaconAdvertisingData(TrackedBeacon(id: id, measuredPower: -59)),
+        beaconAddress
       )
       if n % 10 == 5 { append(t + 300_000, tlm(n < 60 ? 3000 : 2900, n), beaconAddress) }
       if n % 10 == 7 { append(t + 400_000, tlm(1111, n), stranger) }

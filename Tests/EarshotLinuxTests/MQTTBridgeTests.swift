@@ -115,7 +115,7 @@ final class Broker {
 }
 
 final class MQTTBridgeTests: XCTestCase {
-  let beacon = BeaconID(
+  let beacon = TrackedID(
     uuid: BeaconUUID("8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182")!, major: 1, minor: 10)
 
   func makeBridge(_ loop: EventLoop, _ broker: Broker) throws -> MQTTBridge {

@@ -19,7 +19,7 @@ final class MQTTDecisionTimeTests: XCTestCase {
     func step(_ seconds: Double) { lock.withLock { clock.step(seconds) } }
   }
 
-  let beacon = BeaconID(
+  let beacon = TrackedID(
     uuid: BeaconUUID("8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182")!, major: 1, minor: 10)
 
   /// A beacon heard every second for 12 s (its distance moving, so that
@@ -78,7 +78,7 @@ final class MQTTDecisionTimeTests: XCTestCase {
     try run(loop) { bridge.isConnected }
 
     driver.start(at: clocks.monotonicMicros, scanning: true)
-    let data = HCIEventEncoder.iBeaconAdvertisingData(IBeacon(id: beacon, measuredPower: -59))
+    let data = HCIEventEncoder.iBeaconAdvertisingData(TrackedBeacon(id: beacon, measuredPower: -59))
     for n in 0...12 {
       data.withUnsafeBytes { d in
         driver.report(

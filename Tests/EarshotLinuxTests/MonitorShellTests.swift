@@ -59,12 +59,12 @@ final class MonitorShellTests: XCTestCase {
     s.duration = 400
     var b = ScenarioBeacon(
       name: "desk",
-      id: BeaconID(uuid: BeaconUUID("8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182")!, major: 1, minor: 10))
+      id: TrackedID(uuid: BeaconUUID("8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182")!, major: 1, minor: 10))
     b.interval = 1
     b.loss = 0.3
     b.present = [60..<250]
     // A neighbour's beacon, heard all along, so the capture starts at 0 s.
-    var other = ScenarioBeacon(name: "other", id: BeaconID(uuid: b.id.uuid, major: 7, minor: 1))
+    var other = ScenarioBeacon(name: "other", id: TrackedID(uuid: b.id.uuid, major: 7, minor: 1))
     other.present = [0..<400]
     s.beacons = [b, other]
     let capture = s.capture().bytes

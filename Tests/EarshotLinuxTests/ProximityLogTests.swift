@@ -9,8 +9,8 @@ import XCTest
 #endif
 
 private let uuid = BeaconUUID("8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182")!
-private let deskBeacon = BeaconID(uuid: uuid, major: 1, minor: 10)
-private let doorBeacon = BeaconID(uuid: uuid, major: 2, minor: 1)
+private let deskBeacon = TrackedID(uuid: uuid, major: 1, minor: 10)
+private let doorBeacon = TrackedID(uuid: uuid, major: 2, minor: 1)
 private let s = Int64(1_000_000)
 /// 2026-01-01T08:00:00Z, in seconds.
 private let t0 = Int64(1_767_254_400)
@@ -76,7 +76,7 @@ struct LogScenario {
   }
 
   mutating func region(
-    _ at: Int64, _ name: String, _ kind: RegionLogEvent.Kind, _ st: PresenceState, _ b: BeaconID?
+    _ at: Int64, _ name: String, _ kind: RegionLogEvent.Kind, _ st: PresenceState, _ b: TrackedID?
   ) {
     events.append(
       .region(RegionLogEvent(t: (t0 + at) * s, region: name, kind: kind, state: st, beacon: b)))
@@ -86,7 +86,7 @@ struct LogScenario {
     lines.append(line + "}")
   }
 
-  mutating func range(_ seconds: Range<Int64>, _ name: String, _ b: BeaconID) {
+  mutating func range(_ seconds: Range<Int64>, _ name: String, _ b: TrackedID) {
     for k in seconds {
       let rssi = -60 - Int(k % 9)
       let distance = 1.0 + Double(k % 5) * 0.25
@@ -325,8 +325,8 @@ final class ProximityLogTests: XCTestCase {
       "INSERT INTO sightings(t, t_end, uuid, major, minor, count, rssi_count) "
         + "VALUES (1, 2, '\(uuid)', 1, 10, 1, 0)")
     try old.exec("INSERT INTO beacon_regions VALUES ('desk', '\(uuid)', 1, 10, 1)")
-    let alt = BeaconID(format: .altBeacon, uuid: uuid, major: 1, minor: 10)
-    let eddy = BeaconID(
+    let alt = TrackedID(kind: .altBeacon, uuid: uuid, major: 1, minor: 10)
+    let eddy = TrackedID(
       eddystoneNamespace: BeaconBytes(hex: "8f2c1a3e5b7d4e90a1c2")!,
       instance: BeaconBytes(hex: "000000000001")!)
     let writer = ProximityLogWriter(settings: .init(path: db), report: { _ in }, clock: nil)
@@ -350,7 +350,7 @@ final class ProximityLogTests: XCTestCase {
       ("altbeacon:\(uuid)", [alt]), ("\(uuid):1:10", [deskBeacon]),
       ("eddystone:8f2c1a3e5b7d4e90a1c2", [eddy]),
     ] {
-      let rows = try reader.records(LogQuery(beacon: try BeaconMatch.parse(text))).compactMap {
+      let rows = try reader.records(LogQuery(beacon: try TrackedMatch.parse(text))).compactMap {
         if case .sightings(let r) = $0 { return r.beacon } else { return nil }
       }
       XCTAssertEqual(rows, want, text)
@@ -366,7 +366,7 @@ final class ProximityLogTests: XCTestCase {
     try old.exec(ProximityLogStore.migrations[0])
     try old.exec(ProximityLogStore.migrations[1])
     try old.exec("PRAGMA user_version = 2")
-    let eddy = BeaconID(
+    let eddy = TrackedID(
       eddystoneNamespace: BeaconBytes(hex: "8f2c1a3e5b7d4e90a1c2")!,
       instance: BeaconBytes(hex: "000000000001")!)
     let writer = ProximityLogWriter(settings: .init(path: db), report: { _ in }, clock: nil)
@@ -398,7 +398,7 @@ final class ProximityLogTests: XCTestCase {
       try reader.records(q).compactMap { if case .telemetry(let e) = $0 { e } else { nil } }
     }
     XCTAssertEqual(
-      try telemetry(LogQuery(beacon: try BeaconMatch.parse("eddystone:8f2c1a3e5b7d4e90a1c2")))
+      try telemetry(LogQuery(beacon: try TrackedMatch.parse("eddystone:8f2c1a3e5b7d4e90a1c2")))
         .map(\.reading), readings)
     XCTAssertEqual(try telemetry(LogQuery(region: "desk")).map(\.beacon), [eddy, eddy])
     XCTAssertEqual(try telemetry(LogQuery(since: t + 1)).map(\.reading), [readings[1]])
@@ -694,7 +694,7 @@ final class ProximityLogTests: XCTestCase {
             .sighting(
               BeaconSighting(
                 t: (t0 + Int64(k) * 20 + Int64(j)) * s,
-                beacon: BeaconID(uuid: uuid, major: 9, minor: UInt16(m)), rssi: -70)))
+                beacon: TrackedID(uuid: uuid, major: 9, minor: UInt16(m)), rssi: -70)))
         }
       }
     }

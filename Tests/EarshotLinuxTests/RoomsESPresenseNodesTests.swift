@@ -32,7 +32,7 @@ extension RoomsIntegrationTests {
     try bytes.withUnsafeBytes { raw in
       try replay.run(raw) { t, report in
         first = first ?? t
-        guard let beacon = IBeacon.decodeTracked(advertisingData: report.data),
+        guard let beacon = TrackedBeacon.decode(advertisingData: report.data),
           let rssi = report.rssi, let id = ESPresenseFormat.id(.beacon(beacon.id))
         else { return }
         if let m = node.heard(

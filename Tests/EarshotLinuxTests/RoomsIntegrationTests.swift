@@ -11,8 +11,8 @@ import XCTest
 /// the simulator's truth.
 final class RoomsIntegrationTests: XCTestCase {
   static let uuid = "8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182"
-  let walker = BeaconID.parse("\(uuid):1:1")!
-  let keys = BeaconID.parse("\(uuid):1:2")!
+  let walker = TrackedID.parse("\(uuid):1:1")!
+  let keys = TrackedID.parse("\(uuid):1:2")!
   let pace = 20.0
   let rooms = ["living", "kitchen", "bedroom"]
 

@@ -25,7 +25,7 @@ final class SimulateHouseTests: XCTestCase {
       try replay.run(
         buf,
         report: { t, r in
-          if let b = IBeacon.decode(advertisingData: r.data), let rssi = r.rssi {
+          if let b = TrackedBeacon.iBeacon(advertisingData: r.data), let rssi = r.rssi {
             out.append((t, b.minor, rssi))
           }
         }, event: { t, _ in if first == nil { first = t } })

@@ -56,7 +56,7 @@ func replay(_ reader: inout CaptureReader, merge: Bool = false) -> (
       seen.append(Seen(t, r))
       if merge {
         merger.observe(r) { _ in }
-        _ = IBeacon.decode(advertisingData: r.data)
+        _ = TrackedBeacon.iBeacon(advertisingData: r.data)
       }
     }
   } catch let e as CaptureError {

@@ -201,7 +201,7 @@ public struct CustomBeacon: Hashable, Sendable {
 
 /// One beacon frame found in advertising data.
 public enum BeaconFrame: Hashable, Sendable {
-  case iBeacon(IBeacon)
+  case iBeacon(TrackedBeacon)
   case altBeacon(AltBeacon)
   case eddystoneUID(EddystoneUID)
   case eddystoneURL(EddystoneURL)
@@ -252,7 +252,7 @@ public struct BeaconClassifier: Sendable {
 
   /// Every frame in the data, in AD order. The data must walk cleanly as AD
   /// structures: a frame inside malformed data is not trusted, so none is
-  /// returned (as `IBeacon.decode(advertisingData:)` does).
+  /// returned (as `TrackedBeacon.iBeacon(advertisingData:)` does).
   public func frames(in data: UnsafeRawBufferPointer) -> [BeaconFrame] {
     var found: [BeaconFrame] = []
     forEachFrame(in: data) { found.append($0) }
@@ -292,7 +292,7 @@ public struct BeaconClassifier: Sendable {
     func power() -> Int8 { Int8(bitPattern: v[l.power!.start]) }
     switch l.kind {
     case .iBeacon:
-      return IBeacon.decode(manufacturerData: v).map { .iBeacon($0) }
+      return TrackedBeacon.iBeacon(manufacturerData: v).map { .iBeacon($0) }
     case .altBeacon:
       return .altBeacon(
         AltBeacon(

@@ -122,7 +122,7 @@ extension BeaconLayout {
   /// user's row can never change how an iBeacon decodes.
   public static let builtIn: [BeaconLayout] = [
     // Apple's exact layout: company 0x004C, type 0x02, length 0x15, nothing
-    // after the measured power (IBeacon.decode(manufacturerData:)).
+    // after the measured power (TrackedBeacon.iBeacon(manufacturerData:)).
     row("iBeacon", .iBeacon, "m:0-3=4c000215,i:4-19,i:20-21,i:22-23,p:24-24", .exactly(25)),
     // AltBeacon spec: any company id, code 0xBEAC, 26 bytes (AD length 0x1B).
     row("AltBeacon", .altBeacon, "m:2-3=beac,i:4-19,i:20-21,i:22-23,p:24-24,d:25-25", .exactly(26)),

@@ -57,12 +57,12 @@ public struct BeaconTelemetry: Equatable, Sendable {
 public struct TelemetryJoiner: Sendable {
   public let capacity: Int
   private struct Source: Sendable {
-    var beacon: BeaconID?
+    var beacon: TrackedID?
     var waiting: BeaconTelemetry?
     var heard: Int64
   }
   private var sources: [BDAddress: Source] = [:]
-  private var latest: [BeaconID: BeaconTelemetry] = [:]
+  private var latest: [TrackedID: BeaconTelemetry] = [:]
 
   public init(capacity: Int = 1024) {
     precondition(capacity > 0)
@@ -71,7 +71,7 @@ public struct TelemetryJoiner: Sendable {
 
   /// An identity frame (a tracked beacon) from `address`. Returns a
   /// reading that was waiting for it, now joined.
-  public mutating func beacon(_ id: BeaconID, address: BDAddress, at t: Int64)
+  public mutating func beacon(_ id: TrackedID, address: BDAddress, at t: Int64)
     -> BeaconTelemetry?
   {
     guard let k = sources.index(forKey: address) else {
@@ -90,7 +90,7 @@ public struct TelemetryJoiner: Sendable {
   /// A TLM frame from `address`: the beacon it belongs to and its reading,
   /// or `nil` while no identity frame from that address has been heard.
   public mutating func telemetry(_ tlm: EddystoneTLM, address: BDAddress, at t: Int64)
-    -> (BeaconID, BeaconTelemetry)?
+    -> (TrackedID, BeaconTelemetry)?
   {
     let reading = BeaconTelemetry(tlm, at: t)
     var s = sources[address] ?? Source(heard: t)
@@ -106,7 +106,7 @@ public struct TelemetryJoiner: Sendable {
   }
 
   /// The beacon's newest reading.
-  public func telemetry(of id: BeaconID) -> BeaconTelemetry? { latest[id] }
+  public func telemetry(of id: TrackedID) -> BeaconTelemetry? { latest[id] }
 
   /// How many addresses and readings are held (tests: the bound).
   public var counts: (addresses: Int, readings: Int) { (sources.count, latest.count) }
@@ -120,7 +120,7 @@ public struct TelemetryJoiner: Sendable {
     sources[address] = s
   }
 
-  private mutating func keep(_ reading: BeaconTelemetry, for id: BeaconID) {
+  private mutating func keep(_ reading: BeaconTelemetry, for id: TrackedID) {
     if latest[id] == nil && latest.count >= capacity,
       let oldest = latest.min(by: { $0.value.t < $1.value.t })?.key
     {
@@ -140,7 +140,7 @@ public struct TelemetryThrottle: Sendable {
   public let interval: Int64
   public let batteryStep: Int
   public let capacity: Int
-  private var last: [BeaconID: BeaconTelemetry] = [:]
+  private var last: [TrackedID: BeaconTelemetry] = [:]
 
   /// `interval` in seconds.
   public init(interval: Double, batteryStep: Int = 50, capacity: Int = 1024) {
@@ -149,7 +149,7 @@ public struct TelemetryThrottle: Sendable {
     self.capacity = max(1, capacity)
   }
 
-  public mutating func shouldPass(_ id: BeaconID, _ reading: BeaconTelemetry) -> Bool {
+  public mutating func shouldPass(_ id: TrackedID, _ reading: BeaconTelemetry) -> Bool {
     if let previous = last[id] {
       let due = reading.t - previous.t >= interval || reading.t < previous.t
       let moved =
@@ -166,5 +166,5 @@ public struct TelemetryThrottle: Sendable {
     return true
   }
 
-  public mutating func forget(_ id: BeaconID) { last[id] = nil }
+  public mutating func forget(_ id: TrackedID) { last[id] = nil }
 }

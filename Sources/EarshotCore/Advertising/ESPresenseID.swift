@@ -46,7 +46,7 @@ public enum ESPresenseID {
   }
 
   /// `iBeacon:<uuid, lower case, dashed>-<major>-<minor>`.
-  public static func iBeacon(_ id: BeaconID) -> String {
+  public static func iBeacon(_ id: TrackedID) -> String {
     "iBeacon:\(id.uuid.description.lowercased())-\(id.major)-\(id.minor)"
   }
 

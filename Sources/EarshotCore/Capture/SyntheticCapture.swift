@@ -17,7 +17,7 @@ public struct SyntheticCapture {
 
   /// Appends an iBeacon advertisement (ADV_NONCONN_IND).
   public mutating func appendBeacon(
-    micros: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?, extended: Bool = false
+    micros: Int64, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?, extended: Bool = false
   ) {
     let data = HCIEventEncoder.beaconAdvertisingData(beacon)
     data.withUnsafeBytes { d in
@@ -64,8 +64,8 @@ public struct SyntheticCapture {
       let address = BDAddress(raw: 0xC000_0000_0000 | (next() % 64))
       let rssi = Int8(-40 - Int(next() % 50))
       if i % beaconEvery == 0 {
-        let beacon = IBeacon(
-          id: BeaconID(
+        let beacon = TrackedBeacon(
+          id: TrackedID(
             uuid: BeaconUUID(high: 0x8F2C_1A3E_5B7D_4E90, low: 0xA1C2_3D4E_5F60_7182),
             major: 1, minor: UInt16(next() % 8)), measuredPower: -59)
         capture.appendBeacon(micros: t, beacon: beacon, address: address, rssi: rssi)

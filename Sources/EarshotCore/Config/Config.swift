@@ -121,9 +121,9 @@ public struct RegionConfig: Sendable, Equatable {
   /// Line of the `[region "NAME"]` header, for messages.
   public var line: Int
   /// The beacons' format (`uuid` for iBeacons, `altbeacon`, `eddystone`).
-  public var format: BeaconFormat = .iBeacon
+  public var format: TrackedKind = .iBeacon
   /// iBeacon's UUID, AltBeacon's id1, or Eddystone's namespace and instance
-  /// (`BeaconID`'s layout).
+  /// (`TrackedID`'s layout).
   public var uuid: BeaconUUID? = nil
   public var major: UInt16? = nil
   public var minor: UInt16? = nil
@@ -155,14 +155,17 @@ public struct RegionConfig: Sendable, Equatable {
 
   /// The region's beacons as one match (`nil` for a region of devices,
   /// IRKs or tags).
-  public var beacons: BeaconMatch? {
-    uuid.map {
-      BeaconMatch(
-        format: format, uuid: $0, major: major, minor: minor, matchesInstance: matchesInstance)
+  public var beacons: TrackedMatch? {
+    guard let uuid else { return nil }
+    guard format == .eddystoneUID else {
+      return TrackedMatch(kind: format, uuid: uuid, major: major, minor: minor)
     }
+    let id = TrackedID(kind: .eddystoneUID, uuid: uuid, major: 0, minor: 0)
+    return TrackedMatch(
+      kind: .eddystoneUID, values: [id.field(0), matchesInstance ? id.field(1) : nil])
   }
 
-  public func matches(_ id: BeaconID) -> Bool { beacons?.matches(id) ?? false }
+  public func matches(_ id: TrackedID) -> Bool { beacons?.matches(id) ?? false }
 
   /// Whether a device counts for this region: its identity is listed under
   /// `device =`, or its key under `irk =`.
@@ -539,7 +542,7 @@ extension Config {
         let e = try ConfigValue.eddystone(v)
         r.format = .eddystoneUID
         r.uuid =
-          BeaconID(
+          TrackedID(
             eddystoneNamespace: e.namespace,
             instance: e.instance ?? BeaconBytes(hex: "000000000000")!
           ).uuid
@@ -549,8 +552,8 @@ extension Config {
       },
       show: { r in
         guard r.format == .eddystoneUID, let u = r.uuid else { return "" }
-        let id = BeaconID(format: .eddystoneUID, uuid: u, major: 0, minor: 0)
-        return id.namespaceHex + (r.matchesInstance ? ":" + id.instanceHex : "")
+        let id = TrackedID(kind: .eddystoneUID, uuid: u, major: 0, minor: 0)
+        return id.text(field: 0) + (r.matchesInstance ? ":" + id.text(field: 1) : "")
       }),
     .init(
       "major", "Narrow the region to this major (0-65535); empty = any major.",

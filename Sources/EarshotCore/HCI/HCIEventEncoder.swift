@@ -65,7 +65,7 @@ public enum HCIEventEncoder {
 
   /// AD data holding one iBeacon frame (flags + manufacturer data), as a
   /// beacon advertises it.
-  public static func iBeaconAdvertisingData(_ b: IBeacon) -> [UInt8] {
+  public static func iBeaconAdvertisingData(_ b: TrackedBeacon) -> [UInt8] {
     var w = ByteWriter(capacity: 30)
     w.append([0x02, 0x01, 0x06, 0x1A, 0xFF, 0x4C, 0x00, 0x02, 0x15])
     w.u32be(UInt32(truncatingIfNeeded: b.uuid.high >> 32))
@@ -78,35 +78,35 @@ public enum HCIEventEncoder {
     return w.bytes
   }
 
-  /// AD data holding `b`'s frame in its own format (flags first): an
-  /// iBeacon as above; an AltBeacon with Radius Networks' company id
-  /// (0x0118, as the AltBeacon spec's example) and a reserved byte of 0;
-  /// an Eddystone-UID as service data of 0xFEAA with its TX power at 0 m
-  /// (the 1 m power + 41 dB) and the two reserved bytes.
-  public static func beaconAdvertisingData(_ b: IBeacon) -> [UInt8] {
+  /// AD data holding `b`'s frame in its own kind's format (flags first),
+  /// as its row of `TrackedKind.table` writes it.
+  public static func beaconAdvertisingData(_ b: TrackedBeacon) -> [UInt8] {
+    b.id.kind.row.advertisingData(b)
+  }
+
+  /// An AltBeacon with Radius Networks' company id (0x0118, as the
+  /// AltBeacon spec's example) and a reserved byte of 0.
+  static func altBeaconAdvertisingData(_ b: TrackedBeacon) -> [UInt8] {
     var w = ByteWriter(capacity: 31)
-    func uuid() {
-      w.u32be(UInt32(truncatingIfNeeded: b.uuid.high >> 32))
-      w.u32be(UInt32(truncatingIfNeeded: b.uuid.high))
-      w.u32be(UInt32(truncatingIfNeeded: b.uuid.low >> 32))
-      w.u32be(UInt32(truncatingIfNeeded: b.uuid.low))
-    }
-    switch b.id.format {
-    case .iBeacon:
-      return iBeaconAdvertisingData(b)
-    case .altBeacon:
-      w.append([0x02, 0x01, 0x06, 0x1B, 0xFF, 0x18, 0x01, 0xBE, 0xAC])
-      uuid()
-      w.u16be(b.major)
-      w.u16be(b.minor)
-      w.i8(b.measuredPower)
-      w.u8(0)
-    case .eddystoneUID:
-      w.append([0x02, 0x01, 0x06, 0x03, 0x03, 0xAA, 0xFE, 0x17, 0x16, 0xAA, 0xFE, 0x00])
-      w.i8(Int8(clamping: Int(b.measuredPower) + 41))
-      uuid()
-      w.u16be(0)
-    }
+    w.append([0x02, 0x01, 0x06, 0x1B, 0xFF, 0x18, 0x01, 0xBE, 0xAC])
+    w.u64be(b.uuid.high)
+    w.u64be(b.uuid.low)
+    w.u16be(b.major)
+    w.u16be(b.minor)
+    w.i8(b.measuredPower)
+    w.u8(0)
+    return w.bytes
+  }
+
+  /// An Eddystone-UID as service data of 0xFEAA with its TX power at 0 m
+  /// (the 1 m power + 41 dB) and the two reserved bytes.
+  static func eddystoneUIDAdvertisingData(_ b: TrackedBeacon) -> [UInt8] {
+    var w = ByteWriter(capacity: 31)
+    w.append([0x02, 0x01, 0x06, 0x03, 0x03, 0xAA, 0xFE, 0x17, 0x16, 0xAA, 0xFE, 0x00])
+    w.i8(Int8(clamping: Int(b.measuredPower) + 41))
+    w.u64be(b.uuid.high)
+    w.u64be(b.uuid.low)
+    w.u16be(0)
     return w.bytes
   }
 

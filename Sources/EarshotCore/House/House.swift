@@ -273,7 +273,7 @@ public struct HouseReceiver: Sendable {
 
 public struct HouseBeacon: Sendable {
   public var name: String
-  public var id: BeaconID
+  public var id: TrackedID
   /// Measured power it advertises, and its real RSSI at 1 m.
   public var power: Int8 = -59
   public var interval = 1.0
@@ -286,7 +286,7 @@ public struct HouseBeacon: Sendable {
   public var path: [(t: Double, at: FloorPoint)] = []
   public var address: BDAddress
 
-  public init(name: String, id: BeaconID, at position: FloorPoint) {
+  public init(name: String, id: TrackedID, at position: FloorPoint) {
     self.name = name
     self.id = id
     path = [(0, position)]

@@ -16,7 +16,7 @@ public enum HouseCapture {
     let b = house.beacons[r.beacon]
     var c = SyntheticCapture()
     c.appendBeacon(
-      micros: r.t, beacon: IBeacon(id: b.id, measuredPower: b.power), address: b.address,
+      micros: r.t, beacon: TrackedBeacon(id: b.id, measuredPower: b.power), address: b.address,
       rssi: r.rssi)
     return Array(c.bytes[BtsnoopWriter.header.count...])
   }

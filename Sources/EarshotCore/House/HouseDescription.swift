@@ -75,7 +75,7 @@ extension House {
           ids[h.beacons.count] = (nil, 0, 0)
           h.beacons.append(
             HouseBeacon(
-              name: n, id: BeaconID(uuid: BeaconUUID(high: 0, low: 0), major: 0, minor: 0),
+              name: n, id: TrackedID(uuid: BeaconUUID(high: 0, low: 0), major: 0, minor: 0),
               at: FloorPoint(0, 0)))
         }
       } else {
@@ -180,7 +180,7 @@ extension House {
         missing(name, "uuid", "a beacon needs a uuid")
         continue
       }
-      h.beacons[i].id = BeaconID(uuid: uuid, major: id.major, minor: id.minor)
+      h.beacons[i].id = TrackedID(uuid: uuid, major: id.major, minor: id.minor)
       h.beacons[i].address = BDAddress(
         raw: 0xC000_0000_0000 | UInt64(i) << 32 | UInt64(id.major) << 16 | UInt64(id.minor))
     }

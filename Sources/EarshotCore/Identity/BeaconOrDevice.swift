@@ -3,10 +3,10 @@
 /// (`RoomSubject`, the device by the id every agent agrees on).
 public enum BeaconOrDevice<Device>: Hashable, Sendable, Comparable, CustomStringConvertible
 where Device: Hashable & Sendable & Comparable & CustomStringConvertible {
-  case beacon(BeaconID)
+  case beacon(TrackedID)
   case device(Device)
 
-  public var beacon: BeaconID? {
+  public var beacon: TrackedID? {
     if case .beacon(let b) = self { return b }
     return nil
   }

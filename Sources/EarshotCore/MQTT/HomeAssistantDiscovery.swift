@@ -54,8 +54,8 @@ public struct HomeAssistantDiscovery: Sendable {
   }
 
   /// A beacon's name in its entities' names.
-  static func name(_ id: BeaconID) -> String {
-    id.format == .eddystoneUID ? "Eddystone \(id.instanceHex)" : "Beacon \(id.major)/\(id.minor)"
+  static func name(_ id: TrackedID) -> String {
+    id.kind.row.label(id)
   }
 
   /// Occupancy per region. Unknown is unavailable (not off): the region's
@@ -90,7 +90,7 @@ public struct HomeAssistantDiscovery: Sendable {
   }
 
   /// Distance per tracked beacon, from its JSON state.
-  public func beacon(_ id: BeaconID, label: String? = nil) -> Message {
+  public func beacon(_ id: TrackedID, label: String? = nil) -> Message {
     let object = "beacon_" + MQTTTopics.slug(id)
     var j = JSONLine()
     common(&j, object: object, name: "\(label ?? Self.name(id)) distance")
@@ -108,7 +108,7 @@ public struct HomeAssistantDiscovery: Sendable {
   /// temperature when it has a sensor. Eddystone-TLM gives volts, not a
   /// charge level, so the sensor is a voltage: a percentage would be a
   /// guess about the cell.
-  public func beaconTelemetry(_ id: BeaconID, label: String? = nil, temperature: Bool)
+  public func beaconTelemetry(_ id: TrackedID, label: String? = nil, temperature: Bool)
     -> [Message]
   {
     let object = "beacon_" + MQTTTopics.slug(id)
@@ -246,11 +246,11 @@ public struct HomeAssistantDiscovery: Sendable {
 /// always lets a proximity change through (people automate on it).
 public struct BeaconRateLimiter: Sendable {
   public let interval: Double
-  private var last: [BeaconID: (time: Double, proximity: String)] = [:]
+  private var last: [TrackedID: (time: Double, proximity: String)] = [:]
 
   public init(interval: Double) { self.interval = interval }
 
-  public mutating func shouldPublish(_ id: BeaconID, proximity: String, at time: Double) -> Bool {
+  public mutating func shouldPublish(_ id: TrackedID, proximity: String, at time: Double) -> Bool {
     if let prev = last[id], time - prev.time < interval, prev.proximity == proximity {
       return false
     }
@@ -259,5 +259,5 @@ public struct BeaconRateLimiter: Sendable {
   }
 
   /// The beacon is no longer shown: its next report publishes at once.
-  public mutating func forget(_ id: BeaconID) { last[id] = nil }
+  public mutating func forget(_ id: TrackedID) { last[id] = nil }
 }

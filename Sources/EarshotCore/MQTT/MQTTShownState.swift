@@ -10,7 +10,7 @@ public enum MQTTEntity: Hashable, Sendable {
   case region(String)
   /// An identity region's device_tracker (its state is the region's).
   case tracker(String)
-  case beacon(BeaconID)
+  case beacon(TrackedID)
   case tag(String)
   /// A retained record of another part (rooms' agent record).
   case record(String)

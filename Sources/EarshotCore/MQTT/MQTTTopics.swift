@@ -21,10 +21,12 @@ public struct MQTTTopics: Sendable, Equatable {
   public func regionAvailability(_ region: String) -> String {
     base + "/region/" + Self.slug(region) + "/available"
   }
-  public func beaconState(_ id: BeaconID) -> String { base + "/beacon/" + Self.slug(id) + "/state" }
+  public func beaconState(_ id: TrackedID) -> String {
+    base + "/beacon/" + Self.slug(id) + "/state"
+  }
   /// The beacon's own telemetry (Eddystone-TLM) as JSON: `battery_mv`,
   /// `temperature`, `adv_count`, `uptime` (s), `t`.
-  public func beaconTelemetry(_ id: BeaconID) -> String {
+  public func beaconTelemetry(_ id: TrackedID) -> String {
     base + "/beacon/" + Self.slug(id) + "/telemetry"
   }
 
@@ -63,15 +65,10 @@ public struct MQTTTopics: Sendable, Equatable {
     return out.isEmpty ? "_" : out
   }
 
-  /// iBeacons `uuid-major-minor` as always; the others with their format
-  /// first (`altbeacon-uuid-id2-id3`, `eddystone-namespace-instance`).
-  public static func slug(_ id: BeaconID) -> String {
-    switch id.format {
-    case .iBeacon: slug("\(id.uuid)-\(id.major)-\(id.minor)")
-    case .altBeacon: slug("altbeacon-\(id.uuid)-\(id.major)-\(id.minor)")
-    case .eddystoneUID: slug("eddystone-\(id.namespaceHex)-\(id.instanceHex)")
-    }
-  }
+  /// iBeacons `uuid-major-minor` as always; the others with their kind
+  /// first (`altbeacon-uuid-id2-id3`, `eddystone-namespace-instance`):
+  /// `TrackedID.slugText`, which `TrackedID(slug:)` reads back.
+  public static func slug(_ id: TrackedID) -> String { slug(id.slugText) }
 }
 
 /// A command received on a command topic. Parsing is strict: anything else

@@ -1,5 +1,5 @@
 /// Everything the monitor knows about one beacon identity.
-struct TrackedBeacon: Sendable {
+struct BeaconRecord: Sendable {
   var track: BeaconTrack
   var interval = AdvertisingIntervalEstimator()
 }
@@ -15,10 +15,10 @@ struct TrackedBeacon: Sendable {
 struct BeaconTable: Sendable {
   static let segmentSize = 512
   private var index = PositionIndex()
-  private var segments: [ContiguousArray<TrackedBeacon>] = []
+  private var segments: [ContiguousArray<BeaconRecord>] = []
   private(set) var count = 0
 
-  subscript(id: TrackKey) -> TrackedBeacon? {
+  subscript(id: TrackKey) -> BeaconRecord? {
     position(of: id).map { self[position: $0] }
   }
 
@@ -40,18 +40,18 @@ struct BeaconTable: Sendable {
   }
 
   /// A record in place: reading one field does not copy the record.
-  subscript(position i: Int) -> TrackedBeacon {
+  subscript(position i: Int) -> BeaconRecord {
     _read { yield segments[i / Self.segmentSize][i % Self.segmentSize] }
     _modify { yield &segments[i / Self.segmentSize][i % Self.segmentSize] }
   }
 
   /// Reads the record at `position` in place, without copying it.
-  func withRecord<R>(at i: Int, _ body: (TrackedBeacon) -> R) -> R {
+  func withRecord<R>(at i: Int, _ body: (BeaconRecord) -> R) -> R {
     segments[i / Self.segmentSize].withUnsafeBufferPointer { body($0[i % Self.segmentSize]) }
   }
 
   /// Every record, in no particular order.
-  var all: some Sequence<TrackedBeacon> { segments.lazy.flatMap { $0 } }
+  var all: some Sequence<BeaconRecord> { segments.lazy.flatMap { $0 } }
 
   /// One report: creates the record on first sight. Returns its position.
   /// A gap longer than the beacon's timeout before the report (its own
@@ -70,12 +70,12 @@ struct BeaconTable: Sendable {
     } else {
       i = count
       if i % Self.segmentSize == 0 {
-        var segment = ContiguousArray<TrackedBeacon>()
+        var segment = ContiguousArray<BeaconRecord>()
         segment.reserveCapacity(Self.segmentSize)
         segments.append(segment)
       }
       segments[i / Self.segmentSize].append(
-        TrackedBeacon(
+        BeaconRecord(
           track: BeaconTrack(
             id: id, address: address, measuredPower: measuredPower, powerSource: powerSource,
             at: t)))

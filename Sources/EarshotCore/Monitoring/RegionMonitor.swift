@@ -76,7 +76,7 @@ public struct RegionMonitor: Sendable {
     /// `config.beacons`, kept: asked at every report, and reading a field
     /// this small copies nothing (a call on `config` in place copied the
     /// whole region, strings and arrays, a third of a report's cost).
-    private(set) var beacons: BeaconMatch?
+    private(set) var beacons: TrackedMatch?
     var state: RegionState = .unknown
     /// When a region added by a reload began to be watched: scanning
     /// before that does not count towards its exit_after.
@@ -116,7 +116,7 @@ public struct RegionMonitor: Sendable {
 
   /// Whether region `i` counts beacon `id`: one field read, where a call
   /// on `regions[i]` or an iterator over `regions` copies the whole region.
-  private func matches(_ i: Int, _ id: BeaconID) -> Bool {
+  private func matches(_ i: Int, _ id: TrackedID) -> Bool {
     regions[i].beacons?.matches(id) == true
   }
 
@@ -388,7 +388,7 @@ public struct RegionMonitor: Sendable {
   /// One iBeacon report. Reports are evidence of presence even without an
   /// RSSI or with an implausible measured power; ranging is what those spoil.
   public mutating func report(
-    at t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?
+    at t: Int64, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?
   ) -> [MonitorEvent] {
     var out = advance(to: t)
     // No array of the matching regions: nothing is allocated per report.
@@ -902,7 +902,7 @@ public struct RegionMonitor: Sendable {
   private static func anyDuty(_: Double) -> Double { 1 }
   private static func fullDuty(_ duty: Double) -> Double { duty >= 1 ? 1 : 0 }
 
-  private static func evidence(_ b: TrackedBeacon) -> SilenceEvidence? {
+  private static func evidence(_ b: BeaconRecord) -> SilenceEvidence? {
     guard let interval = b.interval.intervalSeconds, let loss = b.interval.lossUpperBound else {
       return nil
     }
@@ -1020,11 +1020,11 @@ public struct RegionMonitor: Sendable {
     (regions[i].config.exitAfter ?? monitor.exitAfter) == .auto
   }
 
-  private func beaconTimeout(_ b: TrackedBeacon) -> Double {
+  private func beaconTimeout(_ b: BeaconRecord) -> Double {
     b.interval.timeout(floor: monitor.autoFloor, ceiling: monitor.autoCeiling) ?? cautiousTimeout
   }
 
-  private func holder(_ b: TrackedBeacon) -> Holder {
+  private func holder(_ b: BeaconRecord) -> Holder {
     Holder(
       lastSeen: b.track.lastSeen, seconds: beaconTimeout(b), beacon: b.track.id,
       evidence: Self.evidence(b), settled: b.interval.isSettled)

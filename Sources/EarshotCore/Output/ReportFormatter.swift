@@ -11,7 +11,7 @@ public enum ReportFormatter {
 
   /// The documented beacon line (iBeacons; AltBeacons and Eddystone-UIDs
   /// with their `format`).
-  public static func iBeaconJSON(micros: Int64, report: AdvertisingReport, beacon: IBeacon)
+  public static func iBeaconJSON(micros: Int64, report: AdvertisingReport, beacon: TrackedBeacon)
     -> String
   {
     var j = JSONLine()
@@ -29,7 +29,8 @@ public enum ReportFormatter {
   /// Everything in a report, AD structures decoded, for `--all`.
   /// `merged` is the advertising data a scan response answers, if known.
   public static func reportJSON(
-    micros: Int64, report: AdvertisingReport, beacon: IBeacon?, merged: UnsafeRawBufferPointer?,
+    micros: Int64, report: AdvertisingReport, beacon: TrackedBeacon?,
+    merged: UnsafeRawBufferPointer?,
     classifier: BeaconClassifier = .standard
   ) -> String {
     var j = JSONLine()
@@ -93,15 +94,21 @@ public enum ReportFormatter {
   public static let textHeader =
     "TIME               ADDRESS            RSSI  UUID                                  MAJOR  MINOR  POWER  TYPE"
 
-  public static func text(micros: Int64, report: AdvertisingReport, beacon: IBeacon?) -> String {
+  public static func text(micros: Int64, report: AdvertisingReport, beacon: TrackedBeacon?)
+    -> String
+  {
     func pad(_ s: String, _ n: Int) -> String {
       s + String(repeating: " ", count: max(1, n - s.count))
     }
     var s = pad(seconds(micros), 19) + pad(report.address.description, 19)
     s += pad(report.rssi.map { String($0) } ?? "-", 6)
-    if let b = beacon, b.id.format == .eddystoneUID {
-      // NAMESPACE:INSTANCE is 33 characters: it fits the UUID column.
-      s += pad(b.id.namespaceHex + ":" + b.id.instanceHex, 38) + pad("-", 7) + pad("-", 7)
+    if let b = beacon, b.id.kind != .iBeacon, b.id.kind != .altBeacon {
+      // The fields joined (Eddystone's NAMESPACE:INSTANCE is 33 characters:
+      // it fits the UUID column).
+      let row = b.id.kind.row
+      s +=
+        pad(row.fields.indices.map { b.id.text(field: $0) }.joined(separator: ":"), 38)
+        + pad("-", 7) + pad("-", 7)
       s += pad(String(b.measuredPower) + (b.isPowerSuspect ? "?" : ""), 7)
     } else if let b = beacon {
       s += pad(b.uuid.description, 38) + pad(String(b.major), 7) + pad(String(b.minor), 7)

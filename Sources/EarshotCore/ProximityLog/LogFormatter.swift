@@ -19,7 +19,7 @@ public enum LogFormatter {
     var f: [(String, Field?)] = [
       ("t", .number(Double(r.t) / 1e6, 6)), ("time", .text(LogTime.iso(r.t, offset: offset))),
     ]
-    func beacon(_ id: BeaconID?) -> [(String, Field?)] {
+    func beacon(_ id: TrackedID?) -> [(String, Field?)] {
       [
         ("uuid", id.map { .text($0.uuid.description) }),
         ("major", id.map { .int(Int($0.major)) }), ("minor", id.map { .int(Int($0.minor)) }),

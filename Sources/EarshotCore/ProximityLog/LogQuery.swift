@@ -4,10 +4,10 @@ public struct LogQuery: Sendable, Equatable {
   public var since: Int64?
   public var until: Int64?
   public var region: String?
-  public var beacon: BeaconMatch?
+  public var beacon: TrackedMatch?
 
   public init(
-    since: Int64? = nil, until: Int64? = nil, region: String? = nil, beacon: BeaconMatch? = nil
+    since: Int64? = nil, until: Int64? = nil, region: String? = nil, beacon: TrackedMatch? = nil
   ) {
     self.since = since
     self.until = until

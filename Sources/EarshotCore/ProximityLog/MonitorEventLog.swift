@@ -17,11 +17,11 @@ extension ProximityEvent {
         .region(
           RegionLogEvent(
             t: e.shown.micros, region: e.region, kind: kind, state: state,
-            beacon: e.beacons.first?.id.beacon.flatMap { $0.format == .iBeacon ? $0 : nil }))
+            beacon: e.beacons.first?.id.beacon.flatMap { $0.kind == .iBeacon ? $0 : nil }))
       ]
     case .range:
       return e.beacons.compactMap { b in
-        guard let id = b.id.beacon, id.format == .iBeacon else { return nil }
+        guard let id = b.id.beacon, id.kind == .iBeacon else { return nil }
         return .sighting(
           BeaconSighting(
             t: e.shown.micros, beacon: id, address: b.address, rssi: b.rssi, distance: b.accuracy,

@@ -81,7 +81,7 @@ public enum MonitorLineImport {
     }
   }
 
-  static func beaconID(_ v: JSONValue) throws -> BeaconID? {
+  static func beaconID(_ v: JSONValue) throws -> TrackedID? {
     guard let text = v["uuid"]?.string else { return nil }
     guard let uuid = BeaconUUID(text) else { throw LineError(reason: "bad uuid '\(text)'") }
     func u16(_ k: String) throws -> UInt16 {
@@ -90,7 +90,7 @@ public enum MonitorLineImport {
       }
       return UInt16(n)
     }
-    return BeaconID(uuid: uuid, major: try u16("major"), minor: try u16("minor"))
+    return TrackedID(uuid: uuid, major: try u16("major"), minor: try u16("minor"))
   }
 
   static func sighting(_ v: JSONValue, t: Int64, region: String?) throws -> BeaconSighting {

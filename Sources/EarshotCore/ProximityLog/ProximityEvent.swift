@@ -41,9 +41,10 @@ public struct RegionLogEvent: Sendable, Equatable {
   public var kind: Kind
   public var state: PresenceState
   /// The beacon that caused an enter or exit, when the monitor names one.
-  public var beacon: BeaconID?
+  public var beacon: TrackedID?
 
-  public init(t: Int64, region: String, kind: Kind, state: PresenceState, beacon: BeaconID? = nil) {
+  public init(t: Int64, region: String, kind: Kind, state: PresenceState, beacon: TrackedID? = nil)
+  {
     self.t = t
     self.region = region
     self.kind = kind
@@ -56,7 +57,7 @@ public struct RegionLogEvent: Sendable, Equatable {
 /// these downsampled, not one row each.
 public struct BeaconSighting: Sendable, Equatable {
   public var t: Int64
-  public var beacon: BeaconID
+  public var beacon: TrackedID
   public var address: BDAddress?
   /// dBm; `nil` when the controller did not report one.
   public var rssi: Double?
@@ -67,7 +68,7 @@ public struct BeaconSighting: Sendable, Equatable {
   public var region: String?
 
   public init(
-    t: Int64, beacon: BeaconID, address: BDAddress? = nil, rssi: Double? = nil,
+    t: Int64, beacon: TrackedID, address: BDAddress? = nil, rssi: Double? = nil,
     distance: Double? = nil, region: String? = nil
   ) {
     self.t = t
@@ -132,12 +133,12 @@ public struct VolumeLogEvent: Sendable, Equatable {
 /// A beacon's own telemetry (Eddystone-TLM), at the wall time it was heard;
 /// the agent logs one per beacon per ten minutes, or when the battery moved.
 public struct TelemetryLogEvent: Sendable, Equatable {
-  public var beacon: BeaconID
+  public var beacon: TrackedID
   /// Its `t` is the wall time here.
   public var reading: BeaconTelemetry
   public var t: Int64 { reading.t }
 
-  public init(beacon: BeaconID, reading: BeaconTelemetry) {
+  public init(beacon: TrackedID, reading: BeaconTelemetry) {
     self.beacon = beacon
     self.reading = reading
   }

@@ -8,14 +8,14 @@ public struct PlotInput: Sendable {
   /// Region segments cut to the window (`PresenceTimeline.segments`).
   public var segments: [RegionSegment]
   /// The regions each beacon was seen in (shaded behind its panel).
-  public var beaconRegions: [BeaconID: [String]]
+  public var beaconRegions: [TrackedID: [String]]
   /// The sighting interval: a gap longer than a few of these breaks a line.
   public var interval: Int64
   public var offset: LogTime.Offset
 
   public init(
     start: Int64, end: Int64, title: String, sightings: [SightingSummary],
-    segments: [RegionSegment], beaconRegions: [BeaconID: [String]], interval: Int64 = 10_000_000,
+    segments: [RegionSegment], beaconRegions: [TrackedID: [String]], interval: Int64 = 10_000_000,
     offset: @escaping LogTime.Offset = LogTime.utc
   ) {
     self.start = start
@@ -88,7 +88,7 @@ public enum ProximityPlot {
   public static func svg(_ input: PlotInput) -> String {
     let L = Layout(start: input.start, end: input.end)
     // Beacons in a stable order; regions in order of first appearance.
-    var byBeacon: [BeaconID: [SightingSummary]] = [:]
+    var byBeacon: [TrackedID: [SightingSummary]] = [:]
     for s in input.sightings { byBeacon[s.beacon, default: []].append(s) }
     let allBeacons = byBeacon.keys.sorted()
     let beacons = Array(allBeacons.prefix(maxBeacons))
@@ -145,7 +145,7 @@ public enum ProximityPlot {
   // MARK: Panels
 
   static func beaconPanel(
-    _ L: Layout, top: Double, beacon: BeaconID, color: String, rows: [SightingSummary],
+    _ L: Layout, top: Double, beacon: TrackedID, color: String, rows: [SightingSummary],
     input: PlotInput, regions: [String], regionColor: [String: String],
     ticks: [(Int64, String)]
   ) -> String {
@@ -223,7 +223,7 @@ public enum ProximityPlot {
 
   static func series(
     _ points: [(Int64, Int64, Double)], gap: Int64, L: Layout, y: (Double) -> Double, cls: String,
-    beacon: BeaconID, color: String, dash: String?
+    beacon: TrackedID, color: String, dash: String?
   ) -> String {
     guard !points.isEmpty else { return "" }
     var d = ""

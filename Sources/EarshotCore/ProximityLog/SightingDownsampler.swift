@@ -1,6 +1,6 @@
 /// One row of the log per beacon per interval: what was seen of it.
 public struct SightingSummary: Sendable, Equatable {
-  public var beacon: BeaconID
+  public var beacon: TrackedID
   /// The interval: `start` inclusive, `end` exclusive (microseconds).
   public var start: Int64
   public var end: Int64
@@ -17,7 +17,7 @@ public struct SightingSummary: Sendable, Equatable {
   public var address: BDAddress?
 
   public init(
-    beacon: BeaconID, start: Int64, end: Int64, count: Int, rssiCount: Int = 0,
+    beacon: TrackedID, start: Int64, end: Int64, count: Int, rssiCount: Int = 0,
     rssiMean: Double? = nil, rssiMin: Double? = nil, rssiMax: Double? = nil,
     distanceMean: Double? = nil, address: BDAddress? = nil
   ) {
@@ -54,7 +54,7 @@ public struct SightingDownsampler: Sendable {
     var distanceCount = 0
   }
 
-  private var open: [BeaconID: Bucket] = [:]
+  private var open: [TrackedID: Bucket] = [:]
 
   /// `interval` in microseconds (default 10 s); at least 1 µs.
   public init(interval: Int64 = 10_000_000) {

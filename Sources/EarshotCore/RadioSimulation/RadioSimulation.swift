@@ -20,8 +20,9 @@ public struct SimulatedAdvertiser: Sendable {
   public var silent: [Range<Double>]
 
   /// A beacon's iBeacon frame: the house's UUID, major 1, its minor.
-  var frame: IBeacon {
-    IBeacon(id: BeaconID(uuid: RadioSimulation.uuid, major: 1, minor: minor), measuredPower: -59)
+  var frame: TrackedBeacon {
+    TrackedBeacon(
+      id: TrackedID(uuid: RadioSimulation.uuid, major: 1, minor: minor), measuredPower: -59)
   }
 }
 

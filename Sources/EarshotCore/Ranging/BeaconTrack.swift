@@ -62,7 +62,7 @@ public struct BeaconTrack: Sendable {
   public func ranged(at now: Int64, model: PathLossModel, staleAfter: Double) -> RangedBeacon {
     let rssi = filter.value
     let fresh = lastRSSITime.map { Double(now - $0) / 1e6 <= staleAfter } ?? false
-    guard let rssi, fresh, IBeacon.plausiblePower.contains(measuredPower) else {
+    guard let rssi, fresh, TrackedBeacon.plausiblePower.contains(measuredPower) else {
       return RangedBeacon(
         id: id, address: address, rssi: fresh ? rssi : nil, accuracy: nil, proximity: .unknown,
         powerSource: powerSource)
@@ -111,7 +111,7 @@ public struct RangedBeacon: Sendable, Equatable {
 
 extension BeaconTrack {
   /// An iBeacon's track.
-  public init(id: BeaconID, address: BDAddress, measuredPower: Int8, at t: Int64) {
+  public init(id: TrackedID, address: BDAddress, measuredPower: Int8, at t: Int64) {
     self.init(id: .beacon(id), address: address, measuredPower: measuredPower, at: t)
   }
 }
@@ -119,7 +119,7 @@ extension BeaconTrack {
 extension RangedBeacon {
   /// An iBeacon in a range update.
   public init(
-    id: BeaconID, address: BDAddress, rssi: Double?, accuracy: Double?, proximity: Proximity
+    id: TrackedID, address: BDAddress, rssi: Double?, accuracy: Double?, proximity: Proximity
   ) {
     self.init(
       id: .beacon(id), address: address, rssi: rssi, accuracy: accuracy, proximity: proximity)

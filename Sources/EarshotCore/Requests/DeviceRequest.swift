@@ -122,5 +122,5 @@ public enum AgentEvent: Sendable {
   case reloaded(regions: [RegionConfig])
   /// A beacon of a region told its battery and temperature (Eddystone-TLM;
   /// the reading's `t` is wall time), at most once a minute per beacon.
-  case telemetry(BeaconID, BeaconTelemetry)
+  case telemetry(TrackedID, BeaconTelemetry)
 }

@@ -20,13 +20,13 @@ public enum ESPresenseFormat {
   public static func id(_ subject: RoomSubject, irk: IdentityResolvingKey? = nil) -> String? {
     switch subject {
     case .beacon(let b):
-      switch b.format {
+      switch b.kind {
       case .iBeacon:
         return ESPresenseID.iBeacon(b)
-      case .altBeacon:
-        return nil
       case .eddystoneUID:
-        return ESPresenseID.eddystone(namespace: b.namespaceHex, instance: b.instanceHex)
+        return ESPresenseID.eddystone(namespace: b.text(field: 0), instance: b.text(field: 1))
+      default:  // AltBeacons (see above), and kinds ESPresense gives no id
+        return nil
       }
     case .device(.address(let a)):
       return mac(a)
@@ -124,14 +124,14 @@ extension ESPresenseFormat {
   }
 
   static func subject(id: Substring, trackDevices: [TrackedDevice]) -> RoomSubject? {
-    for (prefix, format) in [("iBeacon:", BeaconFormat.iBeacon), ("altBeacon:", .altBeacon)]
+    for (prefix, format) in [("iBeacon:", TrackedKind.iBeacon), ("altBeacon:", .altBeacon)]
     where id.hasPrefix(prefix) {
       // The UUID has dashes of its own: the last two parts are the numbers.
       let p = id.dropFirst(prefix.count).split(separator: "-", omittingEmptySubsequences: false)
       guard p.count == 7, let uuid = BeaconUUID(p[0..<5].joined(separator: "-")),
         let major = UInt16(p[5]), let minor = UInt16(p[6])
       else { return nil }
-      return .beacon(BeaconID(format: format, uuid: uuid, major: major, minor: minor))
+      return .beacon(TrackedID(kind: format, uuid: uuid, major: major, minor: minor))
     }
     if id.hasPrefix("eddy:") {
       // `eddy:` 11 namespace bytes (the fifth printed twice) `-` 6 instance bytes.
@@ -142,7 +142,7 @@ extension ESPresenseFormat {
         let namespace = BeaconBytes(hex: String(decoding: hex[..<10] + hex[12...], as: UTF8.self)),
         let instance = BeaconBytes(hex: p[1])
       else { return nil }
-      return .beacon(BeaconID(eddystoneNamespace: namespace, instance: instance))
+      return .beacon(TrackedID(eddystoneNamespace: namespace, instance: instance))
     }
     if id.hasPrefix("irk:") {
       let hex = id.dropFirst("irk:".count).lowercased()

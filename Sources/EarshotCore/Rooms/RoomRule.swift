@@ -385,9 +385,9 @@ public struct RoomRule: Sendable {
     positions[subject].map { awayTimeout(states[$0]) }
   }
 
-  public func room(of beacon: BeaconID) -> String? { room(of: .beacon(beacon)) }
-  public func awayTimeout(of beacon: BeaconID) -> Double? { awayTimeout(of: .beacon(beacon)) }
-  public mutating func restore(_ beacon: BeaconID, room: String?) {
+  public func room(of beacon: TrackedID) -> String? { room(of: .beacon(beacon)) }
+  public func awayTimeout(of beacon: TrackedID) -> Double? { awayTimeout(of: .beacon(beacon)) }
+  public mutating func restore(_ beacon: TrackedID, room: String?) {
     restore(.beacon(beacon), room: room)
   }
 

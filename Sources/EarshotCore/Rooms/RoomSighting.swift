@@ -31,13 +31,13 @@ public struct RoomSighting: Sendable, Equatable {
   }
 
   public init(
-    t: Int64, beacon: BeaconID, room: String, rssi: Double?, distance: Double?, count: Int
+    t: Int64, beacon: TrackedID, room: String, rssi: Double?, distance: Double?, count: Int
   ) {
     self.init(
       t: t, subject: .beacon(beacon), room: room, rssi: rssi, distance: distance, count: count)
   }
 
-  public var beacon: BeaconID? { subject.beacon }
+  public var beacon: TrackedID? { subject.beacon }
 
   /// `{"t":…,"room":"kitchen","rssi":-71.2,"distance":2.31,"n":7}` (plus
   /// `"name"` for a named device): the subject is in the topic. Times to
@@ -92,11 +92,11 @@ public struct RoomChange: Sendable, Equatable {
     self.name = name
   }
 
-  public init(t: Int64, beacon: BeaconID, room: String?) {
+  public init(t: Int64, beacon: TrackedID, room: String?) {
     self.init(t: t, subject: .beacon(beacon), room: room)
   }
 
-  public var beacon: BeaconID? { subject.beacon }
+  public var beacon: TrackedID? { subject.beacon }
 
   /// `{"t":T,"event":"room","beacon":"UUID:MAJOR:MINOR","room":"kitchen"}`,
   /// or for a device `…,"device":"AA:BB:CC:DD:EE:FF","name":"phone",…`.
@@ -126,21 +126,12 @@ public struct RoomChange: Sendable, Equatable {
       requireEvent
         ? j["event"]?.string == "room" : (j["event"] == nil || j["event"]?.string == "room"),
       let t = j["t"]?.number, t.isFinite, abs(t) < 1e11,
-      let subject = j["beacon"]?.string.flatMap(BeaconID.parse).map(RoomSubject.beacon)
+      let subject = j["beacon"]?.string.flatMap(TrackedID.parse).map(RoomSubject.beacon)
         ?? j["device"]?.string.flatMap(TrackedDeviceID.init).map(RoomSubject.device)
     else { return nil }
     return RoomChange(
       t: Int64((t * 1e6).rounded()), subject: subject, room: j["room"]?.string,
       name: j["name"]?.string)
-  }
-}
-
-extension BeaconID {
-  /// One beacon as `description` prints it (`UUID:MAJOR:MINOR`,
-  /// `altbeacon:ID1:ID2:ID3`, `eddystone:NAMESPACE:INSTANCE`); `nil` for
-  /// anything else, a match of several beacons included.
-  public static func parse(_ text: String) -> BeaconID? {
-    (try? BeaconMatch.parse(text))?.single
   }
 }
 
@@ -182,13 +173,13 @@ public struct RoomTopics: Sendable, Equatable {
     return Int(h % UInt32(shards))
   }
 
-  public func shard(of beacon: BeaconID) -> Int { shard(of: .beacon(beacon)) }
+  public func shard(of beacon: TrackedID) -> Int { shard(of: .beacon(beacon)) }
 
   public func sighting(_ subject: RoomSubject, room: String) -> String {
     "\(prefix)/sighting/\(shard(of: subject))/\(subject.slug)/\(MQTTTopics.slug(room))"
   }
 
-  public func sighting(_ beacon: BeaconID, room: String) -> String {
+  public func sighting(_ beacon: TrackedID, room: String) -> String {
     sighting(.beacon(beacon), room: room)
   }
 
@@ -201,7 +192,7 @@ public struct RoomTopics: Sendable, Equatable {
     "\(prefix)/beacon/\(subject.slug)/state"
   }
 
-  public func state(_ beacon: BeaconID) -> String { state(.beacon(beacon)) }
+  public func state(_ beacon: TrackedID) -> String { state(.beacon(beacon)) }
 
   /// The room as plain text, `not_home` when away: what every Home
   /// Assistant's MQTT device_tracker takes as its state (2024.3 uses a
@@ -236,29 +227,6 @@ public struct RoomTopics: Sendable, Equatable {
 
   /// The beacon of a slug `MQTTTopics.slug(_:)` wrote: `uuid-major-minor`,
   /// `altbeacon-uuid-id2-id3` or `eddystone-namespace-instance`.
-  static func beacon(slug: Substring) -> BeaconID? {
-    var rest = slug
-    var format = BeaconFormat.iBeacon
-    if slug.hasPrefix("eddystone-") {
-      let p = slug.dropFirst("eddystone-".count).split(
-        separator: "-", omittingEmptySubsequences: false)
-      guard p.count == 2, p[0].utf8.count == 20, p[1].utf8.count == 12,
-        p[0] == p[0].lowercased()[...], p[1] == p[1].lowercased()[...],
-        let ns = BeaconBytes(hex: p[0]), let instance = BeaconBytes(hex: p[1])
-      else { return nil }
-      return BeaconID(eddystoneNamespace: ns, instance: instance)
-    } else if slug.hasPrefix("altbeacon-") {
-      format = .altBeacon
-      rest = slug.dropFirst("altbeacon-".count)
-    }
-    guard rest.utf8.count > 37 else { return nil }
-    let uuidEnd = rest.index(rest.startIndex, offsetBy: 36)
-    guard let uuid = BeaconUUID(rest[..<uuidEnd]) else { return nil }
-    let numbers = rest[uuidEnd...].split(separator: "-", omittingEmptySubsequences: false)
-    guard numbers.count == 3, numbers[0].isEmpty, let major = UInt16(numbers[1]),
-      let minor = UInt16(numbers[2])
-    else { return nil }
-    return BeaconID(format: format, uuid: uuid, major: major, minor: minor)
-  }
+  static func beacon(slug: Substring) -> TrackedID? { TrackedID(slug: slug) }
 
 }

@@ -4,7 +4,7 @@ public struct RoomsConfig: Sendable, Equatable {
   /// This agent's room; `nil`: the host name.
   public var room: String? = nil
   /// Beacons to publish sightings of (agent) and to place in rooms (aggregator).
-  public var track: [BeaconMatch] = []
+  public var track: [TrackedMatch] = []
   /// Devices, by identity, to publish sightings of and place in rooms.
   public var trackDevices: [TrackedDevice] = []
   /// Seconds between two sightings of one beacon from one agent.
@@ -36,7 +36,7 @@ public struct RoomsConfig: Sendable, Equatable {
   /// Whether this agent publishes sightings (it tracks something).
   public var publishes: Bool { !track.isEmpty || !trackDevices.isEmpty }
 
-  public func tracks(_ id: BeaconID) -> Bool { track.contains { $0.matches(id) } }
+  public func tracks(_ id: TrackedID) -> Bool { track.contains { $0.matches(id) } }
 
   /// Whether the aggregator places `subject`: every subject sighted when
   /// `track` is empty, else the beacons and devices it names.
@@ -143,11 +143,11 @@ extension RoomsConfig: ConfigSection {
   /// devices under one name) is refused, since topics and Home Assistant
   /// would mix them up.
   mutating func setTrack(_ v: String) throws {
-    var beacons: [BeaconMatch] = []
+    var beacons: [TrackedMatch] = []
     var devices: [TrackedDevice] = []
     for word in v.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "," }).map(String.init) {
       guard let d = try TrackedDevice.parse(word) else {
-        do { beacons.append(try BeaconMatch.parse(word)) } catch {
+        do { beacons.append(try TrackedMatch.parse(word)) } catch {
           throw ConfigValueError(
             "\(error) (a device is device:ADDRESS or irk:KEY, optionally named first: phone=device:AA:BB:CC:DD:EE:FF)"
           )

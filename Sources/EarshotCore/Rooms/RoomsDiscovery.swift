@@ -32,7 +32,7 @@ public struct RoomsDiscovery: Sendable {
   /// The room as the tracker's plain `location` topic says it.
   public static func location(_ change: RoomChange) -> String { change.room ?? "not_home" }
 
-  public func messages(for beacon: BeaconID) -> [HomeAssistantDiscovery.Message] {
+  public func messages(for beacon: TrackedID) -> [HomeAssistantDiscovery.Message] {
     messages(for: .beacon(beacon))
   }
 

@@ -12,7 +12,7 @@
 /// address it sends from.
 public struct SightingPublisher: Sendable {
   public let room: String
-  public let track: [BeaconMatch]
+  public let track: [TrackedMatch]
   public let trackDevices: [TrackedDevice]
   public let intervalMicros: Int64
   public let model: PathLossModel
@@ -60,7 +60,7 @@ public struct SightingPublisher: Sendable {
 
   /// One iBeacon report; a sighting when this beacon's interval has passed.
   public mutating func report(
-    at t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?
+    at t: Int64, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?
   ) -> RoomSighting? {
     guard track.contains(where: { $0.matches(beacon.id) }) else { return nil }
     return add(

@@ -25,7 +25,7 @@ public struct Scenario: Sendable {
   public init() {}
 
   public enum Event: Sendable, Equatable {
-    case report(t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?)
+    case report(t: Int64, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?)
     /// An advertisement of a device (not an iBeacon).
     case deviceReport(
       t: Int64, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?)
@@ -72,7 +72,7 @@ public struct Scenario: Sendable {
         let clamped = Int8(max(-127, min(20, rssi.rounded())))
         out.append(
           .report(
-            t: micros(t), beacon: IBeacon(id: b.id, measuredPower: b.power),
+            t: micros(t), beacon: TrackedBeacon(id: b.id, measuredPower: b.power),
             address: b.address(at: t), rssi: clamped))
         // Every tenth heard event is followed, half an interval later, by a
         // TLM frame from the same address (as Eddystone beacons interleave
@@ -173,7 +173,7 @@ public struct Scenario: Sendable {
 
 public struct ScenarioBeacon: Sendable {
   public var name: String
-  public var id: BeaconID
+  public var id: TrackedID
   /// Measured power the beacon advertises.
   public var power: Int8 = -59
   /// Its real RSSI at 1 m when `power` is nonsense (+116); default `power`.
@@ -190,7 +190,7 @@ public struct ScenarioBeacon: Sendable {
   /// What its Eddystone-TLM frames say (battery mV, °C); `nil`: it sends none.
   public var telemetry: (millivolts: UInt16, temperature: Double)? = nil
 
-  public init(name: String, id: BeaconID) {
+  public init(name: String, id: TrackedID) {
     self.name = name
     self.id = id
     addresses = [(0, BDAddress(raw: 0xC000_0000_0000 | UInt64(id.minor) << 8 | UInt64(id.major)))]

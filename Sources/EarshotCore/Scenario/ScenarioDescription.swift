@@ -48,7 +48,7 @@ extension Scenario {
           ids[s.beacons.count] = ScenarioBeaconID()
           s.beacons.append(
             ScenarioBeacon(
-              name: name, id: BeaconID(uuid: BeaconUUID(high: 0, low: 0), major: 0, minor: 0)))
+              name: name, id: TrackedID(uuid: BeaconUUID(high: 0, low: 0), major: 0, minor: 0)))
         }
         continue
       }
@@ -102,7 +102,7 @@ extension Scenario {
             message: "a beacon needs a uuid (or an altbeacon, or an eddystone)"))
         continue
       }
-      s.beacons[i].id = BeaconID(format: id.format, uuid: uuid, major: id.major, minor: id.minor)
+      s.beacons[i].id = TrackedID(kind: id.format, uuid: uuid, major: id.major, minor: id.minor)
       if s.beacons[i].addresses.count == 1 && s.beacons[i].addresses[0].from == 0 {
         s.beacons[i].addresses = [
           (
@@ -183,7 +183,7 @@ extension Scenario {
       guard let instance = e.instance else {
         throw ConfigValueError("a beacon's eddystone is NAMESPACE:INSTANCE, both")
       }
-      let full = BeaconID(eddystoneNamespace: e.namespace, instance: instance)
+      let full = TrackedID(eddystoneNamespace: e.namespace, instance: instance)
       id = ScenarioBeaconID(format: .eddystoneUID, uuid: full.uuid, major: 0, minor: 0)
     case "major": id.major = UInt16(try ConfigValue.integer(v, in: 0...65535))
     case "minor": id.minor = UInt16(try ConfigValue.integer(v, in: 0...65535))
@@ -214,7 +214,7 @@ extension Scenario {
   /// A beacon's identity as its keys give it (`uuid`/`major`/`minor`, or
   /// `altbeacon`, or `eddystone`).
   struct ScenarioBeaconID {
-    var format = BeaconFormat.iBeacon
+    var format = TrackedKind.iBeacon
     var uuid: BeaconUUID? = nil
     var major: UInt16 = 0
     var minor: UInt16 = 0

@@ -100,13 +100,13 @@ public final class MQTTBridge {
   }
 
   /// Takes a beacon's distance sensor away (no region tracks it any more).
-  public func removeBeacon(_ id: BeaconID) {
+  public func removeBeacon(_ id: TrackedID) {
     send(shown.remove(.beacon(id)))
     limiter.forget(id)
   }
 
   /// The beacons with a distance sensor now.
-  public var shownBeacons: [BeaconID] {
+  public var shownBeacons: [TrackedID] {
     shown.entities.compactMap { if case .beacon(let id) = $0 { id } else { nil } }
   }
 
@@ -118,7 +118,7 @@ public final class MQTTBridge {
 
   /// A ranged beacon; rate-limited per beacon except on proximity changes.
   public func beacon(
-    _ id: BeaconID, distance: Double?, proximity: String, rssi: Int?, at time: Double
+    _ id: TrackedID, distance: Double?, proximity: String, rssi: Int?, at time: Double
   ) {
     guard limiter.shouldPublish(id, proximity: proximity, at: time) else { return }
     var items: [MQTTShownState.Item] = []
@@ -138,7 +138,7 @@ public final class MQTTBridge {
   /// A beacon's telemetry (retained), with its battery and temperature
   /// sensors the first time; it belongs to the beacon, so removing the
   /// beacon removes them too.
-  public func telemetry(_ id: BeaconID, _ reading: BeaconTelemetry) {
+  public func telemetry(_ id: TrackedID, _ reading: BeaconTelemetry) {
     var items: [MQTTShownState.Item] = []
     if let d = settings.discovery {
       items += d.beaconTelemetry(id, temperature: reading.temperature != nil).map {

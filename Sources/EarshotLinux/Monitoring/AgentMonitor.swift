@@ -34,7 +34,7 @@ public final class AgentMonitor {
   public var onAdapterState: ((AdapterState) -> Void)?
 
   private var observers: [(MonitorEvent) -> Void] = []
-  private var telemetryObservers: [(BeaconID, BeaconTelemetry) -> Void] = []
+  private var telemetryObservers: [(TrackedID, BeaconTelemetry) -> Void] = []
   /// Telemetry goes to observers at most once a minute per beacon, and
   /// into the log once per ten minutes (sooner when the battery moved).
   private var observedTelemetry = TelemetryThrottle(interval: 60)
@@ -99,15 +99,15 @@ public final class AgentMonitor {
 
   /// Adds a receiver of the telemetry of beacons a region names (at most
   /// once a minute per beacon; the reading's `t` is wall time).
-  public func observeTelemetry(_ receiver: @escaping (BeaconID, BeaconTelemetry) -> Void) {
+  public func observeTelemetry(_ receiver: @escaping (TrackedID, BeaconTelemetry) -> Void) {
     telemetryObservers.append(receiver)
   }
 
   /// The newest telemetry of a beacon, if it sends any (decision time).
-  public func telemetry(of id: BeaconID) -> BeaconTelemetry? { driver.telemetry.telemetry(of: id) }
+  public func telemetry(of id: TrackedID) -> BeaconTelemetry? { driver.telemetry.telemetry(of: id) }
 
   /// Beacons no region names are not followed: their telemetry goes nowhere.
-  private func telemetryHeard(_ id: BeaconID, _ reading: BeaconTelemetry) {
+  private func telemetryHeard(_ id: TrackedID, _ reading: BeaconTelemetry) {
     guard driver.config.regions.contains(where: { $0.matches(id) }) else { return }
     var shown = reading
     shown.t = driver.shownTime(reading.t)

@@ -38,7 +38,7 @@ public final class MonitorDriver {
   }
   /// Every iBeacon report, before the monitor takes it (rooms' sightings),
   /// at its decision time (`shownTime` gives the wall time to show).
-  @exclusivity(unchecked) public var onBeacon: ((Int64, IBeacon, AdvertisingReport) -> Void)?
+  @exclusivity(unchecked) public var onBeacon: ((Int64, TrackedBeacon, AdvertisingReport) -> Void)?
   /// Every other report that the monitor's directory resolves to a known
   /// device, with that device and the report's TX Power Level, before the
   /// monitor takes it (rooms' sightings of devices).
@@ -48,7 +48,7 @@ public final class MonitorDriver {
   /// Eddystone-TLM readings joined to their beacons by address.
   @exclusivity(unchecked) public private(set) var telemetry = TelemetryJoiner()
   /// Every reading joined to a beacon (its time is decision time).
-  public var onTelemetry: ((BeaconID, BeaconTelemetry) -> Void)?
+  public var onTelemetry: ((TrackedID, BeaconTelemetry) -> Void)?
 
   /// `cipher`: AES for resolving devices' private addresses (libcrypto's
   /// by default).
@@ -220,7 +220,7 @@ public final class MonitorDriver {
     // A device's event leaves the iBeacon fields empty, and the other way
     // round; an Eddystone's (no UUID, major or minor) leaves them empty too,
     // EARSHOT_BEACON names a beacon of any format.
-    let uuidShaped = device == nil && (beacon?.format ?? region.format) != .eddystoneUID
+    let uuidShaped = device == nil && (beacon?.kind ?? region.format) != .eddystoneUID
     let env: [(String, String)] = [
       ("EARSHOT_REGION", e.region),
       ("EARSHOT_EVENT", e.kind.rawValue),

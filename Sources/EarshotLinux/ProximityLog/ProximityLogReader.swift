@@ -11,7 +11,7 @@ public final class ProximityLogReader {
   }
 
   /// Regions the filtered beacons were ranged in.
-  private func regions(of filter: BeaconMatch) throws -> Set<String> {
+  private func regions(of filter: TrackedMatch) throws -> Set<String> {
     var out: Set<String> = []
     for (b, regions) in try store.beaconRegions() where filter.matches(b) {
       out.formUnion(regions)
@@ -36,7 +36,7 @@ public final class ProximityLogReader {
     let members = try q.region.map { region in
       Set(try store.beaconRegions().filter { $0.value.contains(region) }.keys)
     }
-    func kept(_ b: BeaconID) -> Bool {
+    func kept(_ b: TrackedID) -> Bool {
       (q.beacon?.matches(b) ?? true) && (members?.contains(b) ?? true)
     }
     let rows = try store.sightings(since: q.since, until: q.until, uuid: q.beacon?.wholeUUID)

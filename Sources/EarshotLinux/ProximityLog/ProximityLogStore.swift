@@ -172,7 +172,7 @@ public final class ProximityLogStore {
   public enum Row: Sendable, Equatable {
     case region(RegionLogEvent)
     case sightings(SightingSummary)
-    case membership(region: String, beacon: BeaconID, firstSeen: Int64)
+    case membership(region: String, beacon: TrackedID, firstSeen: Int64)
     case adapter(AdapterLogEvent)
     case findPhone(FindPhoneLogEvent)
     case volume(VolumeLogEvent)
@@ -214,7 +214,7 @@ public final class ProximityLogStore {
       s.bind(5, e.beacon?.uuid.description)
       s.bind(6, e.beacon.map { Int64($0.major) })
       s.bind(7, e.beacon.map { Int64($0.minor) })
-      s.bind(8, (e.beacon?.format ?? .iBeacon).name)
+      s.bind(8, (e.beacon?.kind ?? .iBeacon).name)
       try s.run()
     case .sightings(let r):
       let s = try statement(
@@ -232,7 +232,7 @@ public final class ProximityLogStore {
       s.bind(10, r.rssiMin)
       s.bind(11, r.rssiMax)
       s.bind(12, r.distanceMean)
-      s.bind(13, r.beacon.format.name)
+      s.bind(13, r.beacon.kind.name)
       try s.run()
     case .membership(let region, let b, let first):
       let s = try statement(
@@ -243,7 +243,7 @@ public final class ProximityLogStore {
       s.bind(3, Int64(b.major))
       s.bind(4, Int64(b.minor))
       s.bind(5, first)
-      s.bind(6, b.format.name)
+      s.bind(6, b.kind.name)
       try s.run()
     case .adapter(let e):
       let s = try statement("INSERT INTO adapter_events(t, adapter, event) VALUES (?,?,?)")
@@ -271,7 +271,7 @@ public final class ProximityLogStore {
         "INSERT INTO beacon_telemetry(t, format, uuid, major, minor, battery_mv, temperature, "
           + "advertisements, uptime_s) VALUES (?,?,?,?,?,?,?,?,?)")
       s.bind(1, e.t)
-      s.bind(2, e.beacon.format.name)
+      s.bind(2, e.beacon.kind.name)
       s.bind(3, e.beacon.uuid.description)
       s.bind(4, Int64(e.beacon.major))
       s.bind(5, Int64(e.beacon.minor))
@@ -367,11 +367,11 @@ public final class ProximityLogStore {
   }
 
   /// Which regions each beacon has been ranged in.
-  public func beaconRegions() throws -> [BeaconID: [String]] {
+  public func beaconRegions() throws -> [TrackedID: [String]] {
     guard try hasSchema() else { return [:] }
     let s = try connection.prepare(
       "SELECT region, uuid, major, minor, format FROM beacon_regions ORDER BY first_seen, region")
-    var out: [BeaconID: [String]] = [:]
+    var out: [TrackedID: [String]] = [:]
     while try s.step() {
       guard let b = beacon(s, uuid: 1, major: 2, minor: 3, format: 4) else { continue }
       out[b, default: []].append(s.string(0))
@@ -453,13 +453,13 @@ public final class ProximityLogStore {
   /// A row's beacon; `nil` for none, or a format a newer earshot wrote.
   private func beacon(
     _ s: SQLiteStatement, uuid: Int32, major: Int32, minor: Int32, format: Int32
-  ) -> BeaconID? {
+  ) -> TrackedID? {
     guard let text = s.optionalString(uuid), let u = BeaconUUID(text),
       let ma = s.optionalInt(major), let mi = s.optionalInt(minor),
       let ma16 = UInt16(exactly: ma), let mi16 = UInt16(exactly: mi),
-      let f = BeaconFormat.allCases.first(where: { $0.name == s.string(format) })
+      let f = TrackedKind.allCases.first(where: { $0.name == s.string(format) })
     else { return nil }
-    return BeaconID(format: f, uuid: u, major: ma16, minor: mi16)
+    return TrackedID(kind: f, uuid: u, major: ma16, minor: mi16)
   }
 
   /// `ok`, or what SQLite found wrong.

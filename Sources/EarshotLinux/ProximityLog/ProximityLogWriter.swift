@@ -79,7 +79,7 @@ public final class ProximityLogWriter {
 
   struct Membership: Hashable {
     let region: String
-    let beacon: BeaconID
+    let beacon: TrackedID
   }
 
   /// - Parameters:
@@ -128,7 +128,7 @@ public final class ProximityLogWriter {
     if backlog >= settings.flushRows && !failing { flush() }
   }
 
-  private func remember(region: String, beacon: BeaconID, t: Int64) {
+  private func remember(region: String, beacon: TrackedID, t: Int64) {
     let m = Membership(region: region, beacon: beacon)
     guard !knownMemberships.contains(m) else { return }
     knownMemberships.insert(m)

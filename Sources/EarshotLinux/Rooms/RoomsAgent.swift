@@ -56,7 +56,7 @@ public final class RoomsAgent {
     publish(s, address: address, power: txPower.map { Int8(clamping: Int($0) - 41) })
   }
 
-  public func report(at t: Int64, beacon: IBeacon, address: BDAddress, rssi: Int8?) {
+  public func report(at t: Int64, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?) {
     guard let s = publisher.report(at: t, beacon: beacon, address: address, rssi: rssi) else {
       return
     }

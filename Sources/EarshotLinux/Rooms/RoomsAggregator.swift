@@ -16,7 +16,7 @@ public final class RoomsAggregator {
     public var client: MQTTClient.Options
     public var topics: RoomTopics
     public var settings: RoomRule.Settings
-    public var track: [BeaconMatch]
+    public var track: [TrackedMatch]
     /// `[rooms] track`'s devices; with `track`, both empty = every subject.
     public var trackDevices: [TrackedDevice] = []
     public var serves: @Sendable (Int) -> Bool
@@ -35,7 +35,7 @@ public final class RoomsAggregator {
 
     public init(
       client: MQTTClient.Options, topics: RoomTopics, settings: RoomRule.Settings,
-      track: [BeaconMatch], serves: @escaping @Sendable (Int) -> Bool, shards: [Int],
+      track: [TrackedMatch], serves: @escaping @Sendable (Int) -> Bool, shards: [Int],
       discovery: RoomsDiscovery?, aggregatorStatus: String
     ) {
       self.client = client

@@ -158,7 +158,7 @@ func runBench(_ args: Arguments) throws -> Int32 {
           let event = UnsafeRawBufferPointer(rebasing: all[bounds[i]..<bounds[i + 1]])
           _ = decoder.decode(event: event) { report in
             n += 1
-            if IBeacon.decode(advertisingData: report.data) != nil { beacons += 1 }
+            if TrackedBeacon.iBeacon(advertisingData: report.data) != nil { beacons += 1 }
           }
         }
       }
@@ -171,7 +171,7 @@ func runBench(_ args: Arguments) throws -> Int32 {
       bytes.withUnsafeBytes { raw in
         try? replay.run(raw) { _, report in
           n += 1
-          if IBeacon.decode(advertisingData: report.data) != nil { beacons += 1 }
+          if TrackedBeacon.iBeacon(advertisingData: report.data) != nil { beacons += 1 }
         }
       }
       return n

@@ -52,8 +52,8 @@ enum BenchDenseRoom {
     var out: [Template] = []
     for k in 0..<beacons {
       let uuid = k < 30 ? BenchMonitor.roomUUID : BeaconUUID(high: 0x1234, low: UInt64(k))
-      let b = IBeacon(
-        id: BeaconID(uuid: uuid, major: 1, minor: UInt16(k)), measuredPower: -59)
+      let b = TrackedBeacon(
+        id: TrackedID(uuid: uuid, major: 1, minor: UInt16(k)), measuredPower: -59)
       out.append(
         template(pdu: .advNonconnInd, data: HCIEventEncoder.iBeaconAdvertisingData(b)))
     }

@@ -64,9 +64,10 @@ enum BenchIdentity {
         }()
       let rssi = Int8(-40 - Int(next() % 50))
       if beacons {
-        let id = BeaconID(uuid: BenchMonitor.roomUUID, major: UInt16(a), minor: 0)
+        let id = TrackedID(uuid: BenchMonitor.roomUUID, major: UInt16(a), minor: 0)
         capture.appendBeacon(
-          micros: t, beacon: IBeacon(id: id, measuredPower: -59), address: address, rssi: rssi)
+          micros: t, beacon: TrackedBeacon(id: id, measuredPower: -59), address: address, rssi: rssi
+        )
       } else {
         capture.appendDevice(
           micros: t, address: address, type: .random, rssi: rssi, txPower: a % 2 == 0 ? 8 : nil)

@@ -98,8 +98,8 @@ enum BenchMonitor {
     var ranged = 0
     let driver = try driver(c) { e in if e.kind == .range { ranged += e.beacons.count } }
     // One event, patched in place for each beacon's major and minor.
-    let beacon = IBeacon(
-      id: BeaconID(uuid: roomUUID, major: 0, minor: 0), measuredPower: -59)
+    let beacon = TrackedBeacon(
+      id: TrackedID(uuid: roomUUID, major: 0, minor: 0), measuredPower: -59)
     let data = HCIEventEncoder.iBeaconAdvertisingData(beacon)
     var event = data.withUnsafeBytes { d in
       HCIEventEncoder.legacyReport(

@@ -45,15 +45,15 @@ let calibrateCommand = Command(
 private struct Hearing {
   var selector: (uuid: BeaconUUID, major: UInt16?, minor: UInt16?)?
   var seconds: Double
-  var windows: [BeaconID: LoudestWindow] = [:]
-  var advertised: [BeaconID: Int8] = [:]
+  var windows: [TrackedID: LoudestWindow] = [:]
+  var advertised: [TrackedID: Int8] = [:]
   /// Reports of the beacon(s) that came without an RSSI (127: unavailable).
   var withoutRSSI = 0
   /// Distinct beacons followed at most (memory stays bounded in a crowd).
   static let maxBeacons = 256
 
   mutating func add(_ t: Int64, _ report: AdvertisingReport) {
-    guard let b = IBeacon.decode(advertisingData: report.data) else { return }
+    guard let b = TrackedBeacon.iBeacon(advertisingData: report.data) else { return }
     if let s = selector {
       guard b.uuid == s.uuid, s.major.map({ $0 == b.major }) ?? true,
         s.minor.map({ $0 == b.id.minor }) ?? true
@@ -72,7 +72,7 @@ private struct Hearing {
   }
 
   /// The beacon with the loudest window.
-  mutating func result() -> (BeaconID, LoudestWindow.Estimate, Int8)? {
+  mutating func result() -> (TrackedID, LoudestWindow.Estimate, Int8)? {
     for k in windows.keys { windows[k]!.finish() }
     let candidates = windows.compactMap { id, w in w.best.map { (id, $0) } }
     guard let (id, e) = candidates.max(by: { ($0.1.median, $1.0) < ($1.1.median, $0.0) })
@@ -103,7 +103,7 @@ func runCalibrate(_ args: Arguments) throws -> Int32 {
 
   // What each receiver heard at 1 m.
   var heard:
-    [(name: String, beacon: BeaconID, estimate: LoudestWindow.Estimate, advertised: Int8)] =
+    [(name: String, beacon: TrackedID, estimate: LoudestWindow.Estimate, advertised: Int8)] =
       []
   func measure(_ name: String, _ hearing: inout Hearing, _ source: String) throws {
     guard let (id, e, advertised) = hearing.result() else {

@@ -65,7 +65,7 @@ struct LogFilterOptions {
       throw UsageError("--since must be before --until")
     }
     if let b = args.value("beacon") {
-      do { q.beacon = try BeaconMatch.parse(b) } catch {
+      do { q.beacon = try TrackedMatch.parse(b) } catch {
         throw UsageError("--beacon: \(error)")
       }
     }

@@ -224,7 +224,7 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   )
   var track = config.rooms.track
   if track.isEmpty {
-    track = Array(Set(truth.compactMap { $0.beacon?.uuid })).map { BeaconMatch(uuid: $0) }
+    track = Array(Set(truth.compactMap { $0.beacon?.uuid })).map { TrackedMatch(uuid: $0) }
   }
   var sightings: [RoomSighting] = []
   var end: Int64 = 0
@@ -245,7 +245,7 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
           raw,
           report: { t, r in
             end = max(end, t)
-            guard let b = IBeacon.decode(advertisingData: r.data),
+            guard let b = TrackedBeacon.iBeacon(advertisingData: r.data),
               let s = publisher.report(at: t, beacon: b, address: r.address, rssi: r.rssi)
             else { return }
             sightings.append(s)
@@ -385,7 +385,7 @@ private func runRoomsLoad(_ args: Arguments) throws -> Int32 {
   var pairs: [(topic: String, room: String, near: Bool)] = []
   pairs.reserveCapacity(agents * beacons)
   for b in 0..<beacons {
-    let id = BeaconID(uuid: uuid, major: 1, minor: UInt16(b))
+    let id = TrackedID(uuid: uuid, major: 1, minor: UInt16(b))
     for a in 0..<agents {
       let room = "agent-\(first + a)"
       pairs.append((topics.sighting(id, room: room), room, b % agents == a))
@@ -413,7 +413,7 @@ private func runRoomsLoad(_ args: Arguments) throws -> Int32 {
         let p = pairs[next]
         let d = p.near ? 1.5 : 5.0 + Double(next % 7) * 0.3
         let s = RoomSighting(
-          t: now, beacon: BeaconID(uuid: uuid, major: 1, minor: UInt16(next / agents)),
+          t: now, beacon: TrackedID(uuid: uuid, major: 1, minor: UInt16(next / agents)),
           room: p.room, rssi: -70, distance: d, count: 3)
         mqtt.publish(p.topic, s.payload, qos: 0, retain: false)
         sent += 1

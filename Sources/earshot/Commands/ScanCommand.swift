@@ -50,7 +50,7 @@ struct ReportPrinter {
   }
 
   mutating func print(_ micros: Int64, _ report: AdvertisingReport) {
-    let beacon = IBeacon.decodeTracked(advertisingData: report.data)
+    let beacon = TrackedBeacon.decode(advertisingData: report.data)
     if text {
       if all || beacon != nil {
         Console.line(ReportFormatter.text(micros: micros, report: report, beacon: beacon))

@@ -57,114 +57,15 @@ public struct BeaconUUID: Hashable, Comparable, Sendable, CustomStringConvertibl
   }
 }
 
-/// The formats whose beacons Earshot tracks (ranges, monitors, logs):
-/// each carries a stable identity and a calibrated power.
-public enum BeaconFormat: UInt8, Hashable, Comparable, Sendable, CaseIterable {
-  case iBeacon = 0
-  /// AltBeacon: id1 is `uuid`, id2 `major`, id3 `minor` (the same shape).
-  case altBeacon = 1
-  /// Eddystone-UID: the 10-byte namespace then the 6-byte instance fill
-  /// `uuid`; `major` and `minor` are 0.
-  case eddystoneUID = 2
-
-  /// As configs, events and the CLI name it.
-  public var name: String {
-    switch self {
-    case .iBeacon: "ibeacon"
-    case .altBeacon: "altbeacon"
-    case .eddystoneUID: "eddystone"
-    }
-  }
-
-  public static func < (a: BeaconFormat, b: BeaconFormat) -> Bool { a.rawValue < b.rawValue }
-}
-
-/// A beacon's identity. Several advertisers sending the same identity are
-/// one beacon (a beacon may rotate its address). iBeacon's shape (a UUID,
-/// a major and a minor) holds AltBeacon's and Eddystone-UID's identities
-/// too; `format` keeps them apart.
-public struct BeaconID: Hashable, Comparable, Sendable, CustomStringConvertible {
-  public let format: BeaconFormat
-  public let uuid: BeaconUUID
-  public let major: UInt16
-  public let minor: UInt16
-
-  public init(format: BeaconFormat = .iBeacon, uuid: BeaconUUID, major: UInt16, minor: UInt16) {
-    self.format = format
-    self.uuid = uuid
-    self.major = major
-    self.minor = minor
-  }
-
-  /// An Eddystone-UID's identity: `namespace` (10 bytes) and `instance`
-  /// (6 bytes) in `uuid`.
-  public init(eddystoneNamespace namespace: BeaconBytes, instance: BeaconBytes) {
-    precondition(namespace.count == 10 && instance.count == 6)
-    var h: UInt64 = 0
-    var l: UInt64 = 0
-    for i in 0..<16 {
-      let b = UInt64(i < 10 ? namespace[i] : instance[i - 10])
-      if i < 8 { h = h << 8 | b } else { l = l << 8 | b }
-    }
-    self.init(format: .eddystoneUID, uuid: BeaconUUID(high: h, low: l), major: 0, minor: 0)
-  }
-
-  /// Eddystone-UID: the namespace as 20 hex digits (lower case, as the
-  /// Eddystone tools print it).
-  public var namespaceHex: String { hex(bytes: 0..<10) }
-  /// Eddystone-UID: the instance as 12 hex digits.
-  public var instanceHex: String { hex(bytes: 10..<16) }
-
-  private func hex(bytes range: Range<Int>) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out = [UInt8]()
-    for i in range {
-      let word = i < 8 ? uuid.high : uuid.low
-      let b = UInt8(truncatingIfNeeded: word >> UInt64(8 * (7 - i % 8)))
-      out.append(digits[Int(b >> 4)])
-      out.append(digits[Int(b & 0xF)])
-    }
-    return String(decoding: out, as: UTF8.self)
-  }
-
-  /// iBeacons as `UUID:MAJOR:MINOR` (unchanged since the first release);
-  /// the others with their format first: `altbeacon:ID1:ID2:ID3`,
-  /// `eddystone:NAMESPACE:INSTANCE`.
-  public var description: String {
-    switch format {
-    case .iBeacon: "\(uuid):\(major):\(minor)"
-    case .altBeacon: "altbeacon:\(uuid):\(major):\(minor)"
-    case .eddystoneUID: "eddystone:\(namespaceHex):\(instanceHex)"
-    }
-  }
-
-  /// The identity's fields in a JSON line: iBeacons `uuid`, `major`,
-  /// `minor` as always; AltBeacons the same after `"format":"altbeacon"`;
-  /// Eddystone-UIDs `format`, `namespace` and `instance`.
-  public func addFields(to j: inout JSONLine) {
-    if format != .iBeacon { j.add("format", format.name) }
-    if format == .eddystoneUID {
-      j.add("namespace", namespaceHex)
-      j.add("instance", instanceHex)
-      return
-    }
-    j.add("uuid", uuid.description)
-    j.add("major", Int(major))
-    j.add("minor", Int(minor))
-  }
-
-  public static func < (a: BeaconID, b: BeaconID) -> Bool {
-    (a.format, a.uuid, a.major, a.minor) < (b.format, b.uuid, b.major, b.minor)
-  }
-}
-
-/// A decoded iBeacon frame.
-public struct IBeacon: Hashable, Sendable {
-  public let id: BeaconID
+/// A beacon the monitor tracks, as one advertisement gave it: its
+/// identity and the power it claims at 1 m. (Named `TrackedBeacon` while every
+/// tracked format had iBeacon's shape.)
+public struct TrackedBeacon: Hashable, Sendable {
+  public let id: TrackedID
   /// Calibrated RSSI at 1 m, in dBm, as the beacon claims it.
   public let measuredPower: Int8
 
-  public init(id: BeaconID, measuredPower: Int8) {
+  public init(id: TrackedID, measuredPower: Int8) {
     self.id = id
     self.measuredPower = measuredPower
   }
@@ -182,24 +83,28 @@ public struct IBeacon: Hashable, Sendable {
   /// Strictly decodes the value of a manufacturer-specific AD structure
   /// (company ID first). Only Apple's exact layout is accepted: company
   /// 0x004C, type 0x02, length 0x15, and nothing after the measured power.
-  @inlinable public static func decode(manufacturerData v: UnsafeRawBufferPointer) -> IBeacon? {
+  @inlinable public static func iBeacon(manufacturerData v: UnsafeRawBufferPointer)
+    -> TrackedBeacon?
+  {
     guard v.count == 25, v[0] == 0x4C, v[1] == 0x00, v[2] == 0x02, v[3] == 0x15 else { return nil }
     let uuid = BeaconUUID(bigEndian: v, at: 4)
     let major = UInt16(v[20]) << 8 | UInt16(v[21])
     let minor = UInt16(v[22]) << 8 | UInt16(v[23])
-    return IBeacon(
-      id: BeaconID(uuid: uuid, major: major, minor: minor),
+    return TrackedBeacon(
+      id: TrackedID(uuid: uuid, major: major, minor: minor),
       measuredPower: Int8(bitPattern: v[24]))
   }
 
   /// Finds an iBeacon in advertising data. The data must walk cleanly as AD
   /// structures; a frame inside malformed data is not trusted.
-  @inlinable public static func decode(advertisingData data: UnsafeRawBufferPointer) -> IBeacon? {
+  @inlinable public static func iBeacon(advertisingData data: UnsafeRawBufferPointer)
+    -> TrackedBeacon?
+  {
     var walker = ADWalker(data)
-    var found: IBeacon? = nil
+    var found: TrackedBeacon? = nil
     while let ad = walker.next() {
       if found == nil, ad.type == ADType.manufacturerData {
-        found = decode(manufacturerData: ad.value)
+        found = iBeacon(manufacturerData: ad.value)
       }
     }
     return walker.isMalformed ? nil : found
@@ -210,7 +115,7 @@ public struct IBeacon: Hashable, Sendable {
   /// a value of this type whose `id.format` says which. `measuredPower` is
   /// the power at 1 m: an AltBeacon's reference RSSI; an Eddystone's TX
   /// power at 0 m less 41 dB (the Eddystone spec's figure for 0 m to 1 m).
-  public static func decodeTracked(advertisingData data: UnsafeRawBufferPointer) -> IBeacon? {
+  public static func decode(advertisingData data: UnsafeRawBufferPointer) -> TrackedBeacon? {
     if case .beacon(let b)? = TrackedFrame.decode(advertisingData: data) { return b }
     return nil
   }
@@ -219,7 +124,7 @@ public struct IBeacon: Hashable, Sendable {
 /// What the monitor takes from one report: a beacon it can track, or an
 /// Eddystone-TLM to join to the beacon of the same address.
 public enum TrackedFrame: Sendable {
-  case beacon(IBeacon)
+  case beacon(TrackedBeacon)
   case telemetry(EddystoneTLM)
 
   /// One walk of the data: an iBeacon anywhere in it, else the first
@@ -228,15 +133,15 @@ public enum TrackedFrame: Sendable {
   /// the layouts', were a third of a non-iBeacon report's cost.)
   public static func decode(advertisingData data: UnsafeRawBufferPointer) -> TrackedFrame? {
     var walker = ADWalker(data)
-    var iBeacon: IBeacon? = nil
-    var found: IBeacon? = nil
+    var iBeacon: TrackedBeacon? = nil
+    var found: TrackedBeacon? = nil
     var tlm: EddystoneTLM? = nil
     // The walk goes to the end whatever is found: data that does not walk
     // cleanly is not trusted.
     while let ad = walker.next() {
       if iBeacon != nil { continue }
       if ad.type == ADType.manufacturerData,
-        let b = IBeacon.decode(manufacturerData: ad.value)
+        let b = TrackedBeacon.iBeacon(manufacturerData: ad.value)
       {
         iBeacon = b
         continue
@@ -246,13 +151,13 @@ public enum TrackedFrame: Sendable {
       else { continue }
       switch frame {
       case .altBeacon(let a):
-        found = IBeacon(
-          id: BeaconID(format: .altBeacon, uuid: a.id1, major: a.id2, minor: a.id3),
+        found = TrackedBeacon(
+          id: TrackedID(kind: .altBeacon, uuid: a.id1, major: a.id2, minor: a.id3),
           measuredPower: a.referenceRSSI)
       case .eddystoneUID(let e):
         let power = max(Int(Int8.min), Int(e.txPowerAt0m) - 41)
-        found = IBeacon(
-          id: BeaconID(eddystoneNamespace: e.namespace, instance: e.instance),
+        found = TrackedBeacon(
+          id: TrackedID(eddystoneNamespace: e.namespace, instance: e.instance),
           measuredPower: Int8(power))
       case .eddystoneTLM(let t):
         if tlm == nil { tlm = t }
