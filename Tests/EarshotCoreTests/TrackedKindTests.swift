@@ -102,3 +102,27 @@ extension TrackedKindTests {
     XCTAssertEqual(MemoryLayout<TrackedID>.stride, 24)
   }
 }
+
+extension TrackedKindTests {
+  /// A scenario's `id` takes any kind as Earshot prints it, and gives the
+  /// same beacon as the kind's own key.
+  func testAScenarioNamesAnyKindByItsID() throws {
+    func beacons(_ keys: [String]) throws -> [TrackedID] {
+      let text =
+        "[scenario]\nstart = 1767225600\nduration = 60\nseed = 1\n"
+        + keys.enumerated().map { "[beacon \"b\($0.offset)\"]\n\($0.element)\npresent = 0-60\n" }
+        .joined()
+      return try Scenario.build(document(text, file: "ids.scenario")).beacons.map(\.id)
+    }
+    let uuid = "2F234454-CF6D-4A0F-ADF2-F4911BA9FFA6"
+    let ns = "8f2c1a3e5b7d4e90a1c2"
+    XCTAssertEqual(
+      try beacons(["id = altbeacon:\(uuid):1:2", "id = eddystone:\(ns):0000000000a1"]),
+      try beacons(["altbeacon = \(uuid):1:2", "eddystone = \(ns):0000000000a1"]))
+    XCTAssertEqual(
+      try beacons(["id = \(uuid):7:8"]).map(\.description), ["\(uuid):7:8"])
+    XCTAssertThrowsError(try beacons(["id = eddystone:\(ns)"])) {
+      XCTAssertTrue("\($0)".contains("every field given"), "\($0)")
+    }
+  }
+}

@@ -95,14 +95,14 @@ extension Scenario {
       }
     }
     for (i, id) in ids {
-      guard let uuid = id.uuid else {
+      guard let whole = id.resolved else {
         errors.append(
           ConfigError(
             file: doc.file, line: 0, section: "beacon \"\(s.beacons[i].name)\"", key: "uuid",
-            message: "a beacon needs a uuid (or an altbeacon, or an eddystone)"))
+            message: "a beacon needs a uuid (or an altbeacon, an eddystone or an id)"))
         continue
       }
-      s.beacons[i].id = TrackedID(kind: id.format, uuid: uuid, major: id.major, minor: id.minor)
+      s.beacons[i].id = whole
       if s.beacons[i].addresses.count == 1 && s.beacons[i].addresses[0].from == 0 {
         s.beacons[i].addresses = [
           (
@@ -172,6 +172,13 @@ extension Scenario {
   ) throws {
     switch key {
     case "uuid": id.uuid = try ConfigValue.uuid(v)
+    case "id":
+      // Any tracked kind, written as Earshot prints it.
+      guard let one = try TrackedMatch.parse(v).single else {
+        throw ConfigValueError(
+          "a beacon's id names one thing, every field given: KIND:FIELDS as Earshot prints it")
+      }
+      id.whole = one
     case "altbeacon":
       let a = try ConfigValue.altBeacon(v)
       guard let id2 = a.id2, let id3 = a.id3 else {
@@ -212,12 +219,18 @@ extension Scenario {
   }
 
   /// A beacon's identity as its keys give it (`uuid`/`major`/`minor`, or
-  /// `altbeacon`, or `eddystone`).
+  /// `altbeacon`, or `eddystone`, or `id` for any kind).
   struct ScenarioBeaconID {
     var format = TrackedKind.iBeacon
+    var whole: TrackedID? = nil
     var uuid: BeaconUUID? = nil
     var major: UInt16 = 0
     var minor: UInt16 = 0
+
+    /// `nil` until a key names the beacon.
+    var resolved: TrackedID? {
+      whole ?? uuid.map { TrackedID(kind: format, uuid: $0, major: major, minor: minor) }
+    }
   }
 
   static func ranges(_ v: String) throws -> [Range<Double>] {
