@@ -77,6 +77,10 @@ public final class Agent {
   /// nil when nothing needs the scanner (no regions, rooms or proxy).
   public let monitor: AgentMonitor?
   public private(set) var proxy: ESPHomeProxy?
+  /// The MQTT bridge (`[mqtt] host`), the BLE link's server (`[link]`).
+  public let mqtt: MQTTBridge?
+  public let link: BLELinkServer?
+  public let notification: FindPhoneNotification
   public let tags: TagTransport
   private var reloader: ConfigReloader?
   private var started = false
@@ -133,12 +137,12 @@ public final class Agent {
       throw AgentError("\(error)")
     }
     // The parts, in any order; the reports start once all are in place.
-    monitor = try Self.attachParts(to: daemon, config: config, surroundings: surroundings)
+    (monitor, mqtt) = try Self.attachParts(to: daemon, config: config, surroundings: surroundings)
     if config.esphome.enabled, let monitor {
       proxy = try Self.proxy(config: config, surroundings: surroundings, monitor: monitor)
       if let proxy { daemon.attach(esphome: proxy) }
     }
-    tags = try Self.attachDeviceParts(
+    (notification, tags, link) = try Self.attachDeviceParts(
       to: daemon, config: config, surroundings: surroundings, audio: alert != nil,
       hasMixer: volume != nil, monitor: monitor)
   }
@@ -168,10 +172,10 @@ public final class Agent {
   }
 
   /// The proximity log, MQTT and the region monitor, as the config asks.
-  /// Returns the monitor, not yet started.
+  /// Returns the monitor, not yet started, and the MQTT bridge.
   private static func attachParts(
     to daemon: Daemon, config: Config, surroundings: AgentSurroundings
-  ) throws -> AgentMonitor? {
+  ) throws -> (AgentMonitor?, MQTTBridge?) {
     let log = daemon.log
     let replay = surroundings.reports?.capturesTime ?? false
     let writer = ProximityLogWriter.forMonitor(
@@ -183,6 +187,7 @@ public final class Agent {
       if !replay { writer.attach(to: daemon.loop) }
     }
     var rooms: RoomsAgent? = nil
+    var mqtt: MQTTBridge? = nil
     if config.mqtt.enabled {
       do {
         let hostname = MQTTBridge.Options.hostname()
@@ -190,6 +195,7 @@ public final class Agent {
           config: config.mqtt, hostname: hostname, version: surroundings.version)
         let bridge = try MQTTBridge(loop: daemon.loop, settings: options)
         daemon.add(MQTTTransport(bridge: bridge, agent: daemon))
+        mqtt = bridge
         // [rooms] track: sightings for the room aggregator (earshot rooms).
         if config.rooms.publishes {
           rooms = RoomsAgent(config: config, hostname: hostname, bridge: bridge)
@@ -207,7 +213,7 @@ public final class Agent {
         throw AgentError(
           "--input needs [region \"NAME\"]s, [rooms] track or [esphome] enabled in the config")
       }
-      return nil
+      return (nil, mqtt)
     }
     let driver: MonitorDriver
     do {
@@ -224,7 +230,7 @@ public final class Agent {
     monitor.onAdapterState = { log($0.message) }
     if let probe = surroundings.probe { monitor.observe(probe) }
     daemon.attach(monitor: monitor)
-    return monitor
+    return (monitor, mqtt)
   }
 
   /// [esphome]: the Home Assistant Bluetooth proxy, fed by the monitor's
@@ -256,10 +262,11 @@ public final class Agent {
   private static func attachDeviceParts(
     to daemon: Daemon, config: Config, surroundings: AgentSurroundings, audio: Bool,
     hasMixer: Bool, monitor: AgentMonitor?
-  ) throws -> TagTransport {
+  ) throws -> (FindPhoneNotification, TagTransport, BLELinkServer?) {
     let log = daemon.log
     daemon.attach(shutter: ShutterDriver(settings: config.shutter, loop: daemon.loop))
-    daemon.add(FindPhoneNotification(agent: daemon, address: surroundings.sessionBus))
+    let notification = FindPhoneNotification(agent: daemon, address: surroundings.sessionBus)
+    daemon.add(notification)
     var features: LinkFeatures = [.find, .shutter]
     if hasMixer { features.insert(.volume) }
     if audio {
@@ -280,7 +287,7 @@ public final class Agent {
     // Tags are presence: a region naming one follows its link.
     if let monitor { tags.onPresence = { monitor.tag($0, connected: $1) } }
     daemon.attach(tags: tags, showStatus: !config.tags.isEmpty)
-    guard config.link.enabled else { return tags }
+    guard config.link.enabled else { return (notification, tags, nil) }
     let name =
       config.link.name ?? String(hostName().utf8.prefix(LinkConfig.maxNameBytes)) ?? "earshot"
     let server: BLELinkServer
@@ -294,7 +301,7 @@ public final class Agent {
       )
     }
     daemon.add(BLELinkTransport(server: server, agent: daemon))
-    return tags
+    return (notification, tags, server)
   }
 
   private static func hostName() -> String {
