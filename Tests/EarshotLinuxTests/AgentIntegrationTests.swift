@@ -251,39 +251,34 @@ final class DaemonMonitorTests: XCTestCase {
         file: "office.conf"))
 
     let socket = dir + "/control.sock"
-    var options = Daemon.Options(socketPath: socket, stateDirectory: dir + "/state")
-    options.handleSignals = false
-    let daemon = try Daemon(
-      loop: try EventLoop(), options: options, version: "test", alert: nil, volume: nil,
-      log: { _ in })
-    let driver = try MonitorDriver(
-      config: config, emitRange: true, stateFile: nil, runHooks: false, output: { _ in },
-      log: { _ in })
-    let monitor = AgentMonitor(loop: daemon.loop, driver: driver)
-    daemon.attach(monitor: monitor)
-    // The replay starts when the test writes to this pipe.
+    // The agent earshot run builds; the replay starts when the test writes to this pipe.
     var go: [Int32] = [-1, -1]
     XCTAssertEqual(pipe(&go), 0)
     defer {
       close(go[0])
       close(go[1])
     }
-    try daemon.loop.watch(FileDescriptor(rawValue: go[0])) { _ in
-      var b: UInt8 = 0
-      _ = read(go[0], &b, 1)
-      daemon.loop.unwatch(FileDescriptor(rawValue: go[0]))
-      try? monitor.replay(path: capture)
+    let onGo = TestReports { monitor, agent in
+      try agent.loop.watch(FileDescriptor(rawValue: go[0])) { _ in
+        var b: UInt8 = 0
+        _ = read(go[0], &b, 1)
+        agent.loop.unwatch(FileDescriptor(rawValue: go[0]))
+        try? monitor.replay(path: capture)
+      }
     }
+    let agent = try Agent(
+      config: config.inTest(dir), surroundings: .test(directory: dir, reports: onGo))
+    try agent.start()
     let finished = DispatchSemaphore(value: 0)
-    let box = LoopThreadBox(daemon)
+    let box = LoopThreadBox(agent)
     let thread = Thread {
-      try? box.daemon.run()
+      try? box.agent.run()
       finished.signal()
     }
     thread.start()
     defer {
       var b: UInt8 = 1
-      _ = write(daemon.stopDescriptor.rawValue, &b, 1)
+      _ = write(agent.daemon.stopDescriptor.rawValue, &b, 1)
       finished.wait()
     }
 
@@ -325,9 +320,9 @@ final class DaemonMonitorTests: XCTestCase {
   }
 }
 
-/// Hands the daemon to the thread that runs its loop (and only that thread
+/// Hands the agent to the thread that runs its loop (and only that thread
 /// touches it until it stops).
 private final class LoopThreadBox: @unchecked Sendable {
-  let daemon: Daemon
-  init(_ daemon: Daemon) { self.daemon = daemon }
+  let agent: Agent
+  init(_ agent: Agent) { self.agent = agent }
 }

@@ -181,3 +181,48 @@ extension ControlClient {
     return seen
   }
 }
+
+/// Reports the test hands the agent's monitor itself (a replay it starts
+/// when it chooses, or reports fed one by one), in capture time unless
+/// `capturesTime` is false; `onStart` runs when the agent starts its reports.
+struct TestReports: ReportSource {
+  var capturesTime = true
+  var onStart: (AgentMonitor, Agent) throws -> Void = { _, _ in }
+  func start(_ monitor: AgentMonitor, of agent: Agent) throws { try onStart(monitor, agent) }
+}
+
+extension AgentSurroundings {
+  /// An agent of `earshot run` in this process, hermetic: its socket
+  /// (`control.sock`) and state (`state/`) in `directory`, no signal
+  /// handling (which would block the signals of the whole test process),
+  /// no config file to reload, and bus addresses that name no bus unless
+  /// given (never the host's system or session bus).
+  static func test(
+    directory: String, reports: (any ReportSource)? = nil, audio: Audio = .silent,
+    log: @escaping (String) -> Void = { _ in }
+  ) -> AgentSurroundings {
+    var s = AgentSurroundings(version: "test", reports: reports, audio: audio, log: log)
+    s.socketPath = directory + "/control.sock"
+    s.stateDirectory = directory + "/state"
+    s.handleSignals = false
+    s.systemBus = "unix:path=\(directory)/no-system-bus"
+    s.sessionBus = "unix:path=\(directory)/no-session-bus"
+    return s
+  }
+}
+
+extension Config {
+  /// The config with what the agent would read or write in the user's
+  /// home moved into `directory` (as `AgentProcess` does): the media
+  /// library (`~/Music`, an empty folder), the photos and, unless set, the
+  /// state file.
+  func inTest(_ directory: String) -> Config {
+    var c = self
+    c.media.library = directory + "/music"
+    try? FileManager.default.createDirectory(
+      atPath: c.media.library, withIntermediateDirectories: true)
+    if c.shutter.directory == nil { c.shutter.directory = directory + "/photos" }
+    if c.state.path == Config().state.path { c.state.path = directory + "/state.json" }
+    return c
+  }
+}

@@ -43,7 +43,7 @@ final class RecordingAudio: AlertOutput, VolumeControl, @unchecked Sendable {
   func outputIsHeadphones() -> Bool { headphones }
 }
 
-/// The daemon on a thread of this process, with the recording audio.
+/// The agent on a thread of this process, with the recording audio.
 final class InProcessAgent: @unchecked Sendable {
   let directory: String
   let socket: String
@@ -75,15 +75,15 @@ final class InProcessAgent: @unchecked Sendable {
 
   private func serve(_ findPhone: FindPhoneConfig) {
     do {
-      var options = Daemon.Options(socketPath: socket, stateDirectory: stateDirectory)
-      options.handleSignals = false
-      options.findPhone = findPhone
-      let daemon = try Daemon(
-        loop: try EventLoop(), options: options, version: "test", alert: audio, volume: audio,
-        log: { _ in })
-      stopFD = daemon.stopDescriptor.rawValue
+      // The agent earshot run builds, with the recording audio.
+      var config = Config()
+      config.findPhone = findPhone
+      let agent = try Agent(
+        config: config.inTest(directory),
+        surroundings: .test(directory: directory, audio: .given(alert: audio, volume: audio)))
+      stopFD = agent.daemon.stopDescriptor.rawValue
       ready.signal()
-      try daemon.run()
+      try agent.run()
     } catch {
       startError = "\(error)"
       ready.signal()

@@ -49,23 +49,21 @@ final class FindMeDBusTests: XCTestCase {
   ) throws -> (results: [String: After], tree: [DBusValue], logs: [String], audio: RecordingAudio) {
     let bus = try PrivateBus()
     self.bus = bus
-    let loop = try EventLoop()
     let audio = RecordingAudio(volume: user)
     audio.stateFile = "\(directory)/state/find-phone-volume"
     var logs: [String] = []
-    var options = Daemon.Options(
-      socketPath: "\(directory)/control.sock", stateDirectory: "\(directory)/state")
-    options.handleSignals = false
-    let agent = try Daemon(
-      loop: loop, options: options, version: "test", alert: audio, volume: audio,
-      log: { logs.append($0) })
-    var config = LinkConfig()
-    config.enabled = true
-    config.security = security
-    config.allow = try LinkAllow.parse("AA:BB:CC:DD:EE:01, AA:BB:CC:DD:EE:02")
-    let server = try BLELinkServer(
-      loop: loop, config: config, name: "lab", busAddress: bus.address)
-    agent.add(BLELinkTransport(server: server, agent: agent))
+    var config = Config()
+    config.link.enabled = true
+    config.link.name = "lab"
+    config.link.security = security
+    config.link.allow = try LinkAllow.parse("AA:BB:CC:DD:EE:01, AA:BB:CC:DD:EE:02")
+    // The agent earshot run builds, its bluetoothd the stand-in below on the private bus.
+    var surroundings = AgentSurroundings.test(
+      directory: directory, audio: .given(alert: audio, volume: audio), log: { logs.append($0) })
+    surroundings.systemBus = bus.address
+    let built = try Agent(config: config.inTest(directory), surroundings: surroundings)
+    let (loop, agent) = (built.loop, built.daemon)
+    let server = try XCTUnwrap(built.link)
 
     let bluez = try DBusConnection(loop: loop, address: bus.address)
     try bluez.requestName("org.bluez")

@@ -162,21 +162,20 @@ final class FindPhoneNotificationTests: XCTestCase {
   private func agent(address: String, timeout: Double = 60) throws -> (
     Daemon, TestDevices, FindPhoneNotification
   ) {
-    var options = Daemon.Options(
-      socketPath: "\(directory)/control.sock", stateDirectory: "\(directory)/state")
-    options.handleSignals = false
-    options.findPhone.timeout = timeout
+    var config = Config()
+    config.findPhone.timeout = timeout
     let audio = RecordingAudio(volume: VolumeSetting(level: 0.3, muted: false))
     audio.stateFile = "\(directory)/state/find-phone-volume"
-    let daemon = try Daemon(
-      loop: try EventLoop(), options: options, version: "test", alert: audio, volume: audio,
+    // The agent earshot run builds, its session bus the private one.
+    var surroundings = AgentSurroundings.test(
+      directory: directory, audio: .given(alert: audio, volume: audio),
       log: { [unowned self] in self.logs.append($0) })
+    surroundings.sessionBus = address
+    let agent = try Agent(config: config.inTest(directory), surroundings: surroundings)
     let devices = TestDevices()
-    daemon.add(devices)
-    let notification = FindPhoneNotification(agent: daemon, address: address)
-    daemon.add(notification)
-    notification.start()
-    return (daemon, devices, notification)
+    agent.daemon.add(devices)
+    agent.notification.start()
+    return (agent.daemon, devices, agent.notification)
   }
 
   /// Runs the agent's loop until `done` holds (checked every 50 ms).

@@ -33,13 +33,7 @@ final class MQTTDecisionTimeTests: XCTestCase {
     let broker = try Broker()
     let dir = try makeTempDirectory()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let loop = try EventLoop()
     let audio = RecordingAudio(volume: VolumeSetting(level: 0.3, muted: false))
-    var options = Daemon.Options(socketPath: dir + "/control.sock", stateDirectory: dir)
-    options.handleSignals = false
-    let daemon = try Daemon(
-      loop: loop, options: options, version: "test", alert: audio, volume: audio, log: { _ in })
-
     let config = try Config.build(
       IniReader.parse(
         """
@@ -49,30 +43,34 @@ final class MQTTDecisionTimeTests: XCTestCase {
         minor = 10
         exit_after = 600
 
+        [mqtt]
+        host = 127.0.0.1
+        port = \(broker.port)
+        client_id = earshot-test-\(getpid())
+        base_topic = earshot/testhost
+        discovery = false
+        beacon_interval = 10
+
         """, file: "t.conf"))
-    let driver = try MonitorDriver(
-      config: config, emitRange: true, stateFile: nil, runHooks: false, output: { _ in },
-      log: { _ in })
+    let topics = MQTTTopics(base: "earshot/testhost")
+    // The agent earshot run builds from this config, its reports fed by
+    // the test below on the TestClock (monotonic decision time, wall time shown).
     let clocks = Clocks()
-    driver.timeline = .live(read: { clocks.reading })
-    let monitor = AgentMonitor(loop: loop, driver: driver)
-    // Runs before the agent hands the event to its transports.
     var ranges: [MonitorEvent] = []
-    monitor.observe { e in
+    var surroundings = AgentSurroundings.test(
+      directory: dir, reports: TestReports(capturesTime: false),
+      audio: .given(alert: audio, volume: audio))
+    surroundings.clock = { clocks.reading }
+    // Runs before the agent hands the event to its transports.
+    surroundings.probe = { e in
       guard e.kind == .range else { return }
       ranges.append(e)
       if e.decided.micros - ranges[0].decided.micros >= 10_000_000 { clocks.step(9) }
     }
-    daemon.attach(monitor: monitor)
-
-    var mqtt = MQTTClient.Options(clientID: "earshot-test-\(getpid())")
-    mqtt.host = "127.0.0.1"
-    mqtt.port = Int32(broker.port)
-    let topics = MQTTTopics(base: "earshot/testhost")
-    var settings = MQTTBridge.Options(client: mqtt, topics: topics, discovery: nil)
-    settings.beaconInterval = 10
-    let bridge = try MQTTBridge(loop: loop, settings: settings)
-    daemon.add(MQTTTransport(bridge: bridge, agent: daemon))
+    let agent = try Agent(config: config.inTest(dir), surroundings: surroundings)
+    let loop = agent.loop
+    let driver = try XCTUnwrap(agent.monitor?.driver)
+    let bridge = try XCTUnwrap(agent.mqtt)
     let stream = try BrokerStream(broker, dir: dir, topics: [topics.beaconState(beacon)])
     bridge.start()
     try run(loop) { bridge.isConnected }

@@ -209,24 +209,24 @@ final class TagDBusTests: XCTestCase {
   func testTagTransportInAnAgent() throws {
     let bus = try PrivateBus()
     self.bus = bus
-    let loop = try EventLoop()
-    var calls: [String] = []
-    let bluez = try fakeBlueZ(loop, bus.address) { calls.append($0) }
     let dir = try makeTempDirectory()
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    var options = Daemon.Options(socketPath: dir + "/t.sock", stateDirectory: dir + "/state")
-    options.handleSignals = false
     let audio = RecordingAudio(volume: VolumeSetting(level: 0.3, muted: false))
     audio.stateFile = dir + "/state/find-phone-volume"
     var logs: [String] = []
-    let agent = try Daemon(
-      loop: loop, options: options, version: "test", alert: audio, volume: audio,
-      log: { logs.append($0) })
+    var config = Config()
     var tag = TagConfig(name: "keys", line: 1)
     tag.address = BDAddress("00:AA:01:00:00:07")
     tag.linkLossAlert = .high
-    let tags = TagTransport(tags: [tag], agent: agent, busAddress: bus.address)
-    agent.attach(tags: tags, showStatus: true)
+    config.tags = [tag]
+    // The agent earshot run builds, its BlueZ the stand-in on the private bus.
+    var surroundings = AgentSurroundings.test(
+      directory: dir, audio: .given(alert: audio, volume: audio), log: { logs.append($0) })
+    surroundings.systemBus = bus.address
+    let built = try Agent(config: config.inTest(dir), surroundings: surroundings)
+    let (loop, agent, tags) = (built.loop, built.daemon, built.tags)
+    var calls: [String] = []
+    let bluez = try fakeBlueZ(loop, bus.address) { calls.append($0) }
     func press(_ bytes: [UInt8]) {
       try? bluez.emit(
         path: Self.chrc(0, 0), interface: "org.freedesktop.DBus.Properties",

@@ -101,6 +101,20 @@ public final class ProximityLogWriter {
     downsampler = SightingDownsampler(interval: settings.interval)
   }
 
+  /// The writer for `--log FILE` or `[log] enabled`, if any (`earshot
+  /// run` and `earshot monitor`). A replay runs on capture time (`clock:
+  /// nil`); live, on the wall clock.
+  public static func forMonitor(
+    config: Config, path: String?, replay: Bool, report: @escaping (String) -> Void
+  ) -> ProximityLogWriter? {
+    guard path != nil || config.log.enabled else { return nil }
+    var settings = Settings(config: config.log)
+    if let path { settings.path = path }
+    return replay
+      ? ProximityLogWriter(settings: settings, report: report, clock: nil)
+      : ProximityLogWriter(settings: settings, report: report)
+  }
+
   /// Rows waiting to be written.
   public var backlog: Int { pendingSightings.count - pendingSightingsHead + pendingOther.count }
 

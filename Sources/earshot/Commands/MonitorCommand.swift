@@ -68,7 +68,7 @@ func runMonitor(_ args: Arguments) throws -> Int32 {
   } catch {
     throw CommandFailure("\(error)")
   }
-  let writer = proximityLogWriter(
+  let writer = ProximityLogWriter.forMonitor(
     config: config, path: args.value("log"), replay: input != nil,
     report: { Console.error("earshot monitor: proximity log: \($0)\n") })
   let agent = AgentMonitor(loop: try EventLoop(), driver: driver, proximityLog: writer)
@@ -131,17 +131,4 @@ func runMonitor(_ args: Arguments) throws -> Int32 {
         + (writer.stats.lastError ?? "unknown error"))
   }
   return 0
-}
-
-/// The proximity log writer for `--log FILE` or `[log] enabled`, if any.
-/// A replay runs on capture time (`clock: nil`); live, on the wall clock.
-func proximityLogWriter(
-  config: Config, path: String?, replay: Bool, report: @escaping (String) -> Void
-) -> ProximityLogWriter? {
-  guard path != nil || config.log.enabled else { return nil }
-  var settings = ProximityLogWriter.Settings(config: config.log)
-  if let path { settings.path = path }
-  return replay
-    ? ProximityLogWriter(settings: settings, report: report, clock: nil)
-    : ProximityLogWriter(settings: settings, report: report)
 }
