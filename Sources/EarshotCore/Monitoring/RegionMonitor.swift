@@ -215,25 +215,7 @@ public struct RegionMonitor: Sendable {
   /// address) before its region is declared outside: phones go quiet for
   /// tens of seconds when locked, yet answer a page. See `takeNameRequests`.
   public var nameRequests = false
-  /// A page times out after 5.12 s (the controller's default); its answer
-  /// is waited for a little longer.
-  static let nameRequestTimeoutMicros: Int64 = 6_000_000
-  /// At most one request per device this often (paging takes radio time
-  /// from Wi-Fi too); an answer keeps the device present for as long.
-  static let nameRequestEveryMicros: Int64 = 15_000_000
-  /// Per device of the directory: until when its regions' exits wait (a
-  /// request's answer, or the presence an answer proved).
-  private var nameHold: [Int: Int64] = [:]
-  private var lastNameRequest: [Int: Int64] = [:]
-  /// Per device: its requests in a row that went unanswered. A page lost
-  /// to interference (or to a phone busy on another link) is not an
-  /// absence: an unanswered request is repeated `nameRepeats` times before
-  /// the exit goes ahead.
-  private var nameMisses: [Int: Int] = [:]
-  /// Per device: a request is out and its answer has not come.
-  private var nameAwaited: Set<Int> = []
-  static let nameRepeats = 3
-  private var wantedNames: [BDAddress] = []
+  private var names = NameRequests()
   private var now: Int64 = .min
   private var started = false
   private var startedAt: Int64 = .min
@@ -428,9 +410,7 @@ public struct RegionMonitor: Sendable {
     var out = advance(to: t)
     guard let n, n < deviceLastSeen.count else { return out }
     deviceLastSeen[n] = t
-    nameHold[n] = nil
-    nameMisses[n] = nil
-    nameAwaited.remove(n)
+    names.heard(n)
     guard let firstMatch = deviceRegions[n].first else { return out }
     let device = devices.entries[n]
     let (power, source) = PowerSource.device(
@@ -444,27 +424,18 @@ public struct RegionMonitor: Sendable {
   /// The name requests to send now (each once): the shell answers each
   /// with `nameAnswered`.
   public mutating func takeNameRequests() -> [BDAddress] {
-    defer { wantedNames.removeAll() }
-    return wantedNames
+    names.take()
   }
 
   /// A name request's answer: `found`, the device answered its page, so it
-  /// is here (its regions stay inside for `nameRequestEveryMicros`, and
+  /// is here (its regions stay inside for `NameRequests.everyMicros`, and
   /// then ask again); not found, the exit that waited for it goes ahead.
   public mutating func nameAnswered(_ address: BDAddress, found: Bool, at t: Int64)
     -> [MonitorEvent]
   {
     var out = advance(to: t)
     for n in devices.entries.indices where devices.entries[n].address == address {
-      guard nameHold[n] != nil else { continue }
-      nameAwaited.remove(n)
-      nameHold[n] = found ? t &+ Self.nameRequestEveryMicros : t
-      if found {
-        deviceLastSeen[n] = t
-        nameMisses[n] = nil
-      } else {
-        nameMisses[n, default: 0] += 1
-      }
+      if names.answered(n, found: found, at: t), found { deviceLastSeen[n] = t }
     }
     invalidateTimers()
     out += advance(to: t)
@@ -486,30 +457,7 @@ public struct RegionMonitor: Sendable {
     guard nameRequests, let n = holdingDevice(i), let address = devices.entries[n].address,
       RemoteNameResult.pageable(address)
     else { return false }
-    if let hold = nameHold[n], hold > t { return true }
-    // A request whose answer never came (a command lost, a shell that
-    // sent it late) is an unanswered one: asked again, not taken as leave
-    // to exit.
-    if nameAwaited.remove(n) != nil { nameMisses[n, default: 0] += 1 }
-    let misses = nameMisses[n] ?? 0
-    // Unanswered as often as it is asked: the exit goes ahead.
-    guard misses <= Self.nameRepeats else {
-      nameHold[n] = nil
-      return false
-    }
-    // Rate-limited per quiet spell: heard since the last request, it may
-    // be asked again.
-    if misses == 0, let last = lastNameRequest[n], t - last < Self.nameRequestEveryMicros,
-      (deviceLastSeen[n] ?? .min) <= last
-    {
-      nameHold[n] = nil
-      return false
-    }
-    lastNameRequest[n] = t
-    nameHold[n] = t &+ Self.nameRequestTimeoutMicros
-    nameAwaited.insert(n)
-    wantedNames.append(address)
-    return true
+    return names.ask(n, at: address, lastHeard: deviceLastSeen[n], at: t)
   }
 
   /// A tag's link is up: every region naming it is inside at once.
@@ -807,7 +755,7 @@ public struct RegionMonitor: Sendable {
   /// reports' deadline and its tags' (each part it watches must be over).
   private func exitDeadline(_ i: Int) -> Int64? {
     guard regions[i].state != .outside else { return nil }
-    if nameRequests, let n = holdingDevice(i), let hold = nameHold[n] {
+    if nameRequests, let n = holdingDevice(i), let hold = names.hold(of: n) {
       return baseExitDeadline(i).map { max($0, hold) }
     }
     return baseExitDeadline(i)
@@ -944,7 +892,7 @@ public struct RegionMonitor: Sendable {
       let heardAtFull = listening.accumulated(from: plan.from, to: now, rate: Self.fullDuty)
       var r = goal &- ListeningClock.micros(max(0, plan.confirm - heardAtFull))
       // A name's answer holds the exit: nothing to decide before it ends.
-      if nameRequests, let n = holdingDevice(i), let hold = nameHold[n] { r = max(r, hold) }
+      if nameRequests, let n = holdingDevice(i), let hold = names.hold(of: n) { r = max(r, hold) }
       need = min(need ?? r, r)
     }
     return need
