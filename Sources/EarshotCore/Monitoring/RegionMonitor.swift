@@ -188,28 +188,8 @@ public struct RegionMonitor: Sendable {
   private var deviceRegions: [[Int]] = []
   private var deviceLastSeen: [Int64?] = []
   private var nextForget: Int64 = .min
-  /// When the adapter's present scanning began (nil while it is down):
-  /// nothing heard before says anything about after.
-  private var scanningSince: Int64? = nil
-  private var scanPaused = false
-  /// When scanning last stopped (adapter down or paused).
-  private var scanStoppedAt: Int64? = nil
-  /// The time that counts toward exits: listening, at what duty.
-  private var listening = ListeningClock()
-  /// The scanner's duty while it scans (the scan scheduler's choice).
-  private var scanDuty = 1.0
-  /// When the duty last became full (`.min`: it never was lower).
-  private var fullDutySince: Int64 = .min
-  /// Gaps are learnt only this far into a full-duty span. The scheduler
-  /// ends a span as soon as the beacons it waited for are heard, so a short
-  /// span holds a beacon's short gaps and cuts its long ones: learnt from,
-  /// it would make the beacon seem to lose less than it does, and its
-  /// confirm span too short.
-  static let learnAfterFullMicros: Int64 = 30_000_000
-
-  private func learnsGaps(at t: Int64) -> Bool {
-    scanDuty >= 1 && (fullDutySince == .min || t - fullDutySince >= Self.learnAfterFullMicros)
-  }
+  /// The scanner: scanning or not, its duty, the listening time.
+  private var scan = ScanListening()
 
   /// Ask a device by name (a BR/EDR Remote Name Request to its identity
   /// address) before its region is declared outside: phones go quiet for
@@ -269,7 +249,7 @@ public struct RegionMonitor: Sendable {
     started = true
     now = t
     startedAt = t
-    if scanning { beginScanning(at: t) }
+    if scanning { scan.begin(at: t) }
     invalidateTimers()
     return regions.indices.map { event(t, .state, $0, state: .unknown) }
   }
@@ -277,24 +257,14 @@ public struct RegionMonitor: Sendable {
   public mutating func adapterUp(at t: Int64) -> [MonitorEvent] {
     var out = advance(to: t)
     if !started { out += start(at: t, scanning: true) }
-    if scanningSince == nil { beginScanning(at: t) }
+    if !scan.isScanning { scan.begin(at: t) }
     invalidateTimers()
     return out
   }
 
-  private mutating func beginScanning(at t: Int64) {
-    scanningSince = t
-    scanPaused = false
-    listening.reset()
-    listening.listen(duty: scanDuty, at: t)
-  }
-
   public mutating func adapterDown(at t: Int64) -> [MonitorEvent] {
     var out = advance(to: t)
-    if scanningSince != nil { scanStoppedAt = t }
-    scanningSince = nil
-    scanPaused = false
-    listening.stop(at: t)
+    scan.down(at: t)
     beacons.interruptIntervals()
     for i in regions.indices where regions[i].state != .unknown {
       guard regions[i].config.watchesReports, !tagConnected(i) else { continue }
@@ -314,7 +284,7 @@ public struct RegionMonitor: Sendable {
   /// sleep says nothing about after it: the laptop may have been carried
   /// elsewhere). Nothing happens while the adapter was down or paused.
   public mutating func resumed(at t: Int64) -> [MonitorEvent] {
-    guard scanningSince != nil else { return advance(to: t) }
+    guard scan.isScanning else { return advance(to: t) }
     return adapterDown(at: t) + adapterUp(at: t)
   }
 
@@ -324,11 +294,7 @@ public struct RegionMonitor: Sendable {
   /// not count toward exit_after.
   public mutating func scanPaused(at t: Int64) -> [MonitorEvent] {
     let out = advance(to: t)
-    if scanningSince != nil, !scanPaused {
-      scanPaused = true
-      listening.stop(at: t)
-      beacons.interruptIntervals()
-    }
+    if scan.pause(at: t) { beacons.interruptIntervals() }
     invalidateTimers()
     return out
   }
@@ -338,10 +304,7 @@ public struct RegionMonitor: Sendable {
   /// pauses; the pause itself never counts).
   public mutating func scanResumed(at t: Int64) -> [MonitorEvent] {
     let out = advance(to: t)
-    if scanPaused {
-      scanPaused = false
-      listening.listen(duty: scanDuty, at: t)
-    }
+    scan.resume(at: t)
     invalidateTimers()
     return out
   }
@@ -354,18 +317,15 @@ public struct RegionMonitor: Sendable {
   /// duty only: gaps heard at a lower one are longer than the beacon's.
   public mutating func scanDutyChanged(to duty: Double, at t: Int64) -> [MonitorEvent] {
     var out = advance(to: t)
-    let duty = min(1, max(0.001, duty))
-    guard duty != scanDuty else { return out }
-    scanDuty = duty
-    if duty < 1 { beacons.interruptIntervals() } else { fullDutySince = t }
-    if scanningSince != nil, !scanPaused { listening.listen(duty: duty, at: t) }
+    guard scan.setDuty(duty, at: t) else { return out }
+    if scan.duty < 1 { beacons.interruptIntervals() }
     invalidateTimers()
     out += advance(to: t)
     return out
   }
 
   /// The duty the monitor counts the scanner at.
-  public var duty: Double { scanDuty }
+  public var duty: Double { scan.duty }
 
   /// One iBeacon report. Reports are evidence of presence even without an
   /// RSSI or with an implausible measured power; ranging is what those spoil.
@@ -541,15 +501,7 @@ public struct RegionMonitor: Sendable {
     power: Int8, source: PowerSource, at t: Int64, into out: inout [MonitorEvent]
   ) {
     if !started { out += start(at: t, scanning: true) }
-    if scanningSince == nil {
-      beginScanning(at: t)
-      invalidateTimers()
-    } else if scanPaused {
-      // Reports flow again: someone scans.
-      scanPaused = false
-      listening.listen(duty: scanDuty, at: t)
-      invalidateTimers()
-    }
+    if scan.heard(at: t) { invalidateTimers() }
     if beacons.count >= beaconCapacity, beacons.position(of: key) == nil {
       beacons.makeRoom(capacity: beaconCapacity, keep: keptBeacons)
     }
@@ -557,7 +509,7 @@ public struct RegionMonitor: Sendable {
     let position = beacons.observe(
       key, address: address, rssi: rssi, measuredPower: power, powerSource: source, at: t,
       floor: monitor.autoFloor, ceiling: monitor.autoCeiling, cautious: cautiousTimeout,
-      learn: learnsGaps(at: t))
+      learn: scan.learnsGaps(at: t))
 
     if let n {
       for i in deviceRegions[n] { counted(i, key, at: t, position: position, into: &out) }
@@ -818,10 +770,10 @@ public struct RegionMonitor: Sendable {
   /// Under `auto`, the holder's timeout after its last report; when the
   /// holder had already gone when scanning last stopped, a cautious wait.
   private func silence(_ i: Int) -> SilencePlan? {
-    guard let since = scanningSince else { return nil }
+    guard let since = scan.since else { return nil }
     let start = max(since, regions[i].watchedSince ?? since)
     if isAuto(i) {
-      guard let h = regions[i].holder, h.end >= min(start, scanStoppedAt ?? start) else {
+      guard let h = regions[i].holder, h.end >= min(start, scan.stoppedAt ?? start) else {
         return SilencePlan(from: start, seconds: cautiousTimeout, evidence: nil)
       }
       return SilencePlan(from: max(h.lastSeen, start), seconds: h.seconds, evidence: h.evidence)
@@ -834,8 +786,8 @@ public struct RegionMonitor: Sendable {
   /// When the plan's silence is over if listening goes on as now: its
   /// seconds of listening and its confirm span at full duty.
   private func deadline(_ plan: SilencePlan) -> Int64? {
-    guard let a = listening.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty),
-      let c = listening.time(reaching: plan.confirm, from: plan.from, rate: Self.fullDuty)
+    guard let a = scan.clock.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty),
+      let c = scan.clock.time(reaching: plan.confirm, from: plan.from, rate: Self.fullDuty)
     else { return nil }
     return max(a, c)
   }
@@ -843,7 +795,7 @@ public struct RegionMonitor: Sendable {
   /// The deadline from the scanner's reports (beacons, devices): never
   /// while the duty is below full (an exit is decided at full duty).
   private func reportDeadline(_ i: Int) -> Int64? {
-    guard scanDuty >= 1, let plan = silence(i) else { return nil }
+    guard scan.duty >= 1, let plan = silence(i) else { return nil }
     return deadline(plan)
   }
 
@@ -873,7 +825,7 @@ public struct RegionMonitor: Sendable {
   public func fullDutyNeeded(at now: Int64, sampledDuty: Double, allowance: ExitAllowance)
     -> Int64?
   {
-    guard scanningSince != nil else { return nil }
+    guard scan.isScanning else { return nil }
     var need: Int64? = nil
     for i in regions.indices where regions[i].state != .outside && regions[i].config.watchesReports
     {
@@ -885,11 +837,11 @@ public struct RegionMonitor: Sendable {
       // their wide loss bound (and a long timeout) for the whole run.
       if isAuto(i), let h = regions[i].holder, !h.settled { return now }
       guard
-        let a = listening.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty)
+        let a = scan.clock.time(reaching: plan.seconds, from: plan.from, rate: Self.anyDuty)
       else { continue }  // paused: asked again when scanning resumes
       let late = isAuto(i) ? allowance.lateness(confirm: plan.confirm) : 0
       let goal = a &+ ListeningClock.micros(late)
-      let heardAtFull = listening.accumulated(from: plan.from, to: now, rate: Self.fullDuty)
+      let heardAtFull = scan.clock.accumulated(from: plan.from, to: now, rate: Self.fullDuty)
       var r = goal &- ListeningClock.micros(max(0, plan.confirm - heardAtFull))
       // A name's answer holds the exit: nothing to decide before it ends.
       if nameRequests, let n = holdingDevice(i), let hold = names.hold(of: n) { r = max(r, hold) }
