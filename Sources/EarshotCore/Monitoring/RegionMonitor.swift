@@ -199,8 +199,8 @@ public struct RegionMonitor: Sendable {
   private var now: Int64 = .min
   private var started = false
   private var startedAt: Int64 = .min
-  /// Each named tag's link, by tag name (absent: no answer yet).
-  private var tagLinks: [String: TagLink] = [:]
+  /// The links of the tags regions name.
+  private var tags = TagLinks()
   /// No timer is due before this (a lower bound, `.min` when not known):
   /// most reports are not iBeacons of a region and only move time, and
   /// then `advance` costs one comparison instead of a pass over regions.
@@ -424,7 +424,7 @@ public struct RegionMonitor: Sendable {
   public mutating func tagConnected(_ name: String, at t: Int64) -> [MonitorEvent] {
     var out = advance(to: t)
     if !started { out += start(at: t, scanning: false) }
-    tagLinks[name] = .connected
+    tags.connected(name)
     for i in regions.indices where regions[i].config.tags.contains(name) {
       regions[i].lastSeen = t
       guard regions[i].state != .inside else { continue }
@@ -444,14 +444,13 @@ public struct RegionMonitor: Sendable {
   public mutating func tagAbsent(_ name: String, at t: Int64) -> [MonitorEvent] {
     var out = advance(to: t)
     if !started { out += start(at: t, scanning: false) }
-    switch tagLinks[name] {
-    case .connected:
-      tagLinks[name] = .absent(lostAt: t, answeredAt: t)
+    switch tags.absent(name, at: t) {
+    case .lost:
       for i in regions.indices where regions[i].config.tags.contains(name) {
         regions[i].lastSeen = t
       }
-    case nil: tagLinks[name] = .absent(lostAt: nil, answeredAt: t)
-    case .absent: return out  // already counting
+    case .firstAnswer: break
+    case .unchanged: return out  // already counting
     }
     invalidateTimers()
     // Its deadline may be due already (a first attempt slower than exit_after).
@@ -461,7 +460,7 @@ public struct RegionMonitor: Sendable {
 
   /// Whether a tag region `i` names is connected now.
   private func tagConnected(_ i: Int) -> Bool {
-    regions[i].config.tags.contains { tagLinks[$0] == .connected }
+    tags.anyConnected(regions[i].config.tags)
   }
 
   /// The devices bonded with this machine, whole (the bond store as it is
@@ -727,12 +726,7 @@ public struct RegionMonitor: Sendable {
     guard started else { return nil }
     let watched = max(startedAt, regions[i].watchedSince ?? startedAt)
     let span = Int64((tagTimeout(i) * 1e6).rounded())
-    var latest: Int64 = .min
-    for name in regions[i].config.tags {
-      guard case .absent(let lostAt, let answeredAt) = tagLinks[name] else { return nil }
-      latest = max(latest, answeredAt, max(lostAt ?? watched, watched) + span)
-    }
-    return latest
+    return tags.allAbsent(regions[i].config.tags, for: span, watched: watched)
   }
 
   /// A tag's absence lasts `exit_after`; under `auto`, the cautious wait.
@@ -1000,9 +994,3 @@ public struct RegionMonitor: Sendable {
 }
 
 /// A tag's link as the region monitor sees it.
-enum TagLink: Sendable, Equatable {
-  case connected
-  /// Down since `lostAt` (nil: not connected since watching began), known
-  /// at `answeredAt`.
-  case absent(lostAt: Int64?, answeredAt: Int64)
-}
