@@ -168,25 +168,16 @@ public struct RegionMonitor: Sendable {
   public var timeline: MonitorTimeline = .capture
   private var regions: [Region]
   private var beacons = BeaconTable()
-  /// The devices regions name and those bonded here, and how their
-  /// addresses resolve.
-  public private(set) var devices: DeviceDirectory
+  /// The devices regions name and those bonded here: how their addresses
+  /// resolve, which regions count them, when each was last heard.
+  private var routing: DeviceRouting
+  /// The devices and how their addresses resolve.
+  public var devices: DeviceDirectory { routing.directory }
   /// Whether any region (or `[rooms] track`) names a device: if none
-  /// does, a report that is not an iBeacon only moves time.
-  public private(set) var watchesDevices = false
-
-  /// `[rooms] track`'s devices, as at start: the rooms' sightings are
-  /// set up once (a reload reports a `track` change as needing a restart),
-  /// so a reload keeps resolving these.
-  private let roomsDevices: [TrackedDevice]
-
-  static func watchesDevices(_ regions: [RegionConfig], _ rooms: [TrackedDevice]) -> Bool {
-    regions.contains { $0.watchesDevices } || !rooms.isEmpty
-  }
-  /// For each of `devices.entries`: the regions that name it, and when it
-  /// was last heard (so a report hashes no identity and walks no regions).
-  private var deviceRegions: [[Int]] = []
-  private var deviceLastSeen: [Int64?] = []
+  /// does, a report that is not a beacon only moves time.
+  public var watchesDevices: Bool { routing.watches }
+  /// Device `n` of `devices` (read in place: asked per device report).
+  public func device(at n: Int) -> DeviceIdentity { routing.directory.entries[n] }
   private var nextForget: Int64 = .min
   /// The scanner: scanning or not, its duty, the listening time.
   private var scan = ScanListening()
@@ -219,11 +210,8 @@ public struct RegionMonitor: Sendable {
     monitor = config.monitor
     self.emitRange = emitRange
     regions = config.regions.map { Region(config: $0) }
-    devices = DeviceDirectory(cipher: cipher)
-    roomsDevices = config.rooms.trackDevices
-    devices.configure(config.regions, tracked: roomsDevices)
-    watchesDevices = Self.watchesDevices(config.regions, roomsDevices)
-    routeDevices(lastSeen: [:])
+    routing = DeviceRouting(cipher: cipher, rooms: config.rooms.trackDevices)
+    routing.configure(config.regions)
     if let snapshot {
       for i in regions.indices {
         guard let saved = snapshot.regions.first(where: { $0.name == regions[i].config.name }),
@@ -351,7 +339,7 @@ public struct RegionMonitor: Sendable {
     at t: Int64, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?
   ) -> [MonitorEvent] {
     report(
-      at: t, device: watchesDevices ? resolveDevice(address, type: type) : nil, address: address,
+      at: t, device: routing.watches ? resolveDevice(address, type: type) : nil, address: address,
       rssi: rssi, txPower: txPower)
   }
 
@@ -359,7 +347,7 @@ public struct RegionMonitor: Sendable {
   /// `address`, if known: what the shell asks once per report and hands to
   /// both this monitor and the rooms' sightings (one resolver, one cache).
   public mutating func resolveDevice(_ address: BDAddress, type: AddressType) -> Int? {
-    devices.resolve(address, type: type)
+    routing.resolve(address, type: type)
   }
 
   /// A report that is not an iBeacon, already resolved (`device`: a
@@ -368,11 +356,11 @@ public struct RegionMonitor: Sendable {
     at t: Int64, device n: Int?, address: BDAddress, rssi: Int8?, txPower: Int8?
   ) -> [MonitorEvent] {
     var out = advance(to: t)
-    guard let n, n < deviceLastSeen.count else { return out }
-    deviceLastSeen[n] = t
+    guard let n, n < routing.lastHeard.count else { return out }
+    routing.heard(n, at: t)
     names.heard(n)
-    guard let firstMatch = deviceRegions[n].first else { return out }
-    let device = devices.entries[n]
+    guard let firstMatch = routing.regionsOf[n].first else { return out }
+    let device = routing.directory.entries[n]
     let (power, source) = PowerSource.device(
       txPower: txPower, fallback: regions[firstMatch].config.power)
     observe(
@@ -394,8 +382,9 @@ public struct RegionMonitor: Sendable {
     -> [MonitorEvent]
   {
     var out = advance(to: t)
-    for n in devices.entries.indices where devices.entries[n].address == address {
-      if names.answered(n, found: found, at: t), found { deviceLastSeen[n] = t }
+    for n in routing.directory.entries.indices
+    where routing.directory.entries[n].address == address {
+      if names.answered(n, found: found, at: t), found { routing.heard(n, at: t) }
     }
     invalidateTimers()
     out += advance(to: t)
@@ -405,7 +394,7 @@ public struct RegionMonitor: Sendable {
   /// The device entry that last kept region `i` inside, if a device did.
   private func holdingDevice(_ i: Int) -> Int? {
     guard case .device(let d)? = regions[i].lastBeacon else { return nil }
-    return devices.entries.firstIndex(of: d)
+    return routing.directory.entries.firstIndex(of: d)
   }
 
   /// At region `i`'s exit: whether to ask its device by name first (and
@@ -414,10 +403,11 @@ public struct RegionMonitor: Sendable {
   /// about now: the request can only go out now, and its hold counts from
   /// then).
   private mutating func askedByName(_ i: Int, at t: Int64) -> Bool {
-    guard nameRequests, let n = holdingDevice(i), let address = devices.entries[n].address,
+    guard nameRequests, let n = holdingDevice(i),
+      let address = routing.directory.entries[n].address,
       RemoteNameResult.pageable(address)
     else { return false }
-    return names.ask(n, at: address, lastHeard: deviceLastSeen[n], at: t)
+    return names.ask(n, at: address, lastHeard: routing.lastHeard[n], at: t)
   }
 
   /// A tag's link is up: every region naming it is inside at once.
@@ -467,34 +457,17 @@ public struct RegionMonitor: Sendable {
   /// now): reports resolve against their keys from now on. States are
   /// kept; a device whose bond went stops counting at its next report.
   public mutating func updateBondedKeys(_ keys: [BondedKey]) {
-    let before = lastSeenByDevice
-    if devices.updateBondedKeys(keys) { routeDevices(lastSeen: before) }
+    routing.updateBondedKeys(keys, regions: regions.map(\.config))
   }
 
   /// When a device (by identity address) was last heard, directly or
   /// through its key; nil if not since it became known.
   public func lastSeen(device address: BDAddress) -> Int64? {
-    devices.entries.indices.lazy.filter { self.devices.entries[$0].address == address }
-      .compactMap { self.deviceLastSeen[$0] }.max()
-  }
-
-  private var lastSeenByDevice: [DeviceIdentity: Int64] {
-    var out: [DeviceIdentity: Int64] = [:]
-    for (n, d) in devices.entries.enumerated() { if let t = deviceLastSeen[n] { out[d] = t } }
-    return out
-  }
-
-  /// After the devices or the regions changed: each device's first region,
-  /// and its last sighting carried over.
-  private mutating func routeDevices(lastSeen: [DeviceIdentity: Int64]) {
-    deviceRegions = devices.entries.map { d in
-      regions.indices.filter { regions[$0].config.matches(d) }
-    }
-    deviceLastSeen = devices.entries.map { lastSeen[$0] }
+    routing.lastHeard(address: address)
   }
 
   /// One report of `key`, which region `firstMatch` (and maybe later ones)
-  /// counts; for device `n` of the directory, exactly `deviceRegions[n]`.
+  /// counts; for device `n` of the directory, exactly `routing.regionsOf[n]`.
   private mutating func observe(
     _ key: TrackKey, firstMatch: Int, device n: Int? = nil, address: BDAddress, rssi: Int8?,
     power: Int8, source: PowerSource, at t: Int64, into out: inout [MonitorEvent]
@@ -511,7 +484,7 @@ public struct RegionMonitor: Sendable {
       learn: scan.learnsGaps(at: t))
 
     if let n {
-      for i in deviceRegions[n] { counted(i, key, at: t, position: position, into: &out) }
+      for i in routing.regionsOf[n] { counted(i, key, at: t, position: position, into: &out) }
     } else {
       for i in regions.indices[firstMatch...] where matches(i, key) {
         counted(i, key, at: t, position: position, into: &out)
@@ -577,9 +550,7 @@ public struct RegionMonitor: Sendable {
     var out = advance(to: t)
     ranging = config.ranging
     monitor = config.monitor
-    let seen = lastSeenByDevice
-    devices.configure(config.regions, tracked: roomsDevices)
-    watchesDevices = Self.watchesDevices(config.regions, roomsDevices)
+    routing.configure(config.regions)
     var next: [Region] = []
     for rc in config.regions {
       if var r = regions.first(where: {
@@ -601,7 +572,6 @@ public struct RegionMonitor: Sendable {
       regions[i].lastEvidence = regions[i].lastBeacon.flatMap { beacons.position(of: $0) }
         .flatMap { beacons.withRecord(at: $0, Self.evidence) }
     }
-    routeDevices(lastSeen: seen)
     for i in regions.indices { regions[i].holder = isAuto(i) ? computeHolder(i) : nil }
     invalidateTimers()
     if started {

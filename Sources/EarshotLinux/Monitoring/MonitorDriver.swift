@@ -119,7 +119,7 @@ public final class MonitorDriver {
       let tx = ADWalker.txPowerLevel(report.data)
       // Resolved once, for the regions and the rooms alike.
       let n = monitor.resolveDevice(report.address, type: report.addressType)
-      if let onDevice, let n { onDevice(t, monitor.devices.entries[n], report, tx) }
+      if let onDevice, let n { onDevice(t, monitor.device(at: n), report, tx) }
       handle(
         monitor.report(
           at: t, device: n, address: report.address, rssi: report.rssi, txPower: tx))
