@@ -27,14 +27,16 @@ extension LinkLayer {
     var state: UInt32 = 0
     for i in 0..<24 where initial & (1 << i) != 0 { state |= 1 << (23 - i) }
     for byte in bytes {
-      var b = byte
-      for _ in 0..<8 {
-        let feedback = (state ^ UInt32(b)) & 1
-        state >>= 1
-        b >>= 1
-        if feedback != 0 { state ^= 0xDA_6000 }
-      }
+      state = state >> 8 ^ crcTable[Int((state ^ UInt32(byte)) & 0xFF)]
     }
+    return state
+  }
+
+  /// The register after shifting in 8 bits whose feedback was `i`: a byte
+  /// at a time instead of a bit.
+  static let crcTable: [UInt32] = (0..<256).map { (i: UInt32) in
+    var state = i
+    for _ in 0..<8 { state = state & 1 != 0 ? state >> 1 ^ 0xDA_6000 : state >> 1 }
     return state
   }
 
