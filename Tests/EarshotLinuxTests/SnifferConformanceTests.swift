@@ -177,6 +177,7 @@ final class SnifferConformanceTests: XCTestCase {
     let shared = try captures(linkType: 272)
     for file in shared { print(try compare(file, nordic: true)) }
     // None in shared today: made from the real packets of the 256 ones.
+    print("LINKTYPE 272 captures in shared: \(shared.count); made from the 256 ones:")
     let dir = FileManager.default.temporaryDirectory
       .appendingPathComponent("earshot-nordic-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

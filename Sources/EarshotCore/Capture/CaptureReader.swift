@@ -536,9 +536,10 @@ public enum CapturePacket {
   /// A bare HCI event (event code first).
   case hciEvent(UnsafeRawBufferPointer)
   case hciCommand(UnsafeRawBufferPointer)
-  /// An LE link-layer packet from a sniffer, starting at the access address,
-  /// with the RSSI and the link-layer channel (37–39 advertise) its
-  /// pseudo-header gave, if any.
+  /// An LE link-layer packet from a sniffer, starting at the access address
+  /// and ending with the CRC, with the RSSI and the link-layer channel
+  /// (37–39 advertise) its pseudo-header gave, if any, and what it said of
+  /// the CRC.
   case linkLayer(
     UnsafeRawBufferPointer, rssi: Int8?, channel: UInt8? = nil, crc: LinkLayerCRC = .unchecked)
   /// A sniffer record whose pseudo-header cannot be read (its lengths
