@@ -11,7 +11,8 @@ build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev li
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
       qemu-system-x86 busybox-static kmod cpio dbus util-linux mosquitto mosquitto-clients
       librsvg2-bin dbus-daemon dbus-bin libjpeg-turbo-progs dunst xvfb socat
-      pipewire pipewire-bin wireplumber pipewire-pulse python3-dbus python3-gi python3-venv)
+      pipewire pipewire-bin wireplumber pipewire-pulse python3-dbus python3-gi python3-venv
+      tshark)
 deb=(debhelper dpkg-dev fakeroot lintian libcap2-bin systemd)
 want=("${build[@]}")
 [ "$mode" = deb ] && want+=("${deb[@]}")
@@ -23,6 +24,9 @@ done
 SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
 if [ ${#missing[@]} -gt 0 ]; then
   echo "Installing: ${missing[*]}"
+  # tshark (SnifferConformanceTests' independent reader) asks whether
+  # non-root users may capture: no, and without asking.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -21,9 +21,18 @@ seed() {  # seed corpus for a target into $1
   local dir=$1 target=$2
   mkdir -p "$dir"
   case $target in
-    captures)  # the first 8 KiB of each capture: headers plus many records
+    captures)  # the first 8 KiB of each capture: headers plus many records;
+      # and nRF Sniffer (LINKTYPE 272) ones in each header version, made from
+      # the LINKTYPE 256 ones (shared holds none)
       if [ -d "$shared/captures" ]; then
         for c in "$shared"/captures/*; do head -c 8192 "$c" >"$dir/$(basename "$c")"; done
+        for c in "$shared"/captures/*.le-ll-phdr.pcap; do
+          for v in 0 1 2 3; do
+            python3 scripts/nordic-capture.py "$c" "$dir/nordic.tmp" "$v"
+            head -c 8192 "$dir/nordic.tmp" >"$dir/$(basename "$c" .pcap).nordic-v$v.pcap"
+          done
+        done
+        rm -f "$dir/nordic.tmp"
       fi ;;
     hci_events) [ -d "$shared/vectors" ] && python3 - "$shared/vectors" "$dir" <<'PY'
 import json, glob, os, sys

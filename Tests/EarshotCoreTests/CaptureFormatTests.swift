@@ -155,7 +155,7 @@ final class CaptureFormatTests: XCTestCase {
   }
 
   func testUnreadableLinkTypeIsTheSameErrorInPcapAndPcapng() {
-    for linkType: UInt32 in [272, 1] {
+    for linkType: UInt32 in [157, 1] {
       let (pcap, pcapng) = foreign(linkType)
       let a = failure(pcap)
       let b = failure(pcapng)
@@ -166,10 +166,11 @@ final class CaptureFormatTests: XCTestCase {
       XCTAssertTrue(text.contains("Earshot reads link types 187"), text)
       XCTAssertTrue(text.contains("256 Bluetooth LE link layer with RSSI"), text)
     }
-    XCTAssertTrue("\(failure(foreign(272).pcapng).error!)".contains("nRF Sniffer"))
+    XCTAssertTrue("\(failure(foreign(157).pcapng).error!)".contains("Nordic BLE (old)"))
+    XCTAssertTrue("\(failure(foreign(1).pcap).error!)".contains("272 Nordic BLE"))
     // An interface description alone (no packets) is the same error.
-    let idbOnly = Array(foreign(272).pcapng.prefix(48))
-    XCTAssertEqual(failure(idbOnly).error, failure(foreign(272).pcap).error)
+    let idbOnly = Array(foreign(157).pcapng.prefix(48))
+    XCTAssertEqual(failure(idbOnly).error, failure(foreign(157).pcap).error)
   }
 
   func testAForeignInterfaceBesideABluetoothOneIsSkipped() throws {

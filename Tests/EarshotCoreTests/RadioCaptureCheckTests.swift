@@ -48,7 +48,7 @@ final class RadioCaptureCheckTests: XCTestCase {
       }
       try w.bytes.withUnsafeBytes { raw in
         var reader = try CaptureReader(raw)
-        guard case .linkLayer(let back, let rssi, let c) = reader.next()?.packet,
+        guard case .linkLayer(let back, let rssi, let c, _) = reader.next()?.packet,
           case .report(let r) = LinkLayer.decode(back, rssi: rssi)
         else { return XCTFail("channel \(channel)") }
         XCTAssertEqual(c, channel)

@@ -58,11 +58,14 @@ final class ScanCommandTests: XCTestCase {
     let convert = try Earshot.run(["scan", "--input", input, "--write", out])
     XCTAssertEqual(convert.status, 0, convert.stderr)
     let back = try Earshot.run(["scan", "--all", "--input", out])
-    // The capture's one malformed type-7 PDU is a reject line, not an event.
+    // Its packets that fail their CRC-24 (its one malformed type-7 PDU
+    // among them) are counted and skipped: no reject line, no event.
     let reports = all.stdout.split(separator: "\n").filter { !$0.contains("\"reject\"") }
-    XCTAssertEqual(all.stdout.split(separator: "\n").count - reports.count, 1)
+    XCTAssertEqual(all.stdout.split(separator: "\n").count, reports.count)
+    XCTAssertTrue(
+      all.stderr.contains("34 sniffed packet(s) failed their CRC-24 and were skipped"), all.stderr)
     XCTAssertEqual(back.stdout.split(separator: "\n").count, reports.count)
-    XCTAssertGreaterThan(reports.count, 50)
+    XCTAssertEqual(reports.count, 81)
   }
 
   func testAllShowsADStructuresAndTheAdvertisementAScanResponseAnswers() throws {
@@ -135,15 +138,62 @@ final class ScanCommandTests: XCTestCase {
     XCTAssertTrue(r.stderr.contains("-: not a btsnoop, pcap or pcapng capture"), r.stderr)
   }
 
-  func testUnreadableLinkTypeFailsTheSameInPcapAndPcapng() throws {
-    // One nRF Sniffer (link type 272) packet, as pcap and as pcapng.
+  /// One packet of `linkType` (4 bytes: DE AD BE EF), as pcap and as pcapng.
+  func onePacket(_ linkType: UInt8) -> (pcap: [UInt8], pcapng: [UInt8]) {
+    let t = String(format: "%02X", linkType)
     let pcap = hex(
-      "D4C3B2A1 0200 0400 00000000 00000000 00000400 10010000"
+      "D4C3B2A1 0200 0400 00000000 00000000 00000400 \(t)\(linkType == 0x10 ? "01" : "00")0000"
         + "01000000 00000000 04000000 04000000 DEADBEEF")
     let pcapng = hex(
       "0A0D0D0A 1C000000 4D3C2B1A 0100 0000 FFFFFFFFFFFFFFFF 1C000000"
-        + "01000000 14000000 1001 0000 00000400 14000000"
+        + "01000000 14000000 \(t)\(linkType == 0x10 ? "01" : "00") 0000 00000400 14000000"
         + "06000000 24000000 00000000 00000000 01000000 04000000 04000000 DEADBEEF 24000000")
+    return (pcap, pcapng)
+  }
+
+  func testNordicSnifferCaptureIsReadAndABadRecordCounted() throws {
+    // Link type 272 (0x110): read; its 4-byte record cannot hold the nRF
+    // Sniffer's header, so it is counted and skipped, and the scan succeeds.
+    let (pcap, pcapng) = onePacket(0x10)
+    for (bytes, ext) in [(pcap, "pcap"), (pcapng, "pcapng")] {
+      let path = tmp + "." + ext
+      try Data(bytes).write(to: URL(fileURLWithPath: path))
+      defer { try? FileManager.default.removeItem(atPath: path) }
+      let r = try Earshot.run(["scan", "--all", "--input", path])
+      XCTAssertEqual(r.status, 0, r.stderr)
+      XCTAssertTrue(r.stdout.contains("an nRF Sniffer record of 4 bytes"), r.stdout)
+      XCTAssertTrue(r.stderr.contains("1 malformed event(s) or report(s) skipped"), r.stderr)
+    }
+    // A real ADV_IND (the shared HackRF capture's first) in a version 3
+    // record: board 0, length 47, version 3, counter, ID 2 (advertising);
+    // event header 10, flags CRC OK, channel 38, RSSI 55; then the packet.
+    let record = hex(
+      "00 2F00 03 0700 02 0A 01 26 37 0000 01020304"
+        + "d6be898e601c18e09fec65d50319c103020104030312180a09524f4720415a4f54486d4fc9")
+    var bytes = hex("D4C3B2A1 0200 0400 00000000 00000000 00000400 10010000")
+    bytes +=
+      hex("01000000 00000000") + [UInt8(record.count), 0, 0, 0, UInt8(record.count), 0, 0, 0]
+    bytes += record
+    let path = tmp + ".pcap"
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let r = try Earshot.run(["scan", "--all", "--input", path])
+    XCTAssertEqual(r.status, 0, r.stderr)
+    XCTAssertEqual(r.stdout.split(separator: "\n").count, 1, r.stdout)
+    XCTAssertTrue(r.stdout.contains("D5:65:EC:9F:E0:18"), r.stdout)
+    XCTAssertTrue(r.stdout.contains("-55"), r.stdout)
+    // The same record flagged "CRC bad" is skipped and said.
+    bytes[24 + 16 + 8] = 0x00
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    let bad = try Earshot.run(["scan", "--all", "--input", path])
+    XCTAssertEqual(bad.status, 0, bad.stderr)
+    XCTAssertEqual(bad.stdout, "")
+    XCTAssertTrue(bad.stderr.contains("1 sniffed packet(s) failed their CRC-24"), bad.stderr)
+  }
+
+  func testUnreadableLinkTypeFailsTheSameInPcapAndPcapng() throws {
+    // One packet of link type 157 (the old Nordic sniffer's), as pcap and as pcapng.
+    let (pcap, pcapng) = onePacket(157)
     var errors: [String] = []
     for (bytes, ext) in [(pcap, "pcap"), (pcapng, "pcapng")] {
       let path = tmp + "." + ext
@@ -152,7 +202,7 @@ final class ScanCommandTests: XCTestCase {
       let r = try Earshot.run(["scan", "--all", "--input", path])
       XCTAssertEqual(r.status, 1, ext)
       XCTAssertEqual(r.stdout, "", ext)
-      XCTAssertTrue(r.stderr.contains("link type 272 (Nordic BLE"), r.stderr)
+      XCTAssertTrue(r.stderr.contains("link type 157 (Nordic BLE (old)"), r.stderr)
       XCTAssertTrue(r.stderr.contains("Earshot reads link types 187"), r.stderr)
       errors.append(r.stderr.replacingOccurrences(of: path, with: "FILE"))
     }

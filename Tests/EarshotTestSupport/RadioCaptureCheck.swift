@@ -72,7 +72,7 @@ public enum RadioCaptureCheck {
     try air.withUnsafeBytes { raw in
       var reader = try CaptureReader(raw)
       while let r = reader.next() {
-        guard case .linkLayer(let pdu, _, let channel) = r.packet,
+        guard case .linkLayer(let pdu, _, let channel, _) = r.packet,
           case .report(let report) = LinkLayer.decode(pdu, rssi: nil)
         else {
           XCTFail("not an advertising PDU")

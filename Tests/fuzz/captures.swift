@@ -41,7 +41,7 @@ struct Seen: Equatable {
 enum Owned {
   case event([UInt8])
   case command([UInt8])
-  case sniffed([UInt8], Int8?)
+  case sniffed([UInt8], Int8?, LinkLayerCRC)
 }
 
 func replay(_ reader: inout CaptureReader, merge: Bool = false) -> (
@@ -90,8 +90,9 @@ public func fuzzCaptures(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     switch r.packet {
     case .hciEvent(let e): records.append((r.timestamp, .event(Array(e))))
     case .hciCommand(let c): records.append((r.timestamp, .command(Array(c))))
-    case .linkLayer(let p, let rssi, _): records.append((r.timestamp, .sniffed(Array(p), rssi)))
-    case .other: break
+    case .linkLayer(let p, let rssi, _, let crc):
+      records.append((r.timestamp, .sniffed(Array(p), rssi, crc)))
+    case .unreadableLinkLayer, .other: break
     }
   }
   let memory = replay(&reader, merge: true)
@@ -146,9 +147,9 @@ public func fuzzCaptures(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
           ok = c.withUnsafeBytes {
             writer.append(CaptureRecord(timestamp: t, packet: .hciCommand($0)))
           }
-        case .sniffed(let p, let rssi):
+        case .sniffed(let p, let rssi, let crc):
           ok = p.withUnsafeBytes {
-            writer.append(CaptureRecord(timestamp: t, packet: .linkLayer($0, rssi: rssi)))
+            writer.append(CaptureRecord(timestamp: t, packet: .linkLayer($0, rssi: rssi, crc: crc)))
           }
         }
         precondition(ok, "\(container) refused a record")

@@ -536,10 +536,16 @@ public enum CapturePacket {
   /// A bare HCI event (event code first).
   case hciEvent(UnsafeRawBufferPointer)
   case hciCommand(UnsafeRawBufferPointer)
-  /// An LE link-layer packet from a sniffer, starting at the access address,
-  /// with the RSSI and the link-layer channel (37–39 advertise) its
-  /// pseudo-header gave, if any.
-  case linkLayer(UnsafeRawBufferPointer, rssi: Int8?, channel: UInt8? = nil)
+  /// An LE link-layer packet from a sniffer, starting at the access address
+  /// and ending with the CRC, with the RSSI and the link-layer channel
+  /// (37–39 advertise) its pseudo-header gave, if any, and what it said of
+  /// the CRC.
+  case linkLayer(
+    UnsafeRawBufferPointer, rssi: Int8?, channel: UInt8? = nil, crc: LinkLayerCRC = .unchecked)
+  /// A sniffer record whose pseudo-header cannot be read (its lengths
+  /// disagree, a version Earshot does not know) or that carries what Earshot
+  /// does not decode (an LE Coded PHY packet); counted and skipped.
+  case unreadableLinkLayer(UnsafeRawBufferPointer, reason: String)
   case other
 
   /// The pcap/pcapng link types Earshot reads, with what they carry.
@@ -548,6 +554,7 @@ public enum CapturePacket {
     (201, "Bluetooth HCI H4 with direction header"),
     (251, "Bluetooth LE link layer"),
     (256, "Bluetooth LE link layer with RSSI pseudo-header"),
+    (272, "Nordic BLE (nRF Sniffer for Bluetooth LE)"),
   ]
   static let supportedLinkTypes: Set<UInt32> = Set(linkTypeNames.map(\.0))
 
@@ -555,7 +562,7 @@ public enum CapturePacket {
   private static let otherLinkTypeNames: [UInt32: String] = [
     1: "Ethernet", 101: "raw IP", 105: "IEEE 802.11", 113: "Linux cooked",
     127: "IEEE 802.11 radiotap", 157: "Nordic BLE (old)", 249: "Linux cooked v2",
-    254: "Bluetooth Linux monitor", 272: "Nordic BLE (nRF Sniffer for Bluetooth LE)",
+    254: "Bluetooth Linux monitor",
   ]
 
   /// The same words for pcap and pcapng: the link type, its name where
@@ -587,20 +594,28 @@ public enum CapturePacket {
       self =
         payload.count > 4
         ? CapturePacket(h4: UnsafeRawBufferPointer(rebasing: payload[4...])) : .other
-    case 251:
+    case 251:  // no pseudo-header: nothing says whether the CRC was checked
       self = .linkLayer(payload, rssi: nil)
     case 256:
       // LE LL with PHDR: channel, signal dBm, noise dBm, AA offenses,
-      // reference AA (4), flags (2, LE): bit 1 says the signal is valid.
+      // reference AA (4), flags (2, LE): bit 1 says the signal is valid,
+      // bit 10 that the CRC was checked, bit 11 that it was right.
       guard payload.count > 10 else {
-        self = .other
+        self = .unreadableLinkLayer(
+          payload,
+          reason: "a link type 256 packet of \(payload.count) bytes ends inside its "
+            + "10-byte pseudo-header")
         return
       }
       let flags = UInt16(payload[8]) | UInt16(payload[9]) << 8
       let rssi = flags & 0x0002 != 0 ? Int8(bitPattern: payload[1]) : nil
+      let crc: LinkLayerCRC =
+        flags & 0x0400 == 0 ? .unchecked : flags & 0x0800 != 0 ? .valid : .invalid
       self = .linkLayer(
         UnsafeRawBufferPointer(rebasing: payload[10...]), rssi: rssi,
-        channel: LinkLayer.channel(rf: payload[0]))
+        channel: LinkLayer.channel(rf: payload[0]), crc: crc)
+    case 272:
+      self = NordicSniffer.packet(payload)
     default:
       self = .other
     }

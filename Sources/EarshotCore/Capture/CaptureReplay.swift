@@ -3,8 +3,13 @@
 /// out with the capture's timestamps, in capture order.
 public struct CaptureReplay {
   public var decoder = AdvertisingEventDecoder()
-  /// Sniffer packets whose PDU did not fit; counted and skipped.
+  /// Sniffer packets whose PDU (or sniffer header) did not fit; counted and
+  /// skipped.
   public var malformedLinkLayer = 0
+  /// Sniffer packets whose CRC-24 was wrong (as their sniffer said, or as
+  /// checked here: `LinkLayer.crcPasses`); counted and skipped, since a
+  /// corrupted packet's address and data cannot be trusted.
+  public var crcFailures = 0
   /// Sniffer PDUs that are well formed but hold no report by themselves
   /// (an ADV_EXT_IND pointing at its AUX_ADV_IND), by reason.
   public var skippedLinkLayer: [LinkLayer.Skip: Int] = [:]
@@ -56,7 +61,11 @@ public struct CaptureReplay {
       event?(t, bytes)
       let outcome = decoder.decode(event: bytes) { report(t, $0) }
       if case .malformed(let why) = outcome { reject?(t, bytes, why.description) }
-    case .linkLayer(let pdu, let rssi, _):
+    case .linkLayer(let pdu, let rssi, _, let crc):
+      guard LinkLayer.crcPasses(pdu, crc) else {
+        crcFailures += 1
+        return
+      }
       switch LinkLayer.decode(pdu, rssi: rssi) {
       case .report(let r):
         decoder.stats.reports += 1
@@ -75,6 +84,9 @@ public struct CaptureReplay {
       case .ignored:
         break
       }
+    case .unreadableLinkLayer(let bytes, let why):
+      malformedLinkLayer += 1
+      reject?(t, bytes, why)
     case .hciCommand, .other:
       break
     }

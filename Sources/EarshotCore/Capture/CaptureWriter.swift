@@ -85,23 +85,24 @@ public struct CaptureWriter {
     switch record.packet {
     case .hciEvent(let e): hci = (H4PacketType.event.rawValue, e)
     case .hciCommand(let c): hci = (H4PacketType.command.rawValue, c)
-    case .linkLayer(let pdu, let rssi, let channel):
+    case .linkLayer(let pdu, let rssi, let channel, let crc):
       switch container {
       case .btsnoop: return false
       case .pcap where linkType != 256: return false
       case .pcap, .pcapng: break
       }
       // RF channel (channel 37 unless told), signal, noise, AA offenses,
-      // reference AA, flags (dewhitened, reference AA valid, and signal
-      // valid with an RSSI).
+      // reference AA, flags (dewhitened, reference AA valid, signal valid
+      // with an RSSI, and CRC checked and valid as the record says).
       let rf = channel.flatMap(LinkLayer.rf(channel:)) ?? 0
       var phdr: [UInt8] = [rf, UInt8(bitPattern: rssi ?? 0), 0x80, 0, 0xD6, 0xBE, 0x89, 0x8E]
-      let flags: UInt16 = 0x0011 | (rssi == nil ? 0 : 0x0002)
+      let checked: UInt16 = crc == .valid ? 0x0C00 : crc == .invalid ? 0x0400 : 0
+      let flags: UInt16 = 0x0011 | (rssi == nil ? 0 : 0x0002) | checked
       phdr += [UInt8(flags & 0xFF), UInt8(flags >> 8)]
       phdr.append(contentsOf: pdu)
       phdr.withUnsafeBytes { packet(micros: record.timestamp, interface: 1, $0) }
       return true
-    case .other: return false
+    case .unreadableLinkLayer, .other: return false
     }
     if case .pcap = container, linkType != 187, linkType != 201 { return false }
     var h4: [UInt8] = []

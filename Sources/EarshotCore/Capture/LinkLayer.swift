@@ -118,9 +118,8 @@ public enum LinkLayer {
 
   /// A legacy advertising PDU as a sniffer captures it (the inverse of
   /// `decode` for ADV_IND, ADV_NONCONN_IND, ADV_SCAN_IND and SCAN_RSP):
-  /// access address, header, AdvA, data, and 3 CRC bytes left 0 (the
-  /// pseudo-header does not claim them checked). `nil` for other PDUs or
-  /// more than 31 bytes of data.
+  /// access address, header, AdvA, data, and its CRC-24. `nil` for other
+  /// PDUs or more than 31 bytes of data.
   public static func legacyPDU(
     _ pdu: AdvertisingPDU, address: BDAddress, addressType: AddressType, data: [UInt8]
   ) -> [UInt8]? {
@@ -139,7 +138,7 @@ public enum LinkLayer {
     w.u8(UInt8(6 + data.count))
     w.address(address)
     w.append(data)
-    w.append([0, 0, 0])
+    w.append(crcBytes(Array(w.bytes[4...])))
     return w.bytes
   }
 

@@ -39,8 +39,8 @@ public struct ReplayRadio {
       if capture != nil { _ = capture!.append(record) }
       drain(below: 1 << 16)
       return true
-    case .linkLayer(let pdu, let rssi, let channel):
-      guard channel.map({ $0 >= 37 }) ?? true else { return true }
+    case .linkLayer(let pdu, let rssi, let channel, let crc):
+      guard channel.map({ $0 >= 37 }) ?? true, LinkLayer.crcPasses(pdu, crc) else { return true }
       guard case .report(let report) = LinkLayer.decode(pdu, rssi: rssi) else { return true }
       guard count(radio.hears(at: t, channel: channel)) else { return false }
       let event =
@@ -50,7 +50,7 @@ public struct ReplayRadio {
       }
       drain(below: 1 << 16)
       return true
-    case .hciCommand, .other:
+    case .hciCommand, .unreadableLinkLayer, .other:
       return true
     }
   }

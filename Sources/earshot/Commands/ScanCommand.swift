@@ -148,6 +148,11 @@ func runScan(_ args: Arguments) throws -> Int32 {
       "earshot scan: \(input): \(malformed) malformed event(s) or report(s) skipped"
         + (replay.truncated ? "; the capture ends in a truncated record" : "") + "\n")
   }
+  if replay.crcFailures > 0 {
+    Console.error(
+      "earshot scan: \(input): \(replay.crcFailures) sniffed packet(s) failed their CRC-24 "
+        + "and were skipped\n")
+  }
   for (why, n) in replay.skippedLinkLayer.sorted(by: { $0.key.description < $1.key.description }) {
     Console.error("earshot scan: \(input): \(n) link-layer PDU(s) skipped: \(why)\n")
   }
