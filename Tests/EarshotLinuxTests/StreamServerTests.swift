@@ -114,7 +114,8 @@ private final class LineService: StreamService {
 
   var allFrames: [String] { frames.keys.sorted().flatMap { frames[$0]! } }
 
-  func admit(_ socket: FileDescriptor, from peer: SocketAddress, full: Bool) -> StreamAdmission<
+  func admit(_ socket: FileDescriptor, from peer: SocketAddress, as _: StreamClientID, full: Bool)
+    -> StreamAdmission<
     Connection
   > {
     if full {

@@ -13,6 +13,8 @@ public final class MQTTBridge {
     public var retain = true
     /// Seconds between two publications of one beacon's distance.
     public var beaconInterval: Double = 10
+    /// Seconds per window of the malformed-command log (`LogLimiter`).
+    public var badInputLogInterval = 60.0
 
     public init(client: MQTTClient.Options, topics: MQTTTopics, discovery: HomeAssistantDiscovery?)
     {
@@ -32,6 +34,12 @@ public final class MQTTBridge {
   /// What the broker should hold; every publication comes from it.
   private var shown: MQTTShownState
   private var limiter: BeaconRateLimiter
+  /// Malformed commands, said bounded per topic: the first line, then a
+  /// summary a minute (anyone who may publish on the broker can send them).
+  private var badInput: LimitedLog!
+  static let malformedCommand = LogLimiter.Kind("malformed_command") { n, topic in
+    "mqtt: ignored \(LogLimiter.Kind.count(n, "more malformed command")) on \(topic)"
+  }
 
   public init(loop: EventLoop, settings: Options) throws {
     var options = settings.client
@@ -43,6 +51,9 @@ public final class MQTTBridge {
       availabilityTopic: settings.topics.availability, eventsTopic: settings.topics.events,
       retain: settings.retain)
     client = try MQTTClient(loop: loop, options: options)
+    badInput = LimitedLog(loop: loop, interval: settings.badInputLogInterval) { [unowned self] in
+      self.onLog?($0)
+    }
     client.onConnect = { [weak self] in self?.connected() }
     client.onDisconnect = { [weak self] in self?.shown.disconnected() }
     client.onMessage = { [weak self] topic, payload in self?.received(topic, payload) }
@@ -68,6 +79,7 @@ public final class MQTTBridge {
   public func close() {
     send(shown.stopping())
     client.close()
+    badInput.finish()
   }
 
   // MARK: What Earshot reports
@@ -256,7 +268,10 @@ public final class MQTTBridge {
   private func received(_ topic: String, _ payload: [UInt8]) {
     switch MQTTCommand.parse(topic: topic, payload: payload, topics: settings.topics) {
     case .success(let command): onCommand?(command)
-    case .failure(let error): onLog?("mqtt: \(error)")
+    case .failure(let error):
+      // The topic is the source (MQTT does not say who published); the
+      // limiter bounds how many it tracks (ring_tag/+ takes any name).
+      badInput.note(Self.malformedCommand, from: topic) { "mqtt: \(error)" }
     }
   }
 }
