@@ -160,6 +160,97 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     XCTAssertEqual(agent.stop(), 0)
   }
 
+  /// An agent with the proxy on (encrypted) and no radio to speak of: the
+  /// demo capture, whose replay starts an hour from now.
+  func idleProxy() throws -> (agent: AgentProcess, port: Int, key: String) {
+    let key = Data((0..<32).map { UInt8($0 * 7 + 3) }).base64EncodedString()
+    try (key + "\n").write(toFile: dir + "/key", atomically: true, encoding: .utf8)
+    chmod(dir + "/key", 0o600)
+    let port = try Broker.unusedPort()
+    let agent = try AgentProcess(
+      config:
+        "[esphome]\nenabled = true\nport = \(port)\nkey_file = \(dir)/key\nname = earshot-test\n",
+      arguments: [
+        "--input", repo.appendingPathComponent("captures/demo.btsnoop").path, "--pace", "1",
+        "--start-at", String(Int(Date().timeIntervalSince1970) + 3600),
+      ])
+    XCTAssertTrue(agent.waitForLog("Bluetooth proxy 'earshot-test' on 127.0.0.1:\(port)"))
+    return (agent, port, key)
+  }
+
+  /// Issue 42's lockout: eight connections that never say a byte, each
+  /// reopened as soon as the proxy closes it, held for 40 s (max_clients =
+  /// 8). Before, they kept aioesphomeapi out the whole time ("EOF
+  /// received"). Now each of its tries takes the place of the oldest silent
+  /// one and is in within 2 s; the log says it in a bounded number of lines.
+  func testSilentConnectionsHeldAndReopenedNeverKeepAioesphomeapiOut() throws {
+    let (agent, port, key) = try idleProxy()
+    let holders = try Helper(Self.venvPython, [script, "hold", String(port), "8", "40"])
+    XCTAssertEqual(holders.line(), "holding")
+    // Silent, they reach the proxy after TCP_DEFER_ACCEPT (about 3 s).
+    var status = try agent.client().ok(.status)
+    for _ in 0..<150 where status["esphome"]?["clients"] != .number(8) {
+      usleep(100_000)
+      status = try agent.client().ok(.status)
+    }
+    XCTAssertEqual(status["esphome"]?["clients"], .number(8), status.encoded)
+    // Seven tries, 5 s apart, each connecting, reading the device info, leaving.
+    let tries = try XCTUnwrap(
+      try Helper(Self.venvPython, [script, "connect", String(port), key, "7", "5"]).json(),
+      agent.log)
+    XCTAssertEqual(tries["errors"] as? [String], [], "\(tries)")
+    let took = try XCTUnwrap(tries["took"] as? [Double], "\(tries)")
+    XCTAssertEqual(took.count, 7, "\(tries)")
+    for t in took { XCTAssertLessThan(t, 2, "\(took)") }
+    let held = try XCTUnwrap(holders.json(), agent.log)
+    let reopened = try XCTUnwrap(held["reopened"] as? Int)
+    // Each try displaced a silent connection, which came back.
+    XCTAssertGreaterThanOrEqual(reopened, 7, "\(held)")
+    let after = try agent.client().ok(.status)
+    let counted = after["esphome"]?["bad_input"]
+    XCTAssertGreaterThanOrEqual(counted?["displaced"]?.number ?? 0, 7, after.encoded)
+    XCTAssertEqual(agent.stop(), 0)
+    // Bounded: per kind a first line and a summary (at the stop, within a
+    // minute), whatever the number of displaced and reopened connections.
+    let esphomeLines = agent.log.split(separator: "\n").filter {
+      $0.contains("esphome:") && !$0.contains("connected (try-") && !$0.contains("gone: the client")
+    }
+    print(
+      "lockout figures: tries took \(took) s; \(reopened) reopenings; \(esphomeLines.count) bad-input lines; \(counted?.encoded ?? "?")"
+    )
+    XCTAssertLessThanOrEqual(esphomeLines.count, 1 + 2 * 4, esphomeLines.joined(separator: "\n"))
+  }
+
+  /// 500 connections at a proxy whose eight slots are held by subscribed
+  /// aioesphomeapi clients: each is refused (nothing to displace), and the
+  /// log says so in two lines (the first, then the count at the stop)
+  /// where it wrote one per connection before.
+  func testFiveHundredRefusedConnectionsAreTwoLines() throws {
+    let (agent, port, key) = try idleProxy()
+    let clients = try Helper(Self.venvPython, [script, "load", String(port), key, "8", "60"])
+    XCTAssertEqual(clients.line(), "subscribed")
+    let flood = try XCTUnwrap(
+      try Helper(Self.venvPython, [script, "flood", String(port), "500"]).json())
+    XCTAssertEqual(flood["opened"] as? Int, 500)
+    var refused = 0.0
+    for _ in 0..<100 {
+      refused =
+        (try agent.client().ok(.status))["esphome"]?["bad_input"]?["refused"]?.number ?? 0
+      if refused >= 500 { break }
+      usleep(50_000)
+    }
+    XCTAssertEqual(refused, 500, agent.log)
+    XCTAssertEqual(agent.logCount("esphome: refused"), 1, agent.log)
+    clients.stop()
+    XCTAssertEqual(agent.stop(), 0)
+    let lines = agent.log.split(separator: "\n").filter { $0.contains("esphome: refused") }
+    print("refused figures: 500 connections, \(lines.count) lines: \(lines)")
+    XCTAssertEqual(lines.count, 2, agent.log)
+    XCTAssertTrue(
+      lines.last?.contains("refused 499 more connections from 127.0.0.1 in the last") ?? false,
+      agent.log)
+  }
+
   /// `insecure_plaintext = true`: aioesphomeapi without a key gets the
   /// demo's 400 advertisements; a client with a key is told the device is
   /// plaintext; the agent warned at start.

@@ -321,6 +321,59 @@ final class MQTTBridgeTests: XCTestCase {
     bridge.close()
   }
 
+  /// Issue 42: 2,000 malformed volume commands wrote 2,000 lines. Now the
+  /// first is logged whole, the rest counted per topic and said in one
+  /// line per window (here 1 s, to see windows pass; the agent's is 60 s)
+  /// and at the close; the valid command behind them still arrives.
+  func testTwoThousandMalformedCommandsAreAFewLines() throws {
+    let broker = try Broker()
+    let loop = try EventLoop()
+    let bridge = try {
+      var options = MQTTClient.Options(clientID: "earshot-test-\(getpid())")
+      options.host = "127.0.0.1"
+      options.port = Int32(broker.port)
+      let topics = MQTTTopics(base: "earshot/testhost")
+      var settings = MQTTBridge.Options(client: options, topics: topics, discovery: nil)
+      settings.badInputLogInterval = 1
+      return try MQTTBridge(loop: loop, settings: settings)
+    }()
+    let received = Received()
+    bridge.onCommand = { received.commands.append($0) }
+    bridge.onLog = { received.logs.append($0) }
+    bridge.start()
+    try run(loop) { bridge.isConnected }
+    try settle(loop)
+    let pub = try XCTUnwrap(Earshot.tool("mosquitto_pub"), "mosquitto_pub (mosquitto-clients)")
+    let start = Clock.now()
+    let input = (0..<2000).map { "loud\($0)" }.joined(separator: "\n") + "\n"
+    let r = try Earshot.run(
+      [
+        "-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1", "-t",
+        "earshot/testhost/command/volume", "-l",
+      ], executable: pub, stdin: input)
+    XCTAssertEqual(r.status, 0, r.stderr)
+    try broker.publish("earshot/testhost/command/volume", "42")
+    try run(loop, limit: 30) { bridge.malformedCommands == 2000 && received.commands.count == 1 }
+    let seconds = start.seconds(until: Clock.now())
+    XCTAssertEqual(received.commands, [.setVolume(0.42)])
+    bridge.close()
+    let lines = received.logs.filter { $0.contains("command/volume") }
+    print("mqtt figures: 2000 malformed commands in \(seconds) s, \(lines.count) lines: \(lines)")
+    XCTAssertEqual(
+      lines.first,
+      "mqtt: ignored command on earshot/testhost/command/volume: expected a number from 0 to 100, got 'loud0'"
+    )
+    // The first line, at most one summary per second that passed, one at the close.
+    XCTAssertLessThanOrEqual(lines.count, 2 + Int(seconds.rounded(.up)), "\(lines)")
+    XCTAssertGreaterThanOrEqual(lines.count, 2, "\(lines)")
+    // Nothing lost: the summaries add up to the 1,999 after the first.
+    let counted = lines.dropFirst().compactMap { line -> Int? in
+      guard let r = line.range(of: "ignored ") else { return nil }
+      return Int(line[r.upperBound...].prefix { $0.isNumber })
+    }
+    XCTAssertEqual(counted.reduce(0, +), 1999, "\(lines)")
+  }
+
   /// Tags: `command/ring_tag/NAME` (a second topic level, its own
   /// subscription), the tag's state and battery, its "Ring NAME" button.
   func testRingTagCommandsAndTagEntities() throws {

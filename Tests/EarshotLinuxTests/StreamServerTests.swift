@@ -116,8 +116,9 @@ private final class LineService: StreamService {
 
   func admit(_ socket: FileDescriptor, from peer: SocketAddress, as _: StreamClientID, full: Bool)
     -> StreamAdmission<
-    Connection
-  > {
+      Connection
+    >
+  {
     if full {
       refused += 1
       return .refuse(farewell: Array("full\n".utf8))

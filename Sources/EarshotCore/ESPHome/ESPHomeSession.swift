@@ -104,6 +104,14 @@ public struct ESPHomeSession {
 
   public var queuedBatches: Int { batches.count - batchesHead }
 
+  /// The client has shown it is one: with a key, the Noise handshake is
+  /// done (it proved the key; aioesphomeapi's first write does it); in
+  /// plaintext, it said Hello (its first message).
+  public var isProven: Bool {
+    if isClosing { return false }
+    return saidHello || sendCipher != nil
+  }
+
   // MARK: Input
 
   /// The client was heard from at `t` (the shell calls it with each read).

@@ -3,8 +3,8 @@
 /// decision (connections in, what to do with them out), no socket, no clock.
 ///
 /// The rule: a connection is *unproven* from its arrival until it
-/// completes its handshake (for the Bluetooth proxy: its Hello, which with
-/// a key comes only after the Noise handshake proved the key). When every
+/// completes its handshake (for the Bluetooth proxy: the Noise handshake,
+/// which proves the key, or in plaintext its Hello). When every
 /// slot is taken, a newcomer takes the slot of the unproven connection
 /// that arrived first; only when every slot is held by a proven client is
 /// it refused.
@@ -17,11 +17,10 @@
 ///   keep out a client that finishes its own: every arrival while the
 ///   server is full displaces the oldest of them, and a newcomer is
 ///   displaced only after every unproven connection that came before it,
-///   so with k of them ahead it has k more arrivals' time to finish (the
-///   first valid write of aioesphomeapi finishes it in plaintext; with a
-///   key, one round trip later). Reopening a displaced connection counts
-///   as an arrival, so a set of connections that reopen when closed
-///   displaces itself first.
+///   so with k of them ahead it has k more arrivals' time to finish
+///   (aioesphomeapi's first write finishes it, with or without a key).
+///   Reopening a displaced connection counts as an arrival, so a set of
+///   connections that reopen when closed displaces itself first.
 /// - What it cannot do: connections arriving faster than a client can
 ///   finish its handshake, from the same address, can still keep it out
 ///   (nothing tells them apart before the handshake); that is for the

@@ -31,12 +31,13 @@ public struct LogLimiter: Sendable {
   /// `name` alone.
   public struct Kind: Sendable {
     public let name: String
-    /// "refused 491 more connections from 127.0.0.1" for 491 and the source;
-    /// the limiter adds " in the last N s".
-    public let summary: @Sendable (_ count: Int, _ source: String) -> String
+    /// The summary of `count` more from `source` over `window` ("in the
+    /// last 60 s"): "refused 491 more connections from 127.0.0.1 in the last 60 s".
+    public let summary: @Sendable (_ count: Int, _ source: String, _ window: String) -> String
 
     public init(
-      _ name: String, summary: @escaping @Sendable (_ count: Int, _ source: String) -> String
+      _ name: String,
+      summary: @escaping @Sendable (_ count: Int, _ source: String, _ window: String) -> String
     ) {
       self.name = name
       self.summary = summary
@@ -140,8 +141,8 @@ public struct LogLimiter: Sendable {
 
   private func summary(_ key: Key, _ window: Window, until now: MonotonicTime) -> String {
     let seconds = Int(window.start.seconds(until: now).rounded())
-    return window.kind.summary(window.counted, key.source ?? Self.otherSources)
-      + " in the last \(seconds) s"
+    return window.kind.summary(
+      window.counted, key.source ?? Self.otherSources, "in the last \(seconds) s")
   }
 }
 

@@ -47,8 +47,8 @@ public final class ControlServer {
   private var refusedAtCap = 0
   /// Refused users, said bounded: a first line per uid, then a summary a minute.
   private var badInput: LimitedLog!
-  static let refusedUser = LogLimiter.Kind("refused") { n, uid in
-    "control socket: refused \(LogLimiter.Kind.count(n, "more connection")) from \(uid)"
+  static let refusedUser = LogLimiter.Kind("refused") { n, uid, window in
+    "control socket: refused \(LogLimiter.Kind.count(n, "more connection")) from \(uid) \(window)"
   }
 
   final class Connection {

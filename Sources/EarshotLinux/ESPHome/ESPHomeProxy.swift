@@ -137,7 +137,9 @@ public final class ESPHomeProxy {
       (
         "bad_input",
         .object(
-          server.badInputTotals.sorted { $0.key < $1.key }.map { ($0.key, .number(Double($0.value))) })
+          server.badInputTotals.sorted { $0.key < $1.key }.map {
+            ($0.key, .number(Double($0.value)))
+          })
       ),
     ])
   }

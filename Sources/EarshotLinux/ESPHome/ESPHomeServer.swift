@@ -13,9 +13,10 @@ import EarshotCore
 /// advertisement batches, never the loop's time or another client's frames.
 ///
 /// Slots go by `HandshakeAdmission`: when all `maxClients` are taken, a
-/// newcomer takes the place of the oldest connection that has not said
-/// Hello, so silent or garbage connections never keep Home Assistant out;
-/// it is refused only when every client is past its Hello. What peers do
+/// newcomer takes the place of the oldest connection that has not proved
+/// itself (`ESPHomeSession.isProven`: the key's Noise handshake, or a
+/// plaintext Hello), so silent or garbage connections never keep Home
+/// Assistant out; it is refused only when every client has proved itself. What peers do
 /// wrong (refused, displaced, no Hello, bad frames) is logged through a
 /// `LimitedLog` per peer address: a first line, then a summary a minute.
 public final class ESPHomeServer {
@@ -34,6 +35,10 @@ public final class ESPHomeServer {
     public var limits = ESPHomeSession.Limits()
     /// Seconds per window of the bad-input log (`LogLimiter`).
     public var badInputLogInterval = 60.0
+    /// TCP_DEFER_ACCEPT: a connection that sends nothing is handed to the
+    /// proxy only after this (the kernel rounds it up to its SYN-ACK
+    /// retransmissions: 3 s is about 3 s).
+    public var deferAcceptSeconds = 3
 
     public init(
       bind: String, port: Int, maxClients: Int, psk: [UInt8]?, info: ESPHomeDeviceInfo,
@@ -65,20 +70,20 @@ public final class ESPHomeServer {
   /// What peers do wrong, as the bad-input log counts and summarises it.
   enum BadInput {
     private static func more(_ n: Int) -> String { LogLimiter.Kind.count(n, "more connection") }
-    static let refused = LogLimiter.Kind("refused") { n, host in
-      "esphome: refused \(more(n)) from \(host) (every client past its Hello)"
+    static let refused = LogLimiter.Kind("refused") { n, host, window in
+      "esphome: refused \(more(n)) from \(host) \(window) (every slot held by a proven client)"
     }
-    static let displaced = LogLimiter.Kind("displaced") { n, host in
-      "esphome: closed \(more(n)) from \(host) that had not said Hello, to make room"
+    static let displaced = LogLimiter.Kind("displaced") { n, host, window in
+      "esphome: closed \(more(n)) from \(host) \(window) to make room (no handshake yet)"
     }
-    static let noHello = LogLimiter.Kind("no_hello") { n, host in
-      "esphome: closed \(more(n)) from \(host) that said no Hello in time"
+    static let noHello = LogLimiter.Kind("no_hello") { n, host, window in
+      "esphome: closed \(more(n)) from \(host) \(window) that said no Hello in time"
     }
-    static let closedEarly = LogLimiter.Kind("closed_before_hello") { n, host in
-      "esphome: \(more(n)) from \(host) closed before their Hello"
+    static let closedEarly = LogLimiter.Kind("closed_before_hello") { n, host, window in
+      "esphome: \(more(n)) from \(host) closed before their Hello \(window)"
     }
-    static let malformed = LogLimiter.Kind("bad_input") { n, host in
-      "esphome: closed \(more(n)) from \(host) on bad input"
+    static let malformed = LogLimiter.Kind("bad_input") { n, host, window in
+      "esphome: closed \(more(n)) from \(host) \(window) on bad input"
     }
   }
 
@@ -127,6 +132,14 @@ public final class ESPHomeServer {
       guard listen(raw, 16) == 0 else {
         throw SystemError(errno: errno, "cannot listen on \(endpoint)")
       }
+      // A connection reaches accept once its first bytes have come (an
+      // API client speaks first), or after about this many seconds: a
+      // client is proven by the read that follows its accept, before
+      // silent connections reopened elsewhere can take its place.
+      var deferSeconds = Int32(options.deferAcceptSeconds)
+      setsockopt(
+        raw, Int32(IPPROTO_TCP), TCP_DEFER_ACCEPT, &deferSeconds,
+        socklen_t(MemoryLayout<Int32>.size))
       var bound = SocketAddress()
       _ = bound.withMutableSockaddr { getsockname(raw, $0, $1) }
       port = bound.port
@@ -221,7 +234,7 @@ extension ESPHomeServer: StreamService {
     let decision = admission.arrive(id)
     if decision == .refuse {
       badInput.note(BadInput.refused, from: address.host) {
-        "esphome: refused \(peer): \(stream.clientCount) clients connected, each past its Hello (the cap, [esphome] max_clients = \(options.maxClients))"
+        "esphome: refused \(peer): \(stream.clientCount) clients connected, each past its handshake (the cap, [esphome] max_clients = \(options.maxClients))"
       }
       return .refuse(farewell: [])
     }
@@ -248,10 +261,11 @@ extension ESPHomeServer: StreamService {
 
   func received(_ bytes: UnsafeRawBufferPointer, from client: ClientID, _ connection: Connection) {
     connection.session.heard(at: Clock.now())
-    for event in connection.session.receive(bytes) {
+    let events = connection.session.receive(bytes)
+    if connection.session.isProven { admission.prove(client) }
+    for event in events {
       switch event {
       case .connected(let info):
-        admission.prove(client)
         // The client names itself: one printable line, bounded.
         let name = String(
           String.UnicodeScalarView(
@@ -299,7 +313,7 @@ extension ESPHomeServer: StreamService {
     case .closed(let reason): why = reason
     case .displaced:
       why =
-        "it had not said Hello \(Int(s.connectedAt.seconds(until: Clock.now()))) s after connecting, and its place went to a newcomer ([esphome] max_clients = \(options.maxClients))"
+        "no handshake \(Self.seconds(s.connectedAt)) after connecting, and the proxy was full: its place went to a newcomer ([esphome] max_clients = \(options.maxClients))"
     case .shutdown: why = nil
     }
     // Closed on bad input: its closing line said why (bounded).
@@ -318,6 +332,11 @@ extension ESPHomeServer: StreamService {
     } else if !tally.isEmpty {
       onLog?("esphome: \(connection.peer) closed\(tally)")
     }
+  }
+
+  /// "0.3 s": the time since `t`, for a log line.
+  private static func seconds(_ t: MonotonicTime) -> String {
+    "\((t.seconds(until: Clock.now()) * 10).rounded() / 10) s"
   }
 
   func acceptPaused(errno error: Int32) {

@@ -37,8 +37,8 @@ public final class MQTTBridge {
   /// Malformed commands, said bounded per topic: the first line, then a
   /// summary a minute (anyone who may publish on the broker can send them).
   private var badInput: LimitedLog!
-  static let malformedCommand = LogLimiter.Kind("malformed_command") { n, topic in
-    "mqtt: ignored \(LogLimiter.Kind.count(n, "more malformed command")) on \(topic)"
+  static let malformedCommand = LogLimiter.Kind("malformed_command") { n, topic, window in
+    "mqtt: ignored \(LogLimiter.Kind.count(n, "more malformed command")) on \(topic) \(window)"
   }
 
   public init(loop: EventLoop, settings: Options) throws {
@@ -65,6 +65,9 @@ public final class MQTTBridge {
   }
 
   public var isConnected: Bool { client.isConnected }
+
+  /// Malformed commands received since the start (each counted, few logged).
+  public var malformedCommands: Int { badInput.totals[Self.malformedCommand.name] ?? 0 }
 
   /// The entities shown now (tests; what a reload may remove).
   public var entities: Set<MQTTEntity> { shown.entities }
