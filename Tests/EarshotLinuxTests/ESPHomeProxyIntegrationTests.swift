@@ -150,7 +150,10 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     stalled.stop()
     XCTAssertTrue(agent.waitForLog("gone: the client closed the connection (", limit: 10))
     XCTAssertTrue(agent.log.contains("wrong encryption key (handshake MAC failure)"), agent.log)
-    XCTAssertTrue(agent.log.contains("bad frame indicator 0x47"), agent.log)
+    // The garbage came from the same address as the wrong key: counted
+    // with it and said in the summary at the stop (the bad-input log).
+    let badInput = try agent.client().ok(.status)["esphome"]?["bad_input"]
+    XCTAssertEqual(badInput?["bad_input"], .number(2), agent.log)
     let stalledTally = agent.log.split(separator: "\n").last {
       $0.contains("gone: the client closed the connection (")
     }
@@ -158,6 +161,8 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     // It got what its socket took, then lost the oldest batches, counted.
     XCTAssertFalse(stalledTally?.contains(" 0 dropped") ?? true, agent.log)
     XCTAssertEqual(agent.stop(), 0)
+    XCTAssertTrue(
+      agent.log.contains("esphome: closed 1 more connection from 127.0.0.1 in the last"), agent.log)
   }
 
   /// An agent with the proxy on (encrypted) and no radio to speak of: the
@@ -208,17 +213,21 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     XCTAssertGreaterThanOrEqual(reopened, 7, "\(held)")
     let after = try agent.client().ok(.status)
     let counted = after["esphome"]?["bad_input"]
-    XCTAssertGreaterThanOrEqual(counted?["displaced"]?.number ?? 0, 7, after.encoded)
+    // The first try found every slot taken (at least it displaced one;
+    // later ones may find a slot whose silent holder is still on its way
+    // back, held up by TCP_DEFER_ACCEPT).
+    XCTAssertGreaterThanOrEqual(counted?["displaced"]?.number ?? 0, 1, after.encoded)
     XCTAssertEqual(agent.stop(), 0)
     // Bounded: per kind a first line and a summary (at the stop, within a
     // minute), whatever the number of displaced and reopened connections.
     let esphomeLines = agent.log.split(separator: "\n").filter {
-      $0.contains("esphome:") && !$0.contains("connected (try-") && !$0.contains("gone: the client")
+      $0.contains("esphome:") && !$0.contains("Bluetooth proxy") && !$0.contains("(try-")
+        && !$0.contains("the client disconnected")
     }
     print(
       "lockout figures: tries took \(took) s; \(reopened) reopenings; \(esphomeLines.count) bad-input lines; \(counted?.encoded ?? "?")"
     )
-    XCTAssertLessThanOrEqual(esphomeLines.count, 1 + 2 * 4, esphomeLines.joined(separator: "\n"))
+    XCTAssertLessThanOrEqual(esphomeLines.count, 2 * 4, esphomeLines.joined(separator: "\n"))
   }
 
   /// 500 connections at a proxy whose eight slots are held by subscribed

@@ -140,7 +140,9 @@ public struct LogLimiter: Sendable {
   }
 
   private func summary(_ key: Key, _ window: Window, until now: MonotonicTime) -> String {
-    let seconds = Int(window.start.seconds(until: now).rounded())
+    // Whole seconds, but a tenth under ten ("in the last 0.2 s").
+    let span = window.start.seconds(until: now)
+    let seconds = span < 10 ? "\((span * 10).rounded() / 10)" : "\(Int(span.rounded()))"
     return window.kind.summary(
       window.counted, key.source ?? Self.otherSources, "in the last \(seconds) s")
   }
