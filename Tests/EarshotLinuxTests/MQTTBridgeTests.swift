@@ -343,23 +343,32 @@ final class MQTTBridgeTests: XCTestCase {
     bridge.start()
     try run(loop) { bridge.isConnected }
     try settle(loop)
-    // Published while the loop runs (the broker queues only 1,000 for a
-    // client that does not read); the valid command comes last.
+    // Published at QoS 0 while the loop runs: at QoS 1 the broker keeps
+    // only 1,000 queued for a subscriber (max_queued_messages) and drops
+    // the rest when the publisher is faster. The valid command comes last.
     let pub = Process()
     pub.executableURL = URL(
       fileURLWithPath: try XCTUnwrap(
         Earshot.tool("mosquitto_pub"), "mosquitto_pub (mosquitto-clients)"))
     pub.arguments = [
-      "-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1", "-t", "earshot/testhost/command/volume",
+      "-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "0", "-t", "earshot/testhost/command/volume",
       "-l",
     ]
     let input = Pipe()
     pub.standardInput = input
     let start = Clock.now()
     try pub.run()
-    let payloads = (0..<2000).map { "loud\($0)" }.joined(separator: "\n") + "\n42\n"
-    input.fileHandleForWriting.write(Data(payloads.utf8))
-    try input.fileHandleForWriting.close()
+    // In four bursts half a second apart, so windows pass meanwhile.
+    let writer = input.fileHandleForWriting
+    DispatchQueue.global().async {
+      for burst in 0..<4 {
+        let payloads = (burst * 500..<(burst + 1) * 500).map { "loud\($0)\n" }.joined()
+        writer.write(Data(payloads.utf8))
+        usleep(500_000)
+      }
+      writer.write(Data("42\n".utf8))
+      try? writer.close()
+    }
     try run(loop, limit: 30) { bridge.malformedCommands == 2000 && received.commands.count == 1 }
     pub.waitUntilExit()
     XCTAssertEqual(pub.terminationStatus, 0)

@@ -17,11 +17,11 @@
 ///
 /// Guarantees:
 /// - Memory is bounded whatever the number of sources: at most
-///   `maxSources` are tracked one by one; occurrences from further sources
-///   are counted together per kind, as "other sources" (their first line
-///   is still logged once per window).
-/// - Lines per window: at most two per tracked source and kind (its first
-///   line and its summary), and two per kind for the other sources.
+///   `maxSources` source-and-kind pairs are tracked one by one; occurrences
+///   from further sources are counted together per kind, as "other
+///   sources" (their first line is still logged once per window).
+/// - Lines per window: at most two per tracked pair (its first line and
+///   its summary), and two per kind for the other sources.
 /// - Nothing is lost: every occurrence is in a line or in a count, and
 ///   `finish` says the counts not yet said (at shutdown).
 /// - Windows are on the monotonic clock: no step of the wall clock opens
