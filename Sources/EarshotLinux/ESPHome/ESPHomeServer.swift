@@ -16,9 +16,10 @@ import EarshotCore
 /// newcomer takes the place of the oldest connection that has not proved
 /// itself (`ESPHomeSession.isProven`: the key's Noise handshake, or a
 /// plaintext Hello), so silent or garbage connections never keep Home
-/// Assistant out; it is refused only when every client has proved itself. What peers do
-/// wrong (refused, displaced, no Hello, bad frames) is logged through a
-/// `LimitedLog` per peer address: a first line, then a summary a minute.
+/// Assistant out; it is refused only when every client has proved itself.
+/// What peers do wrong (refused, displaced, no Hello, bad frames) is
+/// logged through a `LimitedLog` per peer address: a first line, then a
+/// summary a minute.
 public final class ESPHomeServer {
   public typealias ClientID = Int
 
@@ -82,7 +83,7 @@ public final class ESPHomeServer {
     static let closedEarly = LogLimiter.Kind("closed_before_hello") { n, host, window in
       "esphome: \(more(n)) from \(host) closed before their Hello \(window)"
     }
-    static let malformed = LogLimiter.Kind("bad_input") { n, host, window in
+    static let malformed = LogLimiter.Kind("closed_on_bad_input") { n, host, window in
       "esphome: closed \(more(n)) from \(host) \(window) on bad input"
     }
   }
@@ -155,7 +156,7 @@ public final class ESPHomeServer {
   }
 
   /// Bad input counted since the start, per kind ("refused", "displaced",
-  /// "no_hello", "closed_before_hello", "bad_input").
+  /// "no_hello", "closed_before_hello", "closed_on_bad_input").
   public var badInputTotals: [String: Int] { badInput.totals }
 
   public var clientCount: Int { stream.clientCount }

@@ -69,6 +69,12 @@ public final class MQTTBridge {
   /// Malformed commands received since the start (each counted, few logged).
   public var malformedCommands: Int { badInput.totals[Self.malformedCommand.name] ?? 0 }
 
+  /// A command that parsed but names nothing here (a tag no one has): said
+  /// bounded, with the malformed ones of its topic.
+  public func ignoredCommand(on topic: String, _ line: @autoclosure () -> String) {
+    badInput.note(Self.malformedCommand, from: topic, line: line)
+  }
+
   /// The entities shown now (tests; what a reload may remove).
   public var entities: Set<MQTTEntity> { shown.entities }
 
@@ -182,6 +188,8 @@ public final class MQTTBridge {
 
   /// This agent's `online`/`offline` topic (its last will says `offline`).
   public var availabilityTopic: String { settings.topics.availability }
+  /// The topics this bridge publishes and listens on.
+  public var topics: MQTTTopics { settings.topics }
 
   public func volume(_ level: Double, muted: Bool) {
     send(
