@@ -53,6 +53,11 @@ final class InProcessAgent: @unchecked Sendable {
   private let ready = DispatchSemaphore(value: 0)
   private let finished = DispatchSemaphore(value: 0)
   private var stopped = false
+  private let logLock = NSLock()
+  private var logged: [String] = []
+
+  /// What the daemon logged so far.
+  var log: [String] { logLock.withLock { logged } }
 
   var stateDirectory: String { directory + "/state" }
   var stateFile: String { stateDirectory + "/find-phone-volume" }
@@ -80,7 +85,9 @@ final class InProcessAgent: @unchecked Sendable {
       config.findPhone = findPhone
       let agent = try Agent(
         config: config.inTest(directory),
-        surroundings: .test(directory: directory, audio: .given(alert: audio, volume: audio)))
+        surroundings: .test(
+          directory: directory, audio: .given(alert: audio, volume: audio),
+          log: { [self] line in logLock.withLock { logged.append(line) } }))
       stopFD = agent.daemon.stopDescriptor.rawValue
       ready.signal()
       try agent.run()
@@ -249,20 +256,35 @@ final class DaemonInProcessTests: XCTestCase {
     chmod(agent.directory, 0o755)
     // Past the file mode, so that only SO_PEERCRED stands in the way.
     chmod(agent.socket, 0o666)
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-    p.arguments = [
-      "--reuid=65534", "--regid=65534", "--clear-groups", try earshotBinary(), "status", "--socket",
-      agent.socket,
-    ]
-    let err = Pipe()
-    p.standardError = err
-    p.standardOutput = FileHandle.nullDevice
-    try p.run()
-    let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    p.waitUntilExit()
-    XCTAssertEqual(p.terminationStatus, 1)
-    XCTAssertTrue(text.contains("permission_denied"), text)
+    // Five tries: each refused, one line logged and the rest counted.
+    for _ in 0..<5 {
+      let p = Process()
+      p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+      p.arguments = [
+        "--reuid=65534", "--regid=65534", "--clear-groups", try earshotBinary(), "status",
+        "--socket", agent.socket,
+      ]
+      let err = Pipe()
+      p.standardError = err
+      p.standardOutput = FileHandle.nullDevice
+      try p.run()
+      let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      p.waitUntilExit()
+      XCTAssertEqual(p.terminationStatus, 1)
+      XCTAssertTrue(text.contains("permission_denied"), text)
+    }
     XCTAssertEqual(try agent.client().ok(.findStatus)["ok"], .bool(true), "root is served")
+    let first = agent.log.filter { $0.contains("control socket: refused") }
+    XCTAssertEqual(first.count, 1, "\(first)")
+    XCTAssertTrue(
+      first.first?.hasSuffix("uid 65534: not root, not uid 0, not in the allowed group") ?? false,
+      "\(first)")
+    agent.stop()
+    let refused = agent.log.filter { $0.contains("control socket: refused") }
+    XCTAssertEqual(refused.count, 2, "\(refused)")
+    XCTAssertTrue(
+      refused.last?.hasPrefix(
+        "control socket: refused 4 more connections from uid 65534 in the last")
+        ?? false, "\(refused)")
   }
 }

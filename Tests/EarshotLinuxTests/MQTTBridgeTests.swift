@@ -321,6 +321,78 @@ final class MQTTBridgeTests: XCTestCase {
     bridge.close()
   }
 
+  /// Issue 42: 2,000 malformed volume commands wrote 2,000 lines. Now the
+  /// first is logged whole, the rest counted per topic and said in one
+  /// line per window (here 1 s, to see windows pass; the agent's is 60 s)
+  /// and at the close; the valid command behind them still arrives.
+  func testTwoThousandMalformedCommandsAreAFewLines() throws {
+    let broker = try Broker()
+    let loop = try EventLoop()
+    let bridge = try {
+      var options = MQTTClient.Options(clientID: "earshot-test-\(getpid())")
+      options.host = "127.0.0.1"
+      options.port = Int32(broker.port)
+      let topics = MQTTTopics(base: "earshot/testhost")
+      var settings = MQTTBridge.Options(client: options, topics: topics, discovery: nil)
+      settings.badInputLogInterval = 1
+      return try MQTTBridge(loop: loop, settings: settings)
+    }()
+    let received = Received()
+    bridge.onCommand = { received.commands.append($0) }
+    bridge.onLog = { received.logs.append($0) }
+    bridge.start()
+    try run(loop) { bridge.isConnected }
+    try settle(loop)
+    // Published at QoS 0 while the loop runs: at QoS 1 the broker keeps
+    // only 1,000 queued for a subscriber (max_queued_messages) and drops
+    // the rest when the publisher is faster. The valid command comes last.
+    let pub = Process()
+    pub.executableURL = URL(
+      fileURLWithPath: try XCTUnwrap(
+        Earshot.tool("mosquitto_pub"), "mosquitto_pub (mosquitto-clients)"))
+    pub.arguments = [
+      "-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "0", "-t", "earshot/testhost/command/volume",
+      "-l",
+    ]
+    let input = Pipe()
+    pub.standardInput = input
+    let start = Clock.now()
+    try pub.run()
+    // In four bursts half a second apart, so windows pass meanwhile.
+    let writer = input.fileHandleForWriting
+    DispatchQueue.global().async {
+      for burst in 0..<4 {
+        let payloads = (burst * 500..<(burst + 1) * 500).map { "loud\($0)\n" }.joined()
+        writer.write(Data(payloads.utf8))
+        usleep(500_000)
+      }
+      writer.write(Data("42\n".utf8))
+      try? writer.close()
+    }
+    try run(loop, limit: 30) { bridge.malformedCommands == 2000 && received.commands.count == 1 }
+    pub.waitUntilExit()
+    XCTAssertEqual(pub.terminationStatus, 0)
+    let seconds = start.seconds(until: Clock.now())
+    XCTAssertEqual(received.commands, [.setVolume(0.42)])
+    bridge.close()
+    let logged = received.logs.filter { $0.contains("command/volume") }
+    print(
+      "mqtt figures: 2000 malformed commands in \(seconds) s, \(logged.count) logged: \(logged)")
+    XCTAssertEqual(
+      logged.first,
+      "mqtt: ignored command on earshot/testhost/command/volume: expected a number from 0 to 100, got 'loud0'"
+    )
+    // The first line, at most one summary per second that passed, one at the close.
+    XCTAssertLessThanOrEqual(logged.count, 2 + Int(seconds.rounded(.up)), "\(logged)")
+    XCTAssertGreaterThanOrEqual(logged.count, 2, "\(logged)")
+    // Nothing lost: the summaries add up to the 1,999 after the first.
+    let counted = logged.dropFirst().compactMap { line -> Int? in
+      guard let r = line.range(of: "ignored ") else { return nil }
+      return Int(line[r.upperBound...].prefix { $0.isNumber })
+    }
+    XCTAssertEqual(counted.reduce(0, +), 1999, "\(logged)")
+  }
+
   /// Tags: `command/ring_tag/NAME` (a second topic level, its own
   /// subscription), the tag's state and battery, its "Ring NAME" button.
   func testRingTagCommandsAndTagEntities() throws {

@@ -61,6 +61,26 @@ final class StreamServerTests: XCTestCase {
     XCTAssertEqual(Set(fixture.service.allFrames), ["one", "two"])
   }
 
+  /// A full server whose service names a client to make room: that one
+  /// is dropped (`displaced`, told once), the newcomer served, the cap kept.
+  func testAServiceMayGiveAClientsPlaceToANewcomer() throws {
+    let fixture = try Fixture(maxClients: 2)
+    fixture.service.displaceOldest = true
+    let first = try fixture.connect()
+    let second = try fixture.connect()
+    try fixture.run { fixture.service.admitted == 2 }
+    let third = try fixture.connect()
+    defer { for client in [first, second, third] { client.close() } }
+    try fixture.run { fixture.service.admitted == 3 }
+    XCTAssertEqual(fixture.service.drops, [1: .displaced])
+    XCTAssertEqual(try first.readToEnd(), "")
+    XCTAssertEqual(fixture.server.clientCount, 2)
+    try second.write("two\n")
+    try third.write("three\n")
+    try fixture.run { fixture.service.allFrames.count == 2 }
+    XCTAssertEqual(fixture.service.allFrames, ["two", "three"])
+  }
+
   func testASlowClientIsDroppedWhileTheOthersContinue() throws {
     let fixture = try Fixture(maxQueuedBytes: 64 * 1024)
     let slow = try fixture.connect(receiveBuffer: 4096)
@@ -107,6 +127,9 @@ private final class LineService: StreamService {
   weak var server: StreamServer<LineService>?
   var admitted = 0
   var refused = 0
+  /// When full: take the place of the oldest client instead of refusing.
+  var displaceOldest = false
+  private var served: [StreamClientID] = []
   var frames: [StreamClientID: [String]] = [:]
   var drops: [StreamClientID: StreamDropReason] = [:]
 
@@ -114,9 +137,14 @@ private final class LineService: StreamService {
 
   var allFrames: [String] { frames.keys.sorted().flatMap { frames[$0]! } }
 
-  func admit(_ socket: FileDescriptor, from peer: SocketAddress, full: Bool) -> StreamAdmission<
-    Connection
-  > {
+  func admit(_ socket: FileDescriptor, from peer: SocketAddress, as id: StreamClientID, full: Bool)
+    -> StreamAdmission<Connection>
+  {
+    if full, displaceOldest {
+      admitted += 1
+      served.append(id)
+      return .acceptDisplacing(Connection(maxFrame: maxFrame), served.removeFirst())
+    }
     if full {
       refused += 1
       return .refuse(farewell: Array("full\n".utf8))
@@ -125,6 +153,7 @@ private final class LineService: StreamService {
     // Small kernel buffers: a client that does not read fills them fast.
     var size: Int32 = 4096
     setsockopt(socket.rawValue, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    served.append(id)
     return .accept(Connection(maxFrame: maxFrame))
   }
 

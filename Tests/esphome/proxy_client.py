@@ -21,6 +21,17 @@
       CLIENTS aioesphomeapi clients in one process, each connected and
       subscribed; prints "subscribed", then after SECONDS one JSON line
       with the advertisements each received.
+  proxy_client.py hold PORT COUNT SECONDS
+      COUNT connections that never send a byte, each reopened as soon as the
+      proxy closes it, for SECONDS; prints "holding" once all are open, then
+      one JSON line: how many times they were reopened.
+  proxy_client.py connect PORT KEY TIMES GAP
+      aioesphomeapi connects (Hello, device info) TIMES times, GAP seconds
+      apart, each given 10 s; prints one JSON line: the seconds each took,
+      or its error.
+  proxy_client.py flood PORT COUNT
+      COUNT connections opened and closed at once, one after another;
+      prints how many as JSON.
   proxy_client.py repeat-capture IN OUT TIMES
       writes a capture of IN's records repeated TIMES times, each copy
       after the last (a busier capture for the back-pressure test).
@@ -128,6 +139,70 @@ async def load(port, key, clients, seconds):
     print(json.dumps({"received": counts}), flush=True)
 
 
+async def hold(port, count, seconds):
+    reopened = 0
+    ready = asyncio.Event()
+    opened = 0
+
+    async def slot():
+        nonlocal reopened, opened
+        first = True
+        while True:
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(0.01)
+                continue
+            if first:
+                opened += 1
+                if opened == count:
+                    ready.set()
+                first = False
+            else:
+                reopened += 1
+            try:
+                while await reader.read(4096):
+                    pass
+            except OSError:
+                pass
+            writer.close()
+
+    tasks = [asyncio.create_task(slot()) for _ in range(count)]
+    await ready.wait()
+    print("holding", flush=True)
+    await asyncio.sleep(seconds)
+    for t in tasks:
+        t.cancel()
+    print(json.dumps({"reopened": reopened}), flush=True)
+
+
+async def connect_times(port, key, times, gap):
+    from aioesphomeapi import APIClient
+
+    took, errors = [], []
+    for i in range(times):
+        cli = APIClient("127.0.0.1", port, None, noise_psk=key or None, client_info=f"try-{i}")
+        start = time.monotonic()
+        try:
+            await asyncio.wait_for(cli.connect(login=True), 10)
+            await asyncio.wait_for(cli.device_info(), 10)
+            took.append(round(time.monotonic() - start, 3))
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"{type(e).__name__}: {e}")
+        try:
+            await cli.disconnect()
+        except Exception:  # noqa: BLE001
+            pass
+        await asyncio.sleep(gap)
+    print(json.dumps({"took": took, "errors": errors}), flush=True)
+
+
+def flood(port, count):
+    for _ in range(count):
+        socket.create_connection(("127.0.0.1", port)).close()
+    print(json.dumps({"opened": count}), flush=True)
+
+
 def frame(payload):
     return bytes((1, len(payload) >> 8, len(payload) & 0xFF)) + payload
 
@@ -223,6 +298,12 @@ if __name__ == "__main__":
         garbage(int(args[0]))
     elif cmd == "load":
         asyncio.run(load(int(args[0]), args[1], int(args[2]), float(args[3])))
+    elif cmd == "hold":
+        asyncio.run(hold(int(args[0]), int(args[1]), float(args[2])))
+    elif cmd == "connect":
+        asyncio.run(connect_times(int(args[0]), args[1], int(args[2]), float(args[3])))
+    elif cmd == "flood":
+        flood(int(args[0]), int(args[1]))
     elif cmd == "repeat-capture":
         repeat_capture(args[0], args[1], int(args[2]))
     else:

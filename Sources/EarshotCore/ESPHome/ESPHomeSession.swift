@@ -66,9 +66,15 @@ public struct ESPHomeSession {
   private var batchesHead = 0
   public private(set) var subscribed = false
   /// When the client connected, last sent anything, and whether it said Hello.
-  private var connectedAt: MonotonicTime
+  public private(set) var connectedAt: MonotonicTime
   private var lastHeard: MonotonicTime
-  private var saidHello = false
+  /// The client said Hello: its handshake is done (with a key, the Hello
+  /// comes only through the Noise session the key opened).
+  public private(set) var saidHello = false
+  /// The session ended on bad input from the client (a malformed or
+  /// unexpected frame, a wrong key, a message that does not decode), not
+  /// on an orderly disconnect.
+  public private(set) var closedOnBadInput = false
   private var pinged = false
   public private(set) var droppedBatches = 0
   public private(set) var sentBatches = 0
@@ -97,6 +103,14 @@ public struct ESPHomeSession {
   }
 
   public var queuedBatches: Int { batches.count - batchesHead }
+
+  /// The client has shown it is one: with a key, the Noise handshake is
+  /// done (it proved the key; aioesphomeapi's first write does it); in
+  /// plaintext, it said Hello (its first message).
+  public var isProven: Bool {
+    if isClosing { return false }
+    return saidHello || sendCipher != nil
+  }
 
   // MARK: Input
 
@@ -150,7 +164,10 @@ public struct ESPHomeSession {
     }
   }
 
-  private mutating func fail(_ reason: String, errorFrame: [UInt8] = []) -> Event {
+  private mutating func fail(_ reason: String, errorFrame: [UInt8] = [], badInput: Bool = true)
+    -> Event
+  {
+    closedOnBadInput = badInput
     replies += errorFrame
     phase = .closing
     batches.removeAll()
@@ -223,9 +240,9 @@ public struct ESPHomeSession {
       reply(.authenticationResponse, [])  // no password: invalid_password = false
     case .disconnect:
       reply(.disconnectResponse, [])
-      events.append(fail("the client disconnected"))
+      events.append(fail("the client disconnected", badInput: false))
     case .disconnected:
-      events.append(fail("the client acknowledged the disconnect"))
+      events.append(fail("the client acknowledged the disconnect", badInput: false))
     case .ping: reply(.pingResponse, [])
     case .pong: break
     case .deviceInfo: reply(.deviceInfoResponse, ESPHomeServerMessage.deviceInfoResponse(info))
@@ -286,7 +303,7 @@ public struct ESPHomeSession {
   /// the session closes. Nothing is said before the handshake is done.
   public mutating func goodbye() {
     if case .ready = phase { reply(.disconnectRequest, []) }
-    if !isClosing { _ = fail("the agent stops") }
+    if !isClosing { _ = fail("the agent stops", badInput: false) }
   }
 
   /// Queues one BluetoothLERawAdvertisementsResponse body if the client

@@ -45,6 +45,11 @@ public final class ControlServer {
   /// Clients refused at the cap while it lasts (said once per episode).
   private var atCap = false
   private var refusedAtCap = 0
+  /// Refused users, said bounded: a first line per uid, then a summary a minute.
+  private var badInput: LimitedLog!
+  static let refusedUser = LogLimiter.Kind("refused") { n, uid, window in
+    "control socket: refused \(LogLimiter.Kind.count(n, "more connection")) from \(uid) \(window)"
+  }
 
   final class Connection {
     let peer: UnixSocket.PeerCredentials
@@ -88,6 +93,7 @@ public final class ControlServer {
     // A client may send its requests and close its end: it is answered.
     limits.answerAfterEndOfInput = true
     limits.acceptPause = 100_000_000
+    badInput = LimitedLog(loop: loop) { [unowned self] in self.onLog?($0) }
     stream = try StreamServer(loop: loop, listener: fd, limits: limits, service: self)
   }
 
@@ -126,6 +132,7 @@ public final class ControlServer {
   public func shutdown() {
     stream.shutdown()
     unlink(options.path)
+    badInput.finish()
   }
 
   /// Queues one line (a newline is added) for a client. Returns false when
@@ -154,14 +161,14 @@ public final class ControlServer {
 }
 
 extension ControlServer: StreamService {
-  func admit(_ socket: FileDescriptor, from _: SocketAddress, full: Bool) -> StreamAdmission<
-    Connection
-  > {
+  func admit(_ socket: FileDescriptor, from _: SocketAddress, as _: ClientID, full: Bool)
+    -> StreamAdmission<Connection>
+  {
     guard let peer = UnixSocket.peerCredentials(socket) else { return .refuse(farewell: []) }
     if !allowed(peer) {
-      onLog?(
+      badInput.note(Self.refusedUser, from: "uid \(peer.uid)") {
         "control socket: refused pid \(peer.pid) uid \(peer.uid): not root, not uid \(ownUID), not in the allowed group"
-      )
+      }
       return .refuse(
         farewell: Self.refusal(
           ControlError(

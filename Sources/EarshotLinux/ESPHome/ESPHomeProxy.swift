@@ -133,6 +133,14 @@ public final class ESPHomeProxy {
       ("skipped", .number(Double(skipped))),
       ("batches_offered", .number(Double(server.batchesOffered))),
       ("batches_dropped", .number(Double(server.batchesDropped))),
+      // Connections refused, displaced before their Hello, and the like.
+      (
+        "bad_input",
+        .object(
+          server.badInputTotals.sorted { $0.key < $1.key }.map {
+            ($0.key, .number(Double($0.value)))
+          })
+      ),
     ])
   }
 

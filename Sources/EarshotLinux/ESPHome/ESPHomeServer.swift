@@ -11,6 +11,15 @@ import EarshotCore
 /// output being written plus its session's bounded queue, so a client that
 /// stops reading costs a bounded amount of memory and its oldest
 /// advertisement batches, never the loop's time or another client's frames.
+///
+/// Slots go by `HandshakeAdmission`: when all `maxClients` are taken, a
+/// newcomer takes the place of the oldest connection that has not proved
+/// itself (`ESPHomeSession.isProven`: the key's Noise handshake, or a
+/// plaintext Hello), so silent or garbage connections never keep Home
+/// Assistant out; it is refused only when every client has proved itself.
+/// What peers do wrong (refused, displaced, no Hello, bad frames) is
+/// logged through a `LimitedLog` per peer address: a first line, then a
+/// summary a minute.
 public final class ESPHomeServer {
   public typealias ClientID = Int
 
@@ -25,6 +34,12 @@ public final class ESPHomeServer {
     public var info: ESPHomeDeviceInfo
     public var serverInfo: String
     public var limits = ESPHomeSession.Limits()
+    /// Seconds per window of the bad-input log (`LogLimiter`).
+    public var badInputLogInterval = 60.0
+    /// TCP_DEFER_ACCEPT: a connection that sends nothing is handed to the
+    /// proxy only after this (the kernel rounds it up to its SYN-ACK
+    /// retransmissions: 3 s is about 3 s).
+    public var deferAcceptSeconds = 3
 
     public init(
       bind: String, port: Int, maxClients: Int, psk: [UInt8]?, info: ESPHomeDeviceInfo,
@@ -41,12 +56,35 @@ public final class ESPHomeServer {
 
   final class Connection {
     let peer: String
+    /// The peer's address without its port: what the bad-input log counts by.
+    let host: String
     var session: ESPHomeSession
     var askedForScannerMode = false
 
-    init(peer: String, session: ESPHomeSession) {
+    init(peer: String, host: String, session: ESPHomeSession) {
       self.peer = peer
+      self.host = host
       self.session = session
+    }
+  }
+
+  /// What peers do wrong, as the bad-input log counts and summarises it.
+  enum BadInput {
+    private static func more(_ n: Int) -> String { LogLimiter.Kind.count(n, "more connection") }
+    static let refused = LogLimiter.Kind("refused") { n, host, window in
+      "esphome: refused \(more(n)) from \(host) \(window) (every slot held by a proven client)"
+    }
+    static let displaced = LogLimiter.Kind("displaced") { n, host, window in
+      "esphome: closed \(more(n)) from \(host) \(window) to make room (no handshake yet)"
+    }
+    static let noHello = LogLimiter.Kind("no_hello") { n, host, window in
+      "esphome: closed \(more(n)) from \(host) \(window) that said no Hello in time"
+    }
+    static let closedEarly = LogLimiter.Kind("closed_before_hello") { n, host, window in
+      "esphome: \(more(n)) from \(host) closed before their Hello \(window)"
+    }
+    static let malformed = LogLimiter.Kind("closed_on_bad_input") { n, host, window in
+      "esphome: closed \(more(n)) from \(host) \(window) on bad input"
     }
   }
 
@@ -62,6 +100,8 @@ public final class ESPHomeServer {
   private let loop: EventLoop
   private var stream: StreamServer<ESPHomeServer>!
   private let crypto: LibcryptoNoise?
+  private var admission: HandshakeAdmission<ClientID>
+  private var badInput: LimitedLog!
   /// Sweeps clients past their Hello or idle deadline while any are connected.
   private var sweep: EventLoop.TimerID?
   /// Batches handed to subscribers, and those dropped for slow ones (counted per client).
@@ -72,6 +112,7 @@ public final class ESPHomeServer {
     self.loop = loop
     self.options = options
     crypto = options.psk == nil ? nil : LibcryptoNoise()
+    admission = HandshakeAdmission(capacity: options.maxClients)
     guard let address = SocketAddress(ip: options.bind, port: options.port) else {
       throw SystemError(errno: EINVAL, "[esphome] bind = \(options.bind) is not an IP address")
     }
@@ -92,6 +133,14 @@ public final class ESPHomeServer {
       guard listen(raw, 16) == 0 else {
         throw SystemError(errno: errno, "cannot listen on \(endpoint)")
       }
+      // A connection reaches accept once its first bytes have come (an
+      // API client speaks first), or after about this many seconds: a
+      // client is proven by the read that follows its accept, before
+      // silent connections reopened elsewhere can take its place.
+      var deferSeconds = Int32(options.deferAcceptSeconds)
+      setsockopt(
+        raw, Int32(IPPROTO_TCP), TCP_DEFER_ACCEPT, &deferSeconds,
+        socklen_t(MemoryLayout<Int32>.size))
       var bound = SocketAddress()
       _ = bound.withMutableSockaddr { getsockname(raw, $0, $1) }
       port = bound.port
@@ -99,9 +148,16 @@ public final class ESPHomeServer {
       fd.close()
       throw error
     }
+    badInput = LimitedLog(loop: loop, interval: options.badInputLogInterval) { [unowned self] in
+      self.onLog?($0)
+    }
     stream = try StreamServer(
       loop: loop, listener: fd, limits: .init(maxClients: options.maxClients), service: self)
   }
+
+  /// Bad input counted since the start, per kind ("refused", "displaced",
+  /// "no_hello", "closed_before_hello", "closed_on_bad_input").
+  public var badInputTotals: [String: Int] { badInput.totals }
 
   public var clientCount: Int { stream.clientCount }
   public var subscriberCount: Int {
@@ -118,6 +174,7 @@ public final class ESPHomeServer {
       pump(id, connection)
     }
     stream.shutdown()
+    badInput.finish()
   }
 
   /// Every 2 s while clients are connected: time for each session (those
@@ -171,14 +228,15 @@ public final class ESPHomeServer {
 }
 
 extension ESPHomeServer: StreamService {
-  func admit(_ socket: FileDescriptor, from address: SocketAddress, full: Bool)
-    -> StreamAdmission<Connection>
-  {
+  func admit(
+    _ socket: FileDescriptor, from address: SocketAddress, as id: ClientID, full _: Bool
+  ) -> StreamAdmission<Connection> {
     let peer = address.description
-    if full {
-      onLog?(
-        "esphome: refused \(peer): \(stream.clientCount) clients connected, the cap ([esphome] max_clients = \(options.maxClients))"
-      )
+    let decision = admission.arrive(id)
+    if decision == .refuse {
+      badInput.note(BadInput.refused, from: address.host) {
+        "esphome: refused \(peer): \(stream.clientCount) clients connected, each past its handshake (the cap, [esphome] max_clients = \(options.maxClients))"
+      }
       return .refuse(farewell: [])
     }
     var nodelay: Int32 = 1
@@ -195,12 +253,18 @@ extension ESPHomeServer: StreamService {
       info: options.info, serverInfo: options.serverInfo, psk: options.psk, crypto: crypto,
       limits: options.limits, connectedAt: Clock.now())
     scheduleSweep()
-    return .accept(Connection(peer: peer, session: session))
+    let connection = Connection(peer: peer, host: address.host, session: session)
+    if case .admitDisplacing(let oldest) = decision {
+      return .acceptDisplacing(connection, oldest)
+    }
+    return .accept(connection)
   }
 
   func received(_ bytes: UnsafeRawBufferPointer, from client: ClientID, _ connection: Connection) {
     connection.session.heard(at: Clock.now())
-    for event in connection.session.receive(bytes) {
+    let events = connection.session.receive(bytes)
+    if connection.session.isProven { admission.prove(client) }
+    for event in events {
       switch event {
       case .connected(let info):
         // The client names itself: one printable line, bounded.
@@ -220,7 +284,13 @@ extension ESPHomeServer: StreamService {
           "esphome: \(connection.peer) asked for \(active ? "active" : "passive") scanning; the scanner follows [scanner] passive (it is shared with presence)"
         )
         onScannerMode?(active)
-      case .closing(let reason): onLog?("esphome: closing \(connection.peer): \(reason)")
+      case .closing(let reason):
+        let line = "esphome: closing \(connection.peer): \(reason)"
+        if connection.session.closedOnBadInput {
+          badInput.note(BadInput.malformed, from: connection.host) { line }
+        } else {
+          onLog?(line)
+        }
       }
     }
     pump(client, connection)
@@ -229,6 +299,7 @@ extension ESPHomeServer: StreamService {
   func nextOutput(for connection: Connection) -> [UInt8]? { connection.session.takeOutput() }
 
   func dropped(_ client: ClientID, _ connection: Connection, _ reason: StreamDropReason) {
+    admission.leave(client)
     let s = connection.session
     let tally =
       s.subscribed || s.sentBatches > 0
@@ -241,13 +312,32 @@ extension ESPHomeServer: StreamService {
     case .socketError: why = "socket error"
     case .outputOverflow: why = "it does not read"  // not reached: the session bounds its queue
     case .closed(let reason): why = reason
+    case .displaced:
+      why =
+        "no handshake \(Self.seconds(s.connectedAt)) after connecting, and the proxy was full: its place went to a newcomer ([esphome] max_clients = \(options.maxClients))"
     case .shutdown: why = nil
     }
-    if let why {
+    // Closed on bad input: its closing line said why (bounded).
+    if s.closedOnBadInput, tally.isEmpty { return }
+    if let why, !s.saidHello {
+      // Before its Hello a connection is anyone's: counted, said bounded.
+      let kind: LogLimiter.Kind
+      switch reason {
+      case .displaced: kind = BadInput.displaced
+      case .closed: kind = BadInput.noHello
+      default: kind = BadInput.closedEarly
+      }
+      badInput.note(kind, from: connection.host) { "esphome: \(connection.peer) gone: \(why)" }
+    } else if let why {
       onLog?("esphome: \(connection.peer) gone: \(why)\(tally)")
     } else if !tally.isEmpty {
       onLog?("esphome: \(connection.peer) closed\(tally)")
     }
+  }
+
+  /// "0.3 s": the time since `t`, for a log line.
+  private static func seconds(_ t: MonotonicTime) -> String {
+    "\((t.seconds(until: Clock.now()) * 10).rounded() / 10) s"
   }
 
   func acceptPaused(errno error: Int32) {

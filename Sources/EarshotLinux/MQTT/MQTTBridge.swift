@@ -13,6 +13,8 @@ public final class MQTTBridge {
     public var retain = true
     /// Seconds between two publications of one beacon's distance.
     public var beaconInterval: Double = 10
+    /// Seconds per window of the malformed-command log (`LogLimiter`).
+    public var badInputLogInterval = 60.0
 
     public init(client: MQTTClient.Options, topics: MQTTTopics, discovery: HomeAssistantDiscovery?)
     {
@@ -32,6 +34,12 @@ public final class MQTTBridge {
   /// What the broker should hold; every publication comes from it.
   private var shown: MQTTShownState
   private var limiter: BeaconRateLimiter
+  /// Malformed commands, said bounded per topic: the first line, then a
+  /// summary a minute (anyone who may publish on the broker can send them).
+  private var badInput: LimitedLog!
+  static let malformedCommand = LogLimiter.Kind("malformed_command") { n, topic, window in
+    "mqtt: ignored \(LogLimiter.Kind.count(n, "more malformed command")) on \(topic) \(window)"
+  }
 
   public init(loop: EventLoop, settings: Options) throws {
     var options = settings.client
@@ -43,6 +51,9 @@ public final class MQTTBridge {
       availabilityTopic: settings.topics.availability, eventsTopic: settings.topics.events,
       retain: settings.retain)
     client = try MQTTClient(loop: loop, options: options)
+    badInput = LimitedLog(loop: loop, interval: settings.badInputLogInterval) { [unowned self] in
+      self.onLog?($0)
+    }
     client.onConnect = { [weak self] in self?.connected() }
     client.onDisconnect = { [weak self] in self?.shown.disconnected() }
     client.onMessage = { [weak self] topic, payload in self?.received(topic, payload) }
@@ -54,6 +65,15 @@ public final class MQTTBridge {
   }
 
   public var isConnected: Bool { client.isConnected }
+
+  /// Malformed commands received since the start (each counted, few logged).
+  public var malformedCommands: Int { badInput.totals[Self.malformedCommand.name] ?? 0 }
+
+  /// A command that parsed but names nothing here (a tag no one has): said
+  /// bounded, with the malformed ones of its topic.
+  public func ignoredCommand(on topic: String, _ line: @autoclosure () -> String) {
+    badInput.note(Self.malformedCommand, from: topic, line: line)
+  }
 
   /// The entities shown now (tests; what a reload may remove).
   public var entities: Set<MQTTEntity> { shown.entities }
@@ -68,6 +88,7 @@ public final class MQTTBridge {
   public func close() {
     send(shown.stopping())
     client.close()
+    badInput.finish()
   }
 
   // MARK: What Earshot reports
@@ -167,6 +188,8 @@ public final class MQTTBridge {
 
   /// This agent's `online`/`offline` topic (its last will says `offline`).
   public var availabilityTopic: String { settings.topics.availability }
+  /// The topics this bridge publishes and listens on.
+  public var topics: MQTTTopics { settings.topics }
 
   public func volume(_ level: Double, muted: Bool) {
     send(
@@ -256,7 +279,10 @@ public final class MQTTBridge {
   private func received(_ topic: String, _ payload: [UInt8]) {
     switch MQTTCommand.parse(topic: topic, payload: payload, topics: settings.topics) {
     case .success(let command): onCommand?(command)
-    case .failure(let error): onLog?("mqtt: \(error)")
+    case .failure(let error):
+      // The topic is the source (MQTT does not say who published); the
+      // limiter bounds how many it tracks (ring_tag/+ takes any name).
+      badInput.note(Self.malformedCommand, from: topic) { "mqtt: \(error)" }
     }
   }
 }

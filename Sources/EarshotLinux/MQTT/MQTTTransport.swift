@@ -69,7 +69,9 @@ public final class MQTTTransport: AgentTransport {
     case .setMute(let muted): (request, what) = (.volumeMute(muted), muted ? "mute" : "unmute")
     case .ringTag(let slug, let level):
       guard let tag = agent.tags?.tagName(slug: slug) else {
-        agent.log("mqtt: ring_tag/\(slug) ignored: no [tag] has that name")
+        bridge.ignoredCommand(
+          on: bridge.topics.ringTagPrefix + slug,
+          "mqtt: ring_tag/\(slug) ignored: no [tag] has that name")
         return
       }
       (request, what) = (.ring(target: tag, level: level), "ring_tag \(tag) \(level)")

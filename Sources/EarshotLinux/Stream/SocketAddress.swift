@@ -45,17 +45,26 @@ struct SocketAddress: CustomStringConvertible {
 
   /// "192.0.2.1:6053", "[2001:db8::1]:6053"; "local" for a Unix socket's peer.
   var description: String {
+    switch family {
+    case AF_INET: "\(host):\(port)"
+    case AF_INET6: "[\(host)]:\(port)"
+    default: "local"
+    }
+  }
+
+  /// The address without its port: "192.0.2.1", "2001:db8::1"; "local".
+  var host: String {
     var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
     return withUnsafeBytes(of: storage) { raw in
       switch family {
       case AF_INET:
         var a = raw.load(as: sockaddr_in.self).sin_addr
         inet_ntop(AF_INET, &a, &text, socklen_t(text.count))
-        return "\(Self.string(text)):\(port)"
+        return Self.string(text)
       case AF_INET6:
         var a = raw.load(as: sockaddr_in6.self).sin6_addr
         inet_ntop(AF_INET6, &a, &text, socklen_t(text.count))
-        return "[\(Self.string(text))]:\(port)"
+        return Self.string(text)
       default: return "local"
       }
     }

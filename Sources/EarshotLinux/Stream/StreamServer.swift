@@ -13,12 +13,12 @@ protocol StreamService: AnyObject {
   /// One client's protocol state (its framer, its session).
   associatedtype Connection: AnyObject
 
-  /// A client connected. `full` says the server already serves
-  /// `maxClients`: it is refused whatever this returns, so the service
-  /// only decides what the refusal says.
-  func admit(_ socket: FileDescriptor, from peer: SocketAddress, full: Bool) -> StreamAdmission<
-    Connection
-  >
+  /// A client connected; if admitted it is `id`. `full` says the server
+  /// already serves `maxClients`: it is refused unless the service names
+  /// a client to make room (`acceptDisplacing`).
+  func admit(
+    _ socket: FileDescriptor, from peer: SocketAddress, as id: StreamClientID, full: Bool
+  ) -> StreamAdmission<Connection>
   /// Bytes from one read, cut anywhere: a frame may span reads and one
   /// read may hold several frames.
   func received(
@@ -33,6 +33,9 @@ protocol StreamService: AnyObject {
 
 enum StreamAdmission<Connection> {
   case accept(Connection)
+  /// Accepted in the place of a client the service names, which is dropped
+  /// first (`displaced`); the way a full server lets a newcomer in.
+  case acceptDisplacing(Connection, StreamClientID)
   /// Refused: `farewell` is offered to the socket once, then it is closed.
   case refuse(farewell: [UInt8])
 }
@@ -48,6 +51,8 @@ enum StreamDropReason: Equatable, Sendable {
   case outputOverflow
   /// The service closed it, for this reason (nil: nothing to log).
   case closed(String?)
+  /// The service gave its place to a newcomer (`acceptDisplacing`).
+  case displaced
   case shutdown
 }
 
@@ -59,7 +64,8 @@ enum StreamDropReason: Equatable, Sendable {
 ///   at most `readsPerWakeup` reads of `readChunk` bytes per wake-up, so a
 ///   busy client cannot starve the others.
 /// - At most `maxClients` clients; one more is refused (with the service's
-///   farewell) and closed, the others go on.
+///   farewell) and closed, the others go on, unless the service names a
+///   client whose place it takes (that one is dropped first).
 /// - Memory per client is bounded: one read chunk is shared by all, frames
 ///   are bounded by the service's framer, and queued output by
 ///   `maxQueuedBytes`: a client whose queue would pass it is dropped
@@ -202,26 +208,36 @@ final class StreamServer<Service: StreamService> {
   private func admit(_ fd: FileDescriptor, from peer: SocketAddress) {
     guard let service else { return fd.close() }
     let full = clients.count >= limits.maxClients
-    switch service.admit(fd, from: peer, full: full) {
+    let id = nextID
+    nextID += 1
+    let connection: Service.Connection
+    switch service.admit(fd, from: peer, as: id, full: full) {
     case .refuse(let farewell):
-      refuse(fd, farewell)
+      return refuse(fd, farewell)
     case .accept where full:
-      refuse(fd, [])
-    case .accept(let connection):
-      let id = nextID
-      nextID += 1
+      return refuse(fd, [])
+    case .accept(let c):
+      connection = c
+    case .acceptDisplacing(let c, let victim):
+      drop(victim, .displaced)
+      guard clients.count < limits.maxClients else {
+        // The service named no client of this server: the cap still holds.
+        service.dropped(id, c, .closed(nil))
+        return refuse(fd, [])
+      }
+      connection = c
+    }
+    do {
       let client = Client(fd: fd, connection: connection)
       clients[id] = client
-      do {
-        try loop.watch(fd, events: client.watchedEvents) { [unowned self] events in
-          self.ready(id, events)
-        }
-      } catch {
-        clients[id] = nil
-        fd.close()
-        // The service accepted it: it hears that it is gone.
-        service.dropped(id, connection, .socketError)
+      try loop.watch(fd, events: client.watchedEvents) { [unowned self] events in
+        self.ready(id, events)
       }
+    } catch {
+      clients[id] = nil
+      fd.close()
+      // The service accepted it: it hears that it is gone.
+      service.dropped(id, connection, .socketError)
     }
   }
 
