@@ -6,7 +6,7 @@ import XCTest
 
 /// AltBeacon and Eddystone-UID regions from config to events: a scenario
 /// made into a capture (the frames as such beacons send them), replayed and
-/// decoded as the agent decodes reports (`TrackedBeacon.decodeTracked`), into a
+/// decoded as the agent decodes reports (`TrackedBeacon.decode`), into a
 /// monitor whose regions were read from config text.
 final class BeaconFormatRegionTests: XCTestCase {
 

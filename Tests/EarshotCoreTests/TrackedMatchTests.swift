@@ -3,7 +3,7 @@ import XCTest
 
 /// `TrackedMatch`: the one parser and matching rule that regions, rooms'
 /// `track` and `earshot log --beacon` share, for all three formats.
-final class BeaconMatchTests: XCTestCase {
+final class TrackedMatchTests: XCTestCase {
   let uuid = BeaconUUID("8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182")!
   var iBeacon: TrackedID { TrackedID(uuid: uuid, major: 1, minor: 10) }
   var altBeacon: TrackedID { TrackedID(kind: .altBeacon, uuid: uuid, major: 1, minor: 10) }
