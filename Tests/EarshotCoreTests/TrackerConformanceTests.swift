@@ -15,6 +15,10 @@ final class TrackerConformanceTests: XCTestCase {
     var identities: Set<TrackerIdentity> = []
     var beaconsAmongTrackers = 0
     var beacons = 0
+    /// Reports with Apple manufacturer data of other Continuity types
+    /// (Nearby, Handoff, AirDrop, ...), and how many of them decode.
+    var otherApple = 0
+    var otherAppleAsTrackers = 0
     var disagreements: [String] = []
     var frames: [[UInt8]] = []
   }
@@ -46,6 +50,10 @@ final class TrackerConformanceTests: XCTestCase {
         }
         let beacons = BeaconClassifier.standard.frames(in: report.data)
         seen.beacons += beacons.count
+        if Self.isOtherApple(data) {
+          seen.otherApple += 1
+          if frame != nil { seen.otherAppleAsTrackers += 1 }
+        }
         guard let frame else { return }
         if !beacons.isEmpty { seen.beaconsAmongTrackers += 1 }
         seen.trackers += 1
@@ -58,6 +66,21 @@ final class TrackerConformanceTests: XCTestCase {
     seen.reports = replay.decoder.stats.reports
     seen.crcFailures = replay.crcFailures
     return seen
+  }
+
+  /// Apple manufacturer data whose first message is not Find My (0x12).
+  static func isOtherApple(_ data: [UInt8]) -> Bool {
+    var i = 0
+    while i + 1 < data.count, data[i] != 0 {
+      let n = Int(data[i])
+      if data[i + 1] == 0xFF, n >= 4, i + 4 < data.count, data[i + 2] == 0x4C,
+        data[i + 3] == 0x00, data[i + 4] != 0x12
+      {
+        return true
+      }
+      i += 1 + n
+    }
+    return false
   }
 
   /// The figures per capture: tracker frames by row, kind and state, and
@@ -106,10 +129,16 @@ final class TrackerConformanceTests: XCTestCase {
 
   func testEveryCaptureAgreesWithTheFacts() throws {
     var total: [String: Int] = [:]
+    var otherApple = 0
+    var beacons = 0
     for name in Self.captures {
       let seen = try Self.replay(name)
       XCTAssertEqual(seen.disagreements, [], name)
       XCTAssertEqual(seen.beaconsAmongTrackers, 0, "\(name): a beacon classed as a tracker")
+      XCTAssertEqual(
+        seen.otherAppleAsTrackers, 0, "\(name): other Apple messages classed as trackers")
+      otherApple += seen.otherApple
+      beacons += seen.beacons
       print(
         "\(name): \(seen.reports) reports, \(seen.crcFailures) CRC failures, \(seen.beacons) beacon frames, \(seen.trackers) trackers \(seen.classes.sorted { $0.key < $1.key }), \(seen.identities.count) identities"
       )
@@ -119,6 +148,9 @@ final class TrackerConformanceTests: XCTestCase {
     }
     print("all captures: \(total.sorted { $0.key < $1.key })")
     XCTAssertEqual(total.values.reduce(0, +), 483)
+    print("beacon frames \(beacons), other Apple reports \(otherApple)")
+    XCTAssertEqual(beacons, 58, "the iBeacons and Eddystone frames beside the trackers")
+    XCTAssertEqual(otherApple, 12_950, "the captures' other Apple messages, none a tracker")
   }
 
   /// 500 seeded mutations of real tracker frames from the captures (one of

@@ -113,6 +113,11 @@ final class TrackerFrameTests: XCTestCase {
     ("tile list", "020106 0303edfe"),
     ("chipolo separated", "0716 33fe 00 01 0203"),
     ("pebblebee", "0503 0f18 25fa"),
+    ("dult apple", "0d16b2fc 01 00 0102030405060708"),
+    ("tile feec data", "0c16ecfe 0102030405060708 00"),
+    ("pebblebee data", "0516 25fa 0a0b"),
+    ("tile feec list", "0502 0f18 ecfe"),
+    ("chipolo list", "0303 33fe"),
   ]
 
   func decode(_ hexText: String, _ address: BDAddress = staticAddress) -> TrackerFrame? {
@@ -172,6 +177,11 @@ final class TrackerFrameTests: XCTestCase {
     XCTAssertEqual(decode(Self.madeUp[11].hex)?.state, .separated)
     XCTAssertEqual(decode("0716 33fe 00 00 0203")?.state, .unknown)
     XCTAssertEqual(decode(Self.madeUp[12].hex)?.kind, .pebblebee)
+    XCTAssertEqual(decode(Self.madeUp[13].hex)?.kind, .dultApple)
+    XCTAssertEqual(decode(Self.madeUp[14].hex)?.row.name, "Tile")
+    XCTAssertEqual(decode(Self.madeUp[15].hex)?.row.name, "Pebblebee")
+    XCTAssertEqual(decode(Self.madeUp[16].hex)?.row.name, "Tile (service list)")
+    XCTAssertEqual(decode(Self.madeUp[17].hex)?.row.name, "Chipolo (service list)")
   }
 
   func testEveryRowHasAMadeUpFrameAndTheOracleAgrees() {
@@ -184,9 +194,7 @@ final class TrackerFrameTests: XCTestCase {
         frame.map { TrackerOracle.Verdict(family: $0.family, kind: $0.kind, state: $0.state) },
         want, name)
     }
-    // Rows without a made-up frame: the second Tile UUID (0xFEEC) twice,
-    // DULT on Apple's network, the Chipolo and Pebblebee lists.
-    XCTAssertEqual(rows.count, TrackerProtocol.table.count - 5)
+    XCTAssertEqual(rows.count, TrackerProtocol.table.count, "a made-up frame for every row")
   }
 
   /// Eddystone's own frames share 0xFEAA with Find Hub: UID, URL, TLM,
