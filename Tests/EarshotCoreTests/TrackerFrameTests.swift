@@ -1,4 +1,5 @@
 import EarshotTestSupport
+import Foundation
 import XCTest
 
 @testable import EarshotCore
@@ -197,6 +198,28 @@ final class TrackerFrameTests: XCTestCase {
     XCTAssertEqual(rows.count, TrackerProtocol.table.count, "a made-up frame for every row")
   }
 
+  /// docs/trackers.md's table names every row of the code's table, with
+  /// its carrier's UUID or company id.
+  func testTheDocsTableNamesEveryRow() throws {
+    let page = try String(
+      contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("docs/trackers.md"), encoding: .utf8)
+    let table = page.components(separatedBy: "## The table")[1]
+      .components(separatedBy: "\n## ")[0]
+    for row in TrackerProtocol.table {
+      let line = table.split(separator: "\n").first { $0.hasPrefix("| ") && $0.contains(row.name) }
+      let number: UInt16 =
+        switch row.carrier {
+        case .manufacturerData(let c): c
+        case .serviceData16(let u), .serviceUUID16(let u): u
+        }
+      let written = "0x" + String(number, radix: 16, uppercase: true).leftPadded(to: 4)
+      XCTAssertNotNil(line, "docs/trackers.md's table has no row \(row.name)")
+      XCTAssertTrue(line?.contains(written) ?? false, "\(row.name): \(written) not in its line")
+    }
+  }
+
   /// Eddystone's own frames share 0xFEAA with Find Hub: UID, URL, TLM,
   /// eTLM and EID are beacons, never trackers (AirGuard takes them all).
   func testEddystoneFramesAreNeverFindHub() {
@@ -339,5 +362,11 @@ final class TrackerFrameTests: XCTestCase {
       }
     }
     return tally
+  }
+}
+
+extension String {
+  fileprivate func leftPadded(to n: Int) -> String {
+    String(repeating: "0", count: max(0, n - count)) + self
   }
 }
