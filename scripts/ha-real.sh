@@ -82,9 +82,22 @@ if ((${#need[@]})); then
 fi
 mosquitto_bin=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 
-# --- Home Assistant venv -----------------------------------------------------
+# --- Home Assistant: a venv (2024.3.3) or a Debian root (2026) ----------------
 install_start=$(date +%s.%N)
-venv=$("$ha_dir/install.sh" | tail -n 1)
+ha_version=${EARSHOT_HA:-2024.3.3}
+case $ha_version in
+2024.3.3)
+  venv=$("$ha_dir/install.sh" | tail -n 1)
+  hass=("$venv/bin/hass")
+  ;;
+2026.2.3 | 2026.11.0)
+  [[ -z ${EARSHOT_HA_VENV:-} ]] || { echo "ha-real: EARSHOT_HA_VENV is for 2024.3.3 only" >&2; exit 2; }
+  root=$("$ha_dir/install-root.sh" "$ha_version" | tail -n 1)
+  # In its root, with /tmp (this run's directory) bind-mounted: same paths.
+  hass=("$ha_dir/chroot.sh" "$root" /opt/ha/bin/hass)
+  ;;
+*) echo "ha-real: EARSHOT_HA=$ha_version: 2024.3.3, 2026.2.3 or 2026.11.0" >&2; exit 2 ;;
+esac
 install_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $install_start:.1f}')")
 
 # --- work directory, processes, cleanup --------------------------------------
@@ -211,9 +224,20 @@ cat >"$W/ha/.storage/core.config_entries" <<EOF
    "options": {}, "pref_disable_new_entities": false, "pref_disable_polling": false,
    "source": "user", "unique_id": null, "disabled_by": null}]}}
 EOF
-say "starting Home Assistant $("$venv/bin/hass" --version) (mqtt on 127.0.0.1:$mqtt_port, http $http_port)"
+# A registry carried over from an earlier run (EARSHOT_HA_KEEP=1 keeps its
+# work directory), as after an upgrade: check.py's R checks that every
+# entity keeps its id. The config entry's id is the same in every run.
+if [[ -n ${EARSHOT_HA_CARRY:-} ]]; then
+  for key in core.entity_registry core.device_registry; do
+    [[ -f $EARSHOT_HA_CARRY/$key ]] || { echo "ha-real: no $key in $EARSHOT_HA_CARRY" >&2; exit 2; }
+    cp "$EARSHOT_HA_CARRY/$key" "$W/ha/.storage/$key"
+  done
+  cp "$EARSHOT_HA_CARRY/core.entity_registry" "$W/carried-entity-registry.json"
+  say "carried over the entity and device registries of $EARSHOT_HA_CARRY"
+fi
+say "starting Home Assistant $("${hass[@]}" --version) (mqtt on 127.0.0.1:$mqtt_port, http $http_port)"
 mark ha_launch
-HOME=$W/ha-home "$venv/bin/hass" -c "$W/ha" --skip-pip --log-file "$W/ha.log" --log-no-color \
+HOME=$W/ha-home "${hass[@]}" -c "$W/ha" --skip-pip --log-file "$W/ha.log" --log-no-color \
   >"$W/ha.out" 2>&1 &
 ha_pid=$!
 pids+=($ha_pid)
