@@ -53,8 +53,12 @@ integrations="frontend http recorder mqtt hassio conversation automation script 
   backup cloud network hardware usb logger system_log analytics isal zeroconf"
 # The Debian packages in the root: python3 and what the wheels load.
 packages="python3,python3-venv,ca-certificates,libturbojpeg0,libjpeg62-turbo,zlib1g,libffi8,iproute2"
+# And, with apt in the root before pip runs, what builds the few
+# requirements PyPI has no wheel of for this Python (lru-dict on 3.13,
+# pymicro-vad and pyspeex-noise on 3.14).
+build_packages="g++ python3-dev"
 
-want=$( { cat "$req"; echo "$integrations"; echo "$packages"; } | sha256sum | cut -d' ' -f1)
+want=$( { cat "$req"; echo "$integrations"; echo "$packages"; echo "$build_packages"; } | sha256sum | cut -d' ' -f1)
 root_want=$(echo "$suite $packages" | sha256sum | cut -d' ' -f1)
 stamp=$root/.earshot-requirements.sha256
 root_stamp=$root/.earshot-root.sha256
@@ -108,6 +112,13 @@ in_root python3 -c "import sys; sys.exit(sys.version_info < tuple(map(int, '$pyt
   echo "ha install: the $suite root's python3 is $(in_root python3 --version), HA $version needs >= $python_min" >&2
   exit 1
 }
+echo "ha install: installing $build_packages in the root (apt)" >&2
+# As the host's apt is set: a mirror's Release may be past its Valid-Until
+# (sid's, here).
+apt_opts=(-o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false)
+in_root apt-get "${apt_opts[@]}" update -q >/dev/null
+in_root env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y -q --no-install-recommends \
+  $build_packages >/dev/null
 echo "ha install: building the venv /opt/ha in $root with $(in_root python3 --version)" >&2
 rm -rf "$root/opt/ha" "$stamp"
 in_root python3 -m venv /opt/ha
