@@ -45,20 +45,24 @@ req=$here/requirements-$version.txt
 
 # The integrations whose manifests' requirements go into the venv (with their
 # dependencies and after_dependencies): what HA 2026 loads at start
-# (bootstrap's own list and default_config's), what ha-real.sh configures
+# (bootstrap's own list, and in stage 2 the entity platforms, which 2026.11
+# grew by infrared and radio_frequency), what ha-real.sh configures
 # (mqtt and every platform it sets up, recorder, automation, template,
 # mqtt_room), and what mqtt pulls in at run time (hassio, conversation).
 integrations="frontend http recorder mqtt hassio conversation automation script template
   mqtt_room sensor binary_sensor button number device_tracker camera image
-  backup cloud network hardware usb logger system_log analytics isal zeroconf"
+  backup cloud network hardware usb logger system_log analytics isal zeroconf
+  infrared radio_frequency tts"
 # The Debian packages in the root: python3 and what the wheels load.
 packages="python3,python3-venv,ca-certificates,libturbojpeg0,libjpeg62-turbo,zlib1g,libffi8,iproute2"
-# And, with apt in the root before pip runs, what builds the few
+# And, with apt in the root before pip runs: what builds the few
 # requirements PyPI has no wheel of for this Python (lru-dict on 3.13,
-# pymicro-vad and pyspeex-noise on 3.14).
-build_packages="g++ python3-dev"
+# pymicro-vad and pyspeex-noise on 3.14), and ffmpeg, which HA's tts (loaded
+# at every 2026.11 start) probes through its ffmpeg integration, as HA's own
+# container image ships it.
+apt_packages="g++ python3-dev ffmpeg"
 
-want=$( { cat "$req"; echo "$integrations"; echo "$packages"; echo "$build_packages"; } | sha256sum | cut -d' ' -f1)
+want=$( { cat "$req"; echo "$integrations"; echo "$packages"; echo "$apt_packages"; } | sha256sum | cut -d' ' -f1)
 root_want=$(echo "$suite $packages" | sha256sum | cut -d' ' -f1)
 stamp=$root/.earshot-requirements.sha256
 root_stamp=$root/.earshot-root.sha256
@@ -112,13 +116,13 @@ in_root python3 -c "import sys; sys.exit(sys.version_info < tuple(map(int, '$pyt
   echo "ha install: the $suite root's python3 is $(in_root python3 --version), HA $version needs >= $python_min" >&2
   exit 1
 }
-echo "ha install: installing $build_packages in the root (apt)" >&2
+echo "ha install: installing $apt_packages in the root (apt)" >&2
 # As the host's apt is set: a mirror's Release may be past its Valid-Until
 # (sid's, here).
 apt_opts=(-o Acquire::Check-Valid-Until=false -o Acquire::Check-Date=false)
 in_root apt-get "${apt_opts[@]}" update -q >/dev/null
 in_root env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y -q --no-install-recommends \
-  $build_packages >/dev/null
+  $apt_packages >/dev/null
 echo "ha install: building the venv /opt/ha in $root with $(in_root python3 --version)" >&2
 rm -rf "$root/opt/ha" "$stamp"
 in_root python3 -m venv /opt/ha
@@ -144,9 +148,11 @@ print("\n".join(sorted(set(reqs))))
 EOF
 in_root /opt/ha/bin/python /opt/ha-integration-requirements.py "$integrations" >"$root/opt/ha-integrations.txt"
 echo "ha install: $(wc -l <"$root/opt/ha-integrations.txt") integration requirements" >&2
-# The integrations' pins win over nothing else: install them with HA's own
-# constraints (homeassistant stays at its version).
-in_root /opt/ha/bin/pip install -q -r /opt/ha-integrations.txt "homeassistant==$version" >&2
+# Under HA's own constraints (its package_constraints.txt), as HA installs
+# them itself; homeassistant stays at its version.
+constraints=$(in_root /opt/ha/bin/python -c \
+  'import homeassistant, os; print(os.path.join(os.path.dirname(homeassistant.__file__), "package_constraints.txt"))')
+in_root /opt/ha/bin/pip install -q -r /opt/ha-integrations.txt -c "$constraints" "homeassistant==$version" >&2
 in_root /opt/ha/bin/pip check >&2 || echo "ha install: pip check reports conflicts (above); HA may still run" >&2
 in_root /opt/ha/bin/hass --version >/dev/null
 echo "$want" >"$stamp"
