@@ -23,10 +23,10 @@
 #
 # pip in the root uses the host's CA bundle and pip settings (Python 3.13+
 # verifies certificates strictly, and a mirror or proxy the host trusts must
-# be trusted there too): /etc/pip.conf and ~/.config/pip/pip.conf are copied
-# in (a cert = line pointing at the copied bundle), and PIP_* variables are
-# passed through, except those naming a host path (PIP_FIND_LINKS: wheels for
-# the host's Python).
+# be trusted there too): /etc/pip.conf and ~/.config/pip/pip.conf are merged
+# into the root's /etc/earshot-host/pip.conf (cert = the copied bundle), and
+# PIP_* variables are passed through, except those naming a host path
+# (PIP_FIND_LINKS: wheels for the host's Python).
 #
 # scripts/ha/chroot.sh runs a command in the root with /proc, /dev, /sys and
 # /tmp bind-mounted in a private mount namespace (gone when it exits).
@@ -90,24 +90,29 @@ fi
 host_ca=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}
 mkdir -p "$root/etc/earshot-host"
 cp "$host_ca" "$root/etc/earshot-host/ca.crt"
-for conf in /etc/pip.conf "${HOME:-/root}/.config/pip/pip.conf"; do
-  [[ -f $conf ]] || continue
-  # A host path does not exist in the root: the cert is the copied bundle,
-  # find-links (wheels built for the host's Python) is dropped.
-  sed -e 's|^\(cert *= *\).*|\1/etc/earshot-host/ca.crt|' -e '/^find-links *=/d' "$conf" \
-    >"$root/etc/earshot-host/$(echo "$conf" | tr / _).conf"
-done
+# The host's pip config files merged into one (the user's over the global
+# one, as pip reads them), with the cert pointing at the copied bundle and
+# find-links (wheels built for the host's Python) dropped.
+python3 - "$root/etc/earshot-host/pip.conf" /etc/pip.conf "${HOME:-/root}/.config/pip/pip.conf" <<'EOF'
+import configparser, sys
+merged = configparser.RawConfigParser()
+merged.read(sys.argv[2:])
+for section in merged.sections():
+    merged.remove_option(section, "find-links")
+    if merged.has_option(section, "cert"):
+        merged.set(section, "cert", "/etc/earshot-host/ca.crt")
+with open(sys.argv[1], "w") as f:
+    merged.write(f)
+EOF
 pip_env=(PIP_CERT=/etc/earshot-host/ca.crt SSL_CERT_FILE=/etc/earshot-host/ca.crt
-  REQUESTS_CA_BUNDLE=/etc/earshot-host/ca.crt PIP_DISABLE_PIP_VERSION_CHECK=1)
+  REQUESTS_CA_BUNDLE=/etc/earshot-host/ca.crt PIP_DISABLE_PIP_VERSION_CHECK=1
+  PIP_CONFIG_FILE=/etc/earshot-host/pip.conf)
 while IFS='=' read -r name value; do
   case $name in
   PIP_CERT | PIP_FIND_LINKS | PIP_CONFIG_FILE) ;;
   PIP_*) pip_env+=("$name=$value") ;;
   esac
 done < <(env)
-# pip reads one PIP_CONFIG_FILE; the host's global file first (it holds the cert).
-first_conf=$(ls "$root/etc/earshot-host/"*.conf 2>/dev/null | head -n 1 || true)
-[[ -n $first_conf ]] && pip_env+=("PIP_CONFIG_FILE=/etc/earshot-host/$(basename "$first_conf")")
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 
 in_root() { "$here/chroot.sh" "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "${pip_env[@]}" "$@"; }
