@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# A real Home Assistant (2024.3.3) against a real mosquitto and real earshot
-# processes, judged on what HA recorded: its recorder database (states
-# history) and its entity and device registries.
+# A real Home Assistant (2024.3.3, 2026.2.3 or 2026.11.0) against a real
+# mosquitto and real earshot processes, judged on what HA recorded: its
+# recorder database (states history) and its entity and device registries.
 #
-#   scripts/ha-real.sh [EARSHOT_BINARY]      (default .build/debug/earshot)
+#   [EARSHOT_HA=VERSION] scripts/ha-real.sh [EARSHOT_BINARY]
+#                                     (default 2024.3.3, .build/debug/earshot)
 #
 # Prints figures and one PASS/FAIL line per check (scripts/ha/check.py);
 # exits 1 when a check fails, 2 when the run itself could not be done.
@@ -51,8 +52,19 @@
 # loopback; T the Eddystone beacon's TLM battery (mV) and temperature
 # reached HA's sensors.
 #
-# EARSHOT_HA_KEEP=1 keeps the temporary directory (logs, HA config, DB).
-# EARSHOT_HA_VENV=DIR uses another venv.
+# HA 2026.2.3 and 2026.11.0 need a newer Python than Debian 12's: each runs
+# in a cached Debian root (scripts/ha/install-root.sh: trixie and sid, made
+# once with debootstrap, a few minutes) through scripts/ha/chroot.sh, with
+# /tmp bind-mounted so this run's directory has the same path in it.
+#
+# I: each Earshot entity's id is the default_entity_id its config gave (the
+# same list on the three HAs); U (with EARSHOT_HA_CARRY): every entity of a
+# carried registry keeps its id.
+#
+# EARSHOT_HA_KEEP=1 keeps the temporary directory (logs, HA config, DB,
+# entity-ids.txt). EARSHOT_HA_VENV=DIR uses another venv (2024.3.3).
+# EARSHOT_HA_CARRY=DIR starts HA with the entity and device registries in DIR
+# (an earlier run's ha/.storage), as after an upgrade.
 set -euo pipefail
 set -m # background jobs keep SIGINT (a non-interactive shell ignores it for them otherwise)
 
