@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# A real Home Assistant (2024.3.3) against a real mosquitto and real earshot
-# processes, judged on what HA recorded: its recorder database (states
-# history) and its entity and device registries.
+# A real Home Assistant (2024.3.3, 2026.2.3 or 2026.11.0) against a real
+# mosquitto and real earshot processes, judged on what HA recorded: its
+# recorder database (states history) and its entity and device registries.
 #
-#   scripts/ha-real.sh [EARSHOT_BINARY]      (default .build/debug/earshot)
+#   [EARSHOT_HA=VERSION] scripts/ha-real.sh [EARSHOT_BINARY]
+#                                     (default 2024.3.3, .build/debug/earshot)
 #
 # Prints figures and one PASS/FAIL line per check (scripts/ha/check.py);
 # exits 1 when a check fails, 2 when the run itself could not be done.
@@ -51,8 +52,19 @@
 # loopback; T the Eddystone beacon's TLM battery (mV) and temperature
 # reached HA's sensors.
 #
-# EARSHOT_HA_KEEP=1 keeps the temporary directory (logs, HA config, DB).
-# EARSHOT_HA_VENV=DIR uses another venv.
+# HA 2026.2.3 and 2026.11.0 need a newer Python than Debian 12's: each runs
+# in a cached Debian root (scripts/ha/install-root.sh: trixie and sid, made
+# once with debootstrap, a few minutes) through scripts/ha/chroot.sh, with
+# /tmp bind-mounted so this run's directory has the same path in it.
+#
+# I: each Earshot entity's id is the default_entity_id its config gave (the
+# same list on the three HAs); U (with EARSHOT_HA_CARRY): every entity of a
+# carried registry keeps its id.
+#
+# EARSHOT_HA_KEEP=1 keeps the temporary directory (logs, HA config, DB,
+# entity-ids.txt). EARSHOT_HA_VENV=DIR uses another venv (2024.3.3).
+# EARSHOT_HA_CARRY=DIR starts HA with the entity and device registries in DIR
+# (an earlier run's ha/.storage), as after an upgrade.
 set -euo pipefail
 set -m # background jobs keep SIGINT (a non-interactive shell ignores it for them otherwise)
 
@@ -82,9 +94,22 @@ if ((${#need[@]})); then
 fi
 mosquitto_bin=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 
-# --- Home Assistant venv -----------------------------------------------------
+# --- Home Assistant: a venv (2024.3.3) or a Debian root (2026) ----------------
 install_start=$(date +%s.%N)
-venv=$("$ha_dir/install.sh" | tail -n 1)
+ha_version=${EARSHOT_HA:-2024.3.3}
+case $ha_version in
+2024.3.3)
+  venv=$("$ha_dir/install.sh" | tail -n 1)
+  hass=("$venv/bin/hass")
+  ;;
+2026.2.3 | 2026.11.0)
+  [[ -z ${EARSHOT_HA_VENV:-} ]] || { echo "ha-real: EARSHOT_HA_VENV is for 2024.3.3 only" >&2; exit 2; }
+  root=$("$ha_dir/install-root.sh" "$ha_version" | tail -n 1)
+  # In its root, with /tmp (this run's directory) bind-mounted: same paths.
+  hass=("$ha_dir/chroot.sh" "$root" /opt/ha/bin/hass)
+  ;;
+*) echo "ha-real: EARSHOT_HA=$ha_version: 2024.3.3, 2026.2.3 or 2026.11.0" >&2; exit 2 ;;
+esac
 install_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $install_start:.1f}')")
 
 # --- work directory, processes, cleanup --------------------------------------
@@ -136,6 +161,27 @@ pa set-sink-volume alert 55%
 pa set-sink-mute alert 0
 
 # --- Home Assistant -----------------------------------------------------------
+# HTTP on 127.0.0.1 only. HA 2026.8 and later keep http's settings in
+# .storage/http: a YAML http: section is migrated there as a *pending*
+# config, which HA reverts (restarting itself) after 5 minutes unless someone
+# confirms it in the UI. So for 2026.11 the test writes the store itself: a
+# confirmed ("stable") config, the YAML migration marked done, made by HA's
+# own schema in its root; no http: in the YAML.
+http_yaml="http:
+  server_host: 127.0.0.1
+  server_port: $http_port"
+if [[ $ha_version == 2026.11.0 ]]; then
+  http_yaml=""
+  "$ha_dir/chroot.sh" "$root" /opt/ha/bin/python - "$http_port" >"$W/ha/.storage/http" <<'EOF'
+import json, sys
+from homeassistant.components.http import config as c
+conf = dict(c.HTTP_STORAGE_SCHEMA({"server_host": ["127.0.0.1"], "server_port": int(sys.argv[1])}))
+conf.update(created_at="2026-01-01T00:00:00+00:00", error=None, error_message=None)
+data = {"stable": conf, "pending": None, "yaml_migration_done": True}
+print(json.dumps({"version": c.STORAGE_VERSION, "minor_version": c.STORAGE_MINOR_VERSION,
+                  "key": c.STORAGE_KEY, "data": data}))
+EOF
+fi
 cat >"$W/ha/configuration.yaml" <<EOF
 homeassistant:
   name: Earshot test
@@ -146,9 +192,7 @@ homeassistant:
   time_zone: UTC
   currency: EUR
   country: NL
-http:
-  server_host: 127.0.0.1
-  server_port: $http_port
+$http_yaml
 recorder:
   commit_interval: 0
 logger:
@@ -211,9 +255,20 @@ cat >"$W/ha/.storage/core.config_entries" <<EOF
    "options": {}, "pref_disable_new_entities": false, "pref_disable_polling": false,
    "source": "user", "unique_id": null, "disabled_by": null}]}}
 EOF
-say "starting Home Assistant $("$venv/bin/hass" --version) (mqtt on 127.0.0.1:$mqtt_port, http $http_port)"
+# A registry carried over from an earlier run (EARSHOT_HA_KEEP=1 keeps its
+# work directory), as after an upgrade: check.py's R checks that every
+# entity keeps its id. The config entry's id is the same in every run.
+if [[ -n ${EARSHOT_HA_CARRY:-} ]]; then
+  for key in core.entity_registry core.device_registry; do
+    [[ -f $EARSHOT_HA_CARRY/$key ]] || { echo "ha-real: no $key in $EARSHOT_HA_CARRY" >&2; exit 2; }
+    cp "$EARSHOT_HA_CARRY/$key" "$W/ha/.storage/$key"
+  done
+  cp "$EARSHOT_HA_CARRY/core.entity_registry" "$W/carried-entity-registry.json"
+  say "carried over the entity and device registries of $EARSHOT_HA_CARRY"
+fi
+say "starting Home Assistant $("${hass[@]}" --version) (mqtt on 127.0.0.1:$mqtt_port, http $http_port)"
 mark ha_launch
-HOME=$W/ha-home "$venv/bin/hass" -c "$W/ha" --skip-pip --log-file "$W/ha.log" --log-no-color \
+HOME=$W/ha-home "${hass[@]}" -c "$W/ha" --skip-pip --log-file "$W/ha.log" --log-no-color \
   >"$W/ha.out" 2>&1 &
 ha_pid=$!
 pids+=($ha_pid)

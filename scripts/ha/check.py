@@ -451,6 +451,63 @@ def check_ha_log_problems(run, report):
     report.check("E", not lines, f"(extra) {len(lines)} warning/error line(s) from HA's mqtt or template code", details)
 
 
+def discovery_configs(run):
+    """unique_id -> (topic, config) of the last discovery config carrying it."""
+    out = {}
+    for _, topic, payload, _ in run.messages:
+        if not topic.startswith("homeassistant/") or not topic.endswith("/config") or not payload:
+            continue
+        try:
+            config = json.loads(payload)
+        except ValueError:
+            continue
+        if isinstance(config, dict) and config.get("unique_id"):
+            out[config["unique_id"]] = (topic, config)
+    return out
+
+
+def check_entity_ids(run, report):
+    section("I. entity ids as chosen: each Earshot entity's id is its discovery config's default_entity_id")
+    configs = discovery_configs(run)
+    # An entity already in a carried registry keeps the id it had (check U).
+    carried = run._read("carried-entity-registry.json")
+    carried = {e["unique_id"] for e in json.loads(carried)["data"]["entities"]} if carried else set()
+    details, bad, seen = [], 0, 0
+    for e in run.earshot_entities():
+        if e.get("unique_id") in carried:
+            continue
+        topic, config = configs.get(e.get("unique_id"), (None, {}))
+        want = config.get("default_entity_id")
+        seen += 1
+        if want != e["entity_id"]:
+            bad += 1
+            details.append(f"{e['entity_id']}: discovery says {want!r} ({topic})")
+    if carried and not seen:
+        report.check("I", True, "(extra) every Earshot entity came from the carried registry (check U)")
+        return
+    report.check("I", seen > 0 and bad == 0,
+                 f"(extra) {seen - bad} of {seen} entity ids equal their default_entity_id", details)
+
+
+def check_carried_registry(run, report):
+    """With a registry carried over from an earlier run (another HA, an older
+    agent), every entity it held keeps its entity id."""
+    before = run._read("carried-entity-registry.json")
+    if not before:
+        return
+    section("U. a registry carried over (an upgrade): every entity keeps its id")
+    old = {e["unique_id"]: e["entity_id"] for e in json.loads(before)["data"]["entities"]
+           if e.get("platform") == "mqtt"}
+    now = {e.get("unique_id"): e["entity_id"] for e in run.entities}
+    details, kept = [], 0
+    for uid, eid in sorted(old.items()):
+        if now.get(uid) == eid:
+            kept += 1
+        else:
+            details.append(f"{uid}: {eid} -> {now.get(uid)}")
+    report.check("U", bool(old) and kept == len(old), f"(extra) {kept} of {len(old)} carried entity ids kept", details)
+
+
 def check_offline(run, report):
     section("N. HA stays offline: no socket of HA's reaches past loopback")
     text = run._read("ha-sockets.txt")
@@ -497,6 +554,8 @@ def entities_table(run):
             hist = run.history.get(eid, [])
             print(f"    {eid:<58} {str(run.state_at(eid, 1e12)):<12} {len(hist):>4} states  "
                   f"friendly_name {json.dumps(run.friendly_name(eid))}")
+    with open(os.path.join(run.work, "entity-ids.txt"), "w") as f:
+        f.writelines(f"{e['entity_id']}\n" for e in sorted(run.earshot_entities(), key=lambda e: e["entity_id"]))
     gone = [e for e in run.deleted_entities if "earshot" in (e.get("unique_id") or "")]
     for e in gone:
         print(f"    (deleted) {e.get('entity_id')} unique_id {e.get('unique_id')}")
@@ -521,7 +580,13 @@ def figures(run, args):
     t0 = m.get("ha_launch", order[0][1] if order else 0)
     print("  marks: " + ", ".join(f"{k} +{v - t0:.1f}" for k, v in order))
     errors = [l for l in run.ha_log.splitlines() if " ERROR " in l]
-    print(f"  HA log: {len(run.ha_log.splitlines())} lines, {len(errors)} ERROR")
+    agent = [l for l in run.ha_log.splitlines()
+             if re.search(r" (WARNING|ERROR|CRITICAL) ", l) and "earshot" in l.lower()
+             and "earshot_test" not in l]
+    print(f"  HA log: {len(run.ha_log.splitlines())} lines, {len(errors)} ERROR, "
+          f"{len(agent)} warning/error line(s) naming earshot (not the test's own calls)")
+    for l in agent[:5]:
+        print(f"    {l[:220]}")
     for l in errors[:5]:
         print(f"    {l[:220]}")
     print()
@@ -542,7 +607,8 @@ def main():
     for check in (check_restart_flap, check_first_events, check_tracker, check_mqtt_room,
                   check_telemetry, check_names,
                   check_no_matching_payload, check_find_and_volume, check_removed_region,
-                  check_twins, check_last_will, check_ha_log_problems, check_offline):
+                  check_twins, check_last_will, check_ha_log_problems, check_offline,
+                  check_entity_ids, check_carried_registry):
         try:
             check(run, report)
         except Exception as e:  # a broken check is a failed one, the others still run

@@ -28,11 +28,39 @@ public struct HomeAssistantDiscovery: Sendable {
     "\(prefix)/\(component)/\(nodeID)/\(object)/config"
   }
 
-  /// Fields every entity shares: device block, origin, agent availability.
-  private func common(_ j: inout JSONLine, object: String, name: String) {
+  /// The entity id Home Assistant makes of an object id: its `slugify`
+  /// (lower case, each run of characters other than `a-z0-9` one `_`, none
+  /// at the ends). Object ids here are ASCII already (`MQTTTopics.slug`),
+  /// so this is exactly the id HA 2024.3 generated from `object_id`.
+  public static func entityID(_ component: String, _ objectID: String) -> String {
+    var out = ""
+    var gap = false
+    for scalar in objectID.lowercased().unicodeScalars {
+      switch scalar {
+      case "a"..."z", "0"..."9":
+        if gap && !out.isEmpty { out += "_" }
+        gap = false
+        out.unicodeScalars.append(scalar)
+      default: gap = true
+      }
+    }
+    return component + "." + (out.isEmpty ? "unknown" : out)
+  }
+
+  /// The entity's ids, the same on every HA (see docs/mqtt-home-assistant.md):
+  /// `default_entity_id` for HA 2025.10 and later (2026.11 reads nothing
+  /// else), `object_id` for the older ones, which drop the unknown key;
+  /// both name the same entity id, and HA's registry keeps an existing one.
+  static func addIDs(_ j: inout JSONLine, component: String, object: String) {
+    j.add("unique_id", object)
+    j.add("object_id", object)
+    j.add("default_entity_id", entityID(component, object))
+  }
+
+  /// Fields every entity shares: ids, device block, origin, agent availability.
+  private func common(_ j: inout JSONLine, _ component: String, object: String, name: String) {
     j.add("name", name)
-    j.add("unique_id", "\(nodeID)_\(object)")
-    j.add("object_id", "\(nodeID)_\(object)")
+    Self.addIDs(&j, component: component, object: "\(nodeID)_\(object)")
     var device = JSONLine()
     device.addRaw("identifiers", "[\(JSONLine.quoted(nodeID))]")
     device.add("name", deviceName)
@@ -63,7 +91,7 @@ public struct HomeAssistantDiscovery: Sendable {
   public func region(_ name: String) -> Message {
     let object = "region_" + MQTTTopics.slug(name)
     var j = JSONLine()
-    common(&j, object: object, name: "\(name) occupancy")
+    common(&j, "binary_sensor", object: object, name: "\(name) occupancy")
     j.add("device_class", "occupancy")
     j.add("state_topic", topics.regionState(name))
     j.add("payload_on", "inside")
@@ -79,7 +107,7 @@ public struct HomeAssistantDiscovery: Sendable {
   public func deviceTracker(_ name: String) -> Message {
     let object = "tracker_" + MQTTTopics.slug(name)
     var j = JSONLine()
-    common(&j, object: object, name: name)
+    common(&j, "device_tracker", object: object, name: name)
     j.add("state_topic", topics.regionState(name))
     j.add("payload_home", "inside")
     j.add("payload_not_home", "outside")
@@ -93,7 +121,7 @@ public struct HomeAssistantDiscovery: Sendable {
   public func beacon(_ id: TrackedID, label: String? = nil) -> Message {
     let object = "beacon_" + MQTTTopics.slug(id)
     var j = JSONLine()
-    common(&j, object: object, name: "\(label ?? Self.name(id)) distance")
+    common(&j, "sensor", object: object, name: "\(label ?? Self.name(id)) distance")
     j.add("device_class", "distance")
     j.add("unit_of_measurement", "m")
     j.add("state_class", "measurement")
@@ -114,7 +142,7 @@ public struct HomeAssistantDiscovery: Sendable {
     let object = "beacon_" + MQTTTopics.slug(id)
     let name = label ?? Self.name(id)
     var battery = JSONLine()
-    common(&battery, object: object + "_battery", name: "\(name) battery")
+    common(&battery, "sensor", object: object + "_battery", name: "\(name) battery")
     battery.add("device_class", "voltage")
     battery.add("unit_of_measurement", "mV")
     battery.add("state_class", "measurement")
@@ -126,7 +154,7 @@ public struct HomeAssistantDiscovery: Sendable {
     var out = [Message(topic: topic("sensor", object + "_battery"), payload: battery.line)]
     if temperature {
       var t = JSONLine()
-      common(&t, object: object + "_temperature", name: "\(name) temperature")
+      common(&t, "sensor", object: object + "_temperature", name: "\(name) temperature")
       t.add("device_class", "temperature")
       t.add("unit_of_measurement", "°C")
       t.add("state_class", "measurement")
@@ -142,19 +170,19 @@ public struct HomeAssistantDiscovery: Sendable {
   public func tag(_ name: String) -> [Message] {
     let object = "tag_" + MQTTTopics.slug(name)
     var ring = JSONLine()
-    common(&ring, object: object + "_ring", name: "Ring \(name)")
+    common(&ring, "button", object: object + "_ring", name: "Ring \(name)")
     ring.add("command_topic", topics.ringTagCommand(name))
     ring.add("payload_press", "PRESS")
     ring.addRaw("availability", availability())
     var battery = JSONLine()
-    common(&battery, object: object + "_battery", name: "\(name) battery")
+    common(&battery, "sensor", object: object + "_battery", name: "\(name) battery")
     battery.add("device_class", "battery")
     battery.add("unit_of_measurement", "%")
     battery.add("state_class", "measurement")
     battery.add("state_topic", topics.tagBattery(name))
     battery.addRaw("availability", availability())
     var link = JSONLine()
-    common(&link, object: object + "_connected", name: "\(name) in reach")
+    common(&link, "binary_sensor", object: object + "_connected", name: "\(name) in reach")
     link.add("device_class", "connectivity")
     link.add("state_topic", topics.tagState(name))
     link.add("payload_on", "connected")
@@ -172,7 +200,7 @@ public struct HomeAssistantDiscovery: Sendable {
   /// with the devices it rings for as attributes.
   public func findPhone() -> Message {
     var j = JSONLine()
-    common(&j, object: "find_phone", name: "Find phone")
+    common(&j, "sensor", object: "find_phone", name: "Find phone")
     j.add("device_class", "enum")
     j.addRaw(
       "options",
@@ -189,7 +217,7 @@ public struct HomeAssistantDiscovery: Sendable {
   /// with the policy, power source, timing and mean duties as attributes.
   public func scanDuty() -> Message {
     var j = JSONLine()
-    common(&j, object: "scan_duty", name: "Scan duty")
+    common(&j, "sensor", object: "scan_duty", name: "Scan duty")
     j.add("entity_category", "diagnostic")
     j.add("unit_of_measurement", "%")
     j.add("state_class", "measurement")
@@ -203,19 +231,19 @@ public struct HomeAssistantDiscovery: Sendable {
   /// The fixed entities: ring and found buttons, volume number, mute switch.
   public func controls() -> [Message] {
     var ring = JSONLine()
-    common(&ring, object: "ring", name: "Ring this laptop")
+    common(&ring, "button", object: "ring", name: "Ring this laptop")
     ring.add("command_topic", topics.ringCommand)
     ring.add("payload_press", "PRESS")
     ring.addRaw("availability", availability())
 
     var found = JSONLine()
-    common(&found, object: "found", name: "Found")
+    common(&found, "button", object: "found", name: "Found")
     found.add("command_topic", topics.foundCommand)
     found.add("payload_press", "PRESS")
     found.addRaw("availability", availability())
 
     var volume = JSONLine()
-    common(&volume, object: "volume", name: "Volume")
+    common(&volume, "number", object: "volume", name: "Volume")
     volume.add("command_topic", topics.volumeCommand)
     volume.add("state_topic", topics.volumeState)
     volume.add("min", 0)
@@ -226,7 +254,7 @@ public struct HomeAssistantDiscovery: Sendable {
     volume.addRaw("availability", availability())
 
     var mute = JSONLine()
-    common(&mute, object: "mute", name: "Mute")
+    common(&mute, "switch", object: "mute", name: "Mute")
     mute.add("command_topic", topics.muteCommand)
     mute.add("state_topic", topics.muteState)
     mute.add("payload_on", "ON")

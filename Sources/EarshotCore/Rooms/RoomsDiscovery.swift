@@ -53,10 +53,11 @@ public struct RoomsDiscovery: Sendable {
       model = "Bluetooth device \(d)"
     }
     // `name` nil: the entity is the device itself (JSON null).
-    func common(_ j: inout JSONLine, _ suffix: String, _ name: String?, state: String) {
+    func common(
+      _ j: inout JSONLine, _ component: String, _ suffix: String, _ name: String?, state: String
+    ) {
       if let name { j.add("name", name) } else { j.addNull("name") }
-      j.add("unique_id", object + suffix)
-      j.add("object_id", object + suffix)
+      HomeAssistantDiscovery.addIDs(&j, component: component, object: object + suffix)
       j.add("state_topic", state)
       j.addRaw("json_attributes_topic", JSONLine.quoted(topics.state(subject)))
       var device = JSONLine()
@@ -71,11 +72,11 @@ public struct RoomsDiscovery: Sendable {
       j.add("payload_not_available", "offline")
     }
     var sensor = JSONLine()
-    common(&sensor, "", "Room", state: topics.state(subject))
+    common(&sensor, "sensor", "", "Room", state: topics.state(subject))
     sensor.add("icon", "mdi:home-map-marker")
     sensor.add("value_template", "{{ value_json.room if value_json.room else 'away' }}")
     var tracker = JSONLine()
-    common(&tracker, "_tracker", nil, state: topics.location(subject))
+    common(&tracker, "device_tracker", "_tracker", nil, state: topics.location(subject))
     tracker.add("source_type", "bluetooth_le")
     tracker.add("payload_home", "home")
     tracker.add("payload_not_home", "not_home")
