@@ -87,6 +87,8 @@ public final class ALSAVolumeControl: VolumeControl {
   let log: (String) -> Void
   private let loop: EventLoop
   private var watched: [pollfd] = []
+  /// The read once the mixer's events have settled (see `Mixer.recheck`).
+  private var settle: EventLoop.TimerID? = nil
 
   /// Watches the mixer for changes on `loop` from now on.
   public init(
@@ -103,6 +105,15 @@ public final class ALSAVolumeControl: VolumeControl {
       do {
         if let s = try self.mixer.handleReady(fds) {
           self.onChange?(VolumeSetting(level: s.volume, muted: s.muted))
+        }
+        // Read again 150 ms after the last event (see `Mixer.recheck`).
+        if let settle = self.settle { self.loop.cancel(settle) }
+        self.settle = self.loop.after(seconds: 0.15) { [weak self] in
+          guard let self else { return }
+          self.settle = nil
+          if let s = self.mixer.recheck() {
+            self.onChange?(VolumeSetting(level: s.volume, muted: s.muted))
+          }
         }
       } catch {
         self.log("\(error); volume changes are no longer watched")

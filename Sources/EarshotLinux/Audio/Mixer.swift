@@ -252,6 +252,15 @@ public final class Mixer {
     }
     let e = snd_mixer_handle_events(handle)
     guard e >= 0 else { throw failure("read events from", e) }
+    return recheck()
+  }
+
+  /// The state, when it differs from the one last reported. A sound
+  /// server applies a change a channel at a time and its events can come
+  /// together: a read between them sees the change half done (the loudest
+  /// channel still at its old level), so a watcher reads once more when
+  /// the events have settled.
+  public func recheck() -> VolumeState? {
     let now = state()
     if now == reported { return nil }
     reported = now

@@ -82,9 +82,16 @@ private func watchVolume(_ mixer: Mixer) throws {
   Console.lineBuffered = true
   Console.line(mixer.remember(mixer.state()).jsonLine)
   var failure: Error? = nil
+  var settle: EventLoop.TimerID? = nil
   try loop.watch(pollDescriptors: mixer.pollDescriptors()) { fds in
     do {
       if let s = try mixer.handleReady(fds) { Console.line(s.jsonLine) }
+      // Read again 150 ms after the last event (see `Mixer.recheck`).
+      if let settle { loop.cancel(settle) }
+      settle = loop.after(seconds: 0.15) {
+        settle = nil
+        if let s = mixer.recheck() { Console.line(s.jsonLine) }
+      }
     } catch {
       failure = error
       loop.stop()
