@@ -252,7 +252,7 @@ noted_advertising_loop() {
 
 # pm_test_suspend: the kernel's suspend path up to the freezer (the PM
 # notifiers run, every process is frozen for 5 s, no device suspends); see
-# sleep_resume.sh for why not a real S3.
+# sleep_freezer.sh; sleep_resume.sh sleeps for real.
 pm_test_suspend() {
   echo freezer >/sys/power/pm_test
   echo mem >/sys/power/state
