@@ -261,6 +261,19 @@ pm_test_suspend() {
   return $rc
 }
 
+# first_scan_enable TRACE.txt UNIXTIME: the Unix time of the first scan
+# enable (legacy 0x000c or extended 0x0042) after UNIXTIME in a trace read
+# with `btmon -r FILE -i 0 -T` (its stamps are date and time, compared as
+# text); 0 if none.
+first_scan_enable() {
+  local on
+  on=$(awk -v r="$(date -d "@$2" '+%Y-%m-%d %H:%M:%S.%6N')" '
+         /HCI Command: .*\(0x08\|0x00(0c|42)\) plen/ {when = $(NF - 1) " " $NF; next}
+         when > r && /Enabled \(0x01\)/ && first == "" {first = when} {when = ""}
+         END {print first}' "$1")
+  date -d "${on:-no enable}" +%s.%N 2>/dev/null || echo 0
+}
+
 stop_advertising_loop() {
   [ -n "${ADV_PID:-}" ] && kill "$ADV_PID" 2>/dev/null && wait "$ADV_PID" 2>/dev/null
   ADV_PID=

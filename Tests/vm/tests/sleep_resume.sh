@@ -83,14 +83,9 @@ resumed=$(t_of 3 state unknown)
 last=$(tail -1 /tmp/adv.hci1)
 kill -INT $BTMON; wait $BTMON 2>/dev/null
 btmon -r /tmp/trace.btsnoop -i 0 -T -P -C 250 >trace.txt 2>&1
-# The first scan enable on hci0 after the resume (legacy 0x000c or
-# extended 0x0042; btmon -T stamps are date and time, compared as text),
-# as a Unix time: Earshot's retake after the sleep.
-on=$(awk -v r="$(date -d "@$resumed" '+%Y-%m-%d %H:%M:%S.%6N')" '
-       /HCI Command: .*\(0x08\|0x00(0c|42)\) plen/ {when = $(NF - 1) " " $NF; next}
-       when > r && /Enabled \(0x01\)/ && first == "" {first = when} {when = ""}
-       END {print first}' trace.txt)
-on=$(date -d "${on:-no enable}" +%s.%N) || on=0
+# Earshot's retake after the sleep: the first scan enable on hci0 after
+# the resume.
+on=$(first_scan_enable trace.txt "$resumed")
 echo "resume noticed at $resumed, scan back at $on, exit at $t, last report after $last:" \
   "scan back $(awk -v o="$on" -v r="$resumed" 'BEGIN {printf "%.2f", o - r}') s after the resume," \
   "exit $(awk -v t="$t" -v o="$on" 'BEGIN {printf "%.2f", t - o}') s after it," \
