@@ -229,6 +229,27 @@ final class LaptopDayTests: XCTestCase {
     XCTAssertEqual(try XCTUnwrap(live.first(.exit)).monotonic - resumedAt, 8, accuracy: 0.15)
   }
 
+  /// The kernel's suspend turns Earshot's scan off before the sleep (a
+  /// pause, as when another program's scan ends) and the scanner takes it
+  /// back 5 s of monotonic time later, after the resume. With the beacon
+  /// gone the exit comes exit_after of scanning after that retake: the
+  /// seconds after the resume with no scan do not count (the test bed's
+  /// real sleep saw the exit at the resume + 8 s, with 3 s of them scanned).
+  func testAScanPausedBeforeASleepCountsFromItsRetake() throws {
+    var live = Live(beaconConfig())
+    live.run(20, hearing: beaconThere)
+    live.run(1)
+    live.take(live.monitor.scanPaused(at: live.clock.monotonicMicros))
+    live.sleep(600)
+    let resumedAt = live.seconds
+    live.run(5)
+    XCTAssertEqual(live.transitions, [])
+    live.take(live.monitor.scanResumed(at: live.clock.monotonicMicros))
+    live.run(20)
+    XCTAssertEqual(live.transitions, [.exit])
+    XCTAssertEqual(try XCTUnwrap(live.first(.exit)).monotonic - resumedAt, 13, accuracy: 0.15)
+  }
+
   /// logind's PrepareForSleep(true) pauses decisions (AgentMonitor's
   /// `sleeping`): the seconds the machine takes to suspend after it (up to
   /// logind's 5 s inhibitor delay) do not count toward an exit that was

@@ -252,13 +252,26 @@ noted_advertising_loop() {
 
 # pm_test_suspend: the kernel's suspend path up to the freezer (the PM
 # notifiers run, every process is frozen for 5 s, no device suspends); see
-# sleep_resume.sh for why not a real S3.
+# sleep_freezer.sh; sleep_resume.sh sleeps for real.
 pm_test_suspend() {
   echo freezer >/sys/power/pm_test
   echo mem >/sys/power/state
   local rc=$?
   echo none >/sys/power/pm_test
   return $rc
+}
+
+# first_scan_enable TRACE.txt UNIXTIME: the Unix time of the first scan
+# enable (legacy 0x000c or extended 0x0042) after UNIXTIME in a trace read
+# with `btmon -r FILE -i 0 -T` (its stamps are date and time, compared as
+# text); 0 if none.
+first_scan_enable() {
+  local on
+  on=$(awk -v r="$(date -d "@$2" '+%Y-%m-%d %H:%M:%S.%6N')" '
+         /HCI Command: .*\(0x08\|0x00(0c|42)\) plen/ {when = $(NF - 1) " " $NF; next}
+         when > r && /Enabled \(0x01\)/ && first == "" {first = when} {when = ""}
+         END {print first}' "$1")
+  date -d "${on:-no enable}" +%s.%N 2>/dev/null || echo 0
 }
 
 stop_advertising_loop() {

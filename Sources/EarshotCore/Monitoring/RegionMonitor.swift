@@ -270,10 +270,16 @@ public struct RegionMonitor: Sendable {
   /// counts from the resume, never the time asleep (the monotonic clock
   /// live decides on does not move then, but what was heard before the
   /// sleep says nothing about after it: the laptop may have been carried
-  /// elsewhere). Nothing happens while the adapter was down or paused.
+  /// elsewhere). Nothing happens while the adapter was down. A scan paused
+  /// before the sleep (the kernel's suspend turns scanning off) stays
+  /// paused after it: listening starts when `scanResumed` says the scan
+  /// is back, not at the resume.
   public mutating func resumed(at t: Int64) -> [MonitorEvent] {
     guard scan.isScanning else { return advance(to: t) }
-    return adapterDown(at: t) + adapterUp(at: t)
+    let paused = scan.paused
+    var out = adapterDown(at: t) + adapterUp(at: t)
+    if paused { out += scanPaused(at: t) }
+    return out
   }
 
   /// Nobody scans for a moment while the adapter stays up (another

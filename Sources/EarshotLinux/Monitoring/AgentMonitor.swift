@@ -51,6 +51,8 @@ public final class AgentMonitor {
   private var pacedReplay: PacedReplay?
   /// Sleeps and steps of the wall clock (live only).
   private var clocks: ClockChanges?
+  /// When the clock watch last saw a sleep or a step (monotonic µs).
+  private var clockChangedAt: Int64 = .min
   /// logind's word before a sleep (live, where logind runs).
   private var logind: LogindSleep?
   /// Between logind's PrepareForSleep(true) and (false).
@@ -177,8 +179,18 @@ public final class AgentMonitor {
         self.rearm(reportOnly: true)
       },
       onAdapterState: { [unowned self] state in self.adapterChanged(state) })
-    s.onScanPaused = { [unowned self] paused in
-      let t = Clock.monotonicMicros()
+    s.onScanPaused = { [unowned self] paused, stamp in
+      let reading = clocks.check()
+      var t = Clock.monotonicMicros()
+      // A pause counts from when the kernel turned the scan off (its
+      // packet's stamp), not from when it was read: the kernel's suspend
+      // turns it off and the freezer can stop Earshot before it reads that
+      // (for up to its 20 s timeout), and those seconds were no listening.
+      // Never before the last sleep or clock step: a stamp's age across
+      // one says nothing.
+      if paused, let stamp {
+        t = max(LiveTime.decision(stamp: stamp, at: reading, maxAge: 20), self.clockChangedAt)
+      }
       if paused { self.driver.scanPaused(at: t) } else { self.driver.scanResumed(at: t) }
       duty?.paused(paused, at: t)
       self.rearm()
@@ -230,6 +242,7 @@ public final class AgentMonitor {
   /// coming back at the resume: the time asleep is not scanning time. A
   /// step of the wall clock changes nothing the monitor decides.
   private func clockChanged(_ change: ClockWatch.Change) {
+    clockChangedAt = Clock.monotonicMicros()
     driver.log(change.description)
     // A sleep logind announced is taken up at its wake (`woke`).
     guard case .slept = change, !goingToSleep else { return }

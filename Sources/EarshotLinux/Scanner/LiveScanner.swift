@@ -52,7 +52,9 @@ public final class LiveScanner {
   /// true: another program's scan stopped and nobody scans until Earshot
   /// retakes it (`retakeSeconds`); false: a scan runs again. No reports
   /// flow meanwhile, so the monitor must not count that time toward exits.
-  public var onScanPaused: ((Bool) -> Void)?
+  /// With the kernel's wall-clock stamp of the packet that showed it, when
+  /// the pause comes from one.
+  public var onScanPaused: ((_ paused: Bool, _ stamp: Int64?) -> Void)?
   /// The timing reports come with from now (the scan started, or its
   /// timing changed after `want`; another program's counts as continuous).
   public var onListening: ((ScanTiming) -> Void)?
@@ -74,6 +76,8 @@ public final class LiveScanner {
   /// Events waiting for the supervisor: outcomes of the actions being
   /// performed, and packets read meanwhile, in the order they happened.
   private var events: [ScanEvent] = []
+  /// The kernel's stamp of the packet being handled, for what it decides.
+  private var packetStamp: Int64?
   private var dispatching = false
   /// A `want` not yet taken up.
   private var nextWant: ScanTiming?
@@ -243,7 +247,7 @@ public final class LiveScanner {
     case .cancelTimer(let timer):
       if let t = timers.removeValue(forKey: timer) { loop.cancel(t) }
     case .report(let state): onAdapterState(state)
-    case .scanPaused(let paused): onScanPaused?(paused)
+    case .scanPaused(let paused): onScanPaused?(paused, packetStamp)
     case .giveUp(let failure): gaveUp = failure
     case .listening(let timing): onListening?(timing)
     }
@@ -434,6 +438,8 @@ public final class LiveScanner {
 
   private func handle(_ packet: UnsafeRawBufferPointer, micros: Int64) {
     guard let indicator = packet.first else { return }
+    packetStamp = micros
+    defer { packetStamp = nil }
     onPacket?(micros, packet)
     let body = UnsafeRawBufferPointer(rebasing: packet[1...])
     switch H4PacketType(rawValue: indicator) {
