@@ -30,11 +30,7 @@ public struct BeaconUUID: Hashable, Comparable, Sendable, CustomStringConvertibl
     guard let raw = bytes(fromHex: String(decoding: hex, as: UTF8.self)), raw.count == 16 else {
       return nil
     }
-    var h: UInt64 = 0
-    var l: UInt64 = 0
-    for i in 0..<8 { h = h << 8 | UInt64(raw[i]) }
-    for i in 8..<16 { l = l << 8 | UInt64(raw[i]) }
-    self.init(high: h, low: l)
+    self.init(bytes: raw)
   }
 
   /// Upper case with dashes, as Earshot prints it everywhere.

@@ -94,7 +94,7 @@ public struct TrackedID: Hashable, Comparable, Sendable, CustomStringConvertible
     case .uuid:
       return BeaconUUID(bytes: b).description
     case .hex:
-      return hexString(b)
+      return b.withUnsafeBytes { $0.hexString }
     case .decimal:
       return String(b.reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
     }
@@ -223,15 +223,4 @@ extension BeaconUUID {
   func byte(_ i: Int) -> UInt8 {
     UInt8(truncatingIfNeeded: (i < 8 ? high : low) >> UInt64(8 * (7 - i % 8)))
   }
-}
-
-private func hexString(_ bytes: [UInt8]) -> String {
-  let digits = Array("0123456789abcdef".utf8)
-  var out = [UInt8]()
-  out.reserveCapacity(bytes.count * 2)
-  for b in bytes {
-    out.append(digits[Int(b >> 4)])
-    out.append(digits[Int(b & 0xF)])
-  }
-  return String(decoding: out, as: UTF8.self)
 }
