@@ -79,9 +79,9 @@ public struct AdvertisingEventDecoder {
     }
     let outcome: Outcome
     switch LESubeventCode(rawValue: subevent) {
-    case .advertisingReport: outcome = decodeLegacy(&r, body)
-    case .extendedAdvertisingReport: outcome = decodeExtended(&r, body)
-    case .directedAdvertisingReport: outcome = decodeDirected(&r, body)
+    case .advertisingReport: outcome = decodeReports(LegacyFields.self, &r, body)
+    case .extendedAdvertisingReport: outcome = decodeReports(ExtendedFields.self, &r, body)
+    case .directedAdvertisingReport: outcome = decodeReports(DirectedFields.self, &r, body)
     default: return .notAdvertising
     }
     switch outcome {
@@ -100,24 +100,56 @@ public struct AdvertisingEventDecoder {
     init(_ reason: StaticString) { self.reason = reason }
   }
 
-  /// One report's fields as read, before they are judged.
+  /// One subevent's report layout: how a report is read, the fewest
+  /// bytes it takes, what a bad count or a bad size is called, and how a
+  /// report read whole is judged and delivered.
   private protocol Fields {
     /// The fewest bytes a report takes.
     static var minSize: Int { get }
+    /// Why an event with a report count of 0 (or none) is malformed.
+    static var noReports: StaticString { get }
+    /// Why an event with bytes after its last report is malformed.
+    static var leftOver: StaticString { get }
     init(_ r: inout ByteReader) throws(Malformed)
+    /// Delivers the report (or keeps it, for a fragment); false when it is
+    /// counted and skipped or kept.
+    func deliver(
+      into decoder: inout AdvertisingEventDecoder, _ body: (AdvertisingReport) -> Void
+    ) -> Bool
+  }
+
+  /// Reads the parameters after the subevent code: the report count, then
+  /// the reports of `Report`'s layout, judged whole before any is delivered.
+  @inline(__always) private mutating func decodeReports<Report: Fields>(
+    _: Report.Type, _ r: inout ByteReader, _ body: (AdvertisingReport) -> Void
+  ) -> Outcome {
+    guard let count = r.u8(), count >= 1 else { return .malformed(Report.noReports) }
+    guard count == 1 else {
+      return Self.readAll(count, from: &r) {
+        (reports: UnsafeBufferPointer<Report>) in
+        var delivered = 0
+        for report in reports where report.deliver(into: &self, body) { delivered += 1 }
+        return delivered
+      }
+    }
+    // Most events carry one report: read and delivered without a buffer.
+    let report: Report
+    do throws(Malformed) { report = try Report(&r) } catch { return .malformed(error.reason) }
+    guard r.isAtEnd else { return .malformed(Report.leftOver) }
+    return .reports(report.deliver(into: &self, body) ? 1 : 0)
   }
 
   /// Reads all `count` reports of an event, then hands them to `deliver`,
   /// which returns how many it delivered. One pass decides: a read that
   /// comes back short, or bytes left over, make the whole event malformed
   /// before anything is delivered. Events of one report (most of them) are
-  /// read by their subevent's decoder directly, without a buffer.
+  /// read by `decodeReports` directly, without a buffer.
   ///
   /// A report takes at least `minSize` bytes, so the parameters (at most
   /// 253 bytes) hold few of them: the buffer stays small enough for the
   /// stack, and a count the bytes cannot hold fails on a read.
   private static func readAll<Report: Fields>(
-    _ count: UInt8, from r: inout ByteReader, leftOver: StaticString,
+    _ count: UInt8, from r: inout ByteReader,
     deliver: (UnsafeBufferPointer<Report>) -> Int
   ) -> Outcome {
     let capacity = min(Int(count), r.remaining / Report.minSize)
@@ -133,13 +165,13 @@ public struct AdvertisingEventDecoder {
         buffer.initializeElement(at: n, to: report)
         n += 1
       }
-      guard r.isAtEnd else { return .malformed(leftOver) }
+      guard r.isAtEnd else { return .malformed(Report.leftOver) }
       return .reports(deliver(UnsafeBufferPointer(rebasing: buffer[..<n])))
     }
   }
 
-  // The `decode...` functions below read the parameters that follow the
-  // subevent code, from the event's own reader.
+  // One layout per subevent below, each read by `decodeReports` from the
+  // event's own reader, after the subevent code.
 
   // MARK: LE Advertising Report (0x02)
 
@@ -150,6 +182,8 @@ public struct AdvertisingEventDecoder {
   // it fits the event: some tools write ADV and SCAN_RSP data joined.
   private struct LegacyFields: Fields {
     static var minSize: Int { 10 }
+    static var noReports: StaticString { "no reports in advertising report event" }
+    static var leftOver: StaticString { "bytes left over after the last report" }
     var type: UInt8
     var addressType: UInt8
     var rssi: Int8
@@ -169,30 +203,10 @@ public struct AdvertisingEventDecoder {
       self.data = UnsafeRawBufferPointer(start: t, count: length)
       self.rssi = t.load(fromByteOffset: length, as: Int8.self)
     }
-  }
 
-  private mutating func decodeLegacy(
-    _ r: inout ByteReader, _ body: (AdvertisingReport) -> Void
-  ) -> Outcome {
-    guard let count = r.u8(), count >= 1 else {
-      return .malformed("no reports in advertising report event")
-    }
-    let leftOver: StaticString = "bytes left over after the last report"
-    guard count == 1 else {
-      return Self.readAll(count, from: &r, leftOver: leftOver) {
-        (reports: UnsafeBufferPointer<LegacyFields>) in
-        var delivered = 0
-        for f in reports {
-          if deliverLegacy(f, body) { delivered += 1 }
-        }
-        return delivered
-      }
-    }
-    // Most events carry one report: read and delivered without a buffer.
-    let f: LegacyFields
-    do throws(Malformed) { f = try LegacyFields(&r) } catch { return .malformed(error.reason) }
-    guard r.isAtEnd else { return .malformed(leftOver) }
-    return .reports(deliverLegacy(f, body) ? 1 : 0)
+    @inline(__always) func deliver(
+      into decoder: inout AdvertisingEventDecoder, _ body: (AdvertisingReport) -> Void
+    ) -> Bool { decoder.deliverLegacy(self, body) }
   }
 
   /// Delivers one legacy report; false when its type or address type is
@@ -220,6 +234,8 @@ public struct AdvertisingEventDecoder {
   // address type, direct address, RSSI.
   private struct DirectedFields: Fields {
     static var minSize: Int { 16 }
+    static var noReports: StaticString { "no reports in directed report event" }
+    static var leftOver: StaticString { "directed report event has the wrong size" }
     var type: UInt8
     var addressType: UInt8
     var rssi: Int8
@@ -236,29 +252,10 @@ public struct AdvertisingEventDecoder {
       self.direct = BDAddress(littleEndianAt: p + 9)
       self.rssi = p.load(fromByteOffset: 15, as: Int8.self)
     }
-  }
 
-  private mutating func decodeDirected(
-    _ r: inout ByteReader, _ body: (AdvertisingReport) -> Void
-  ) -> Outcome {
-    guard let count = r.u8(), count >= 1 else {
-      return .malformed("no reports in directed report event")
-    }
-    let leftOver: StaticString = "directed report event has the wrong size"
-    guard count == 1 else {
-      return Self.readAll(count, from: &r, leftOver: leftOver) {
-        (reports: UnsafeBufferPointer<DirectedFields>) in
-        var delivered = 0
-        for f in reports {
-          if deliverDirected(f, body) { delivered += 1 }
-        }
-        return delivered
-      }
-    }
-    let f: DirectedFields
-    do throws(Malformed) { f = try DirectedFields(&r) } catch { return .malformed(error.reason) }
-    guard r.isAtEnd else { return .malformed(leftOver) }
-    return .reports(deliverDirected(f, body) ? 1 : 0)
+    @inline(__always) func deliver(
+      into decoder: inout AdvertisingEventDecoder, _ body: (AdvertisingReport) -> Void
+    ) -> Bool { decoder.deliverDirected(self, body) }
   }
 
   /// Delivers one directed report; false when its type or address type is
@@ -286,6 +283,8 @@ public struct AdvertisingEventDecoder {
   // interval (2), direct address type, direct address, data length.
   private struct ExtendedFields: Fields {
     static var minSize: Int { 24 }
+    static var noReports: StaticString { "no reports in extended report event" }
+    static var leftOver: StaticString { "bytes left over after the last report" }
     var eventType: UInt16
     var addressType: UInt8
     var primaryPHY: UInt8
@@ -316,29 +315,10 @@ public struct AdvertisingEventDecoder {
       self.direct = BDAddress(littleEndianAt: h + 17)
       self.data = UnsafeRawBufferPointer(start: d, count: length)
     }
-  }
 
-  private mutating func decodeExtended(
-    _ r: inout ByteReader, _ body: (AdvertisingReport) -> Void
-  ) -> Outcome {
-    guard let count = r.u8(), count >= 1 else {
-      return .malformed("no reports in extended report event")
-    }
-    let leftOver: StaticString = "bytes left over after the last report"
-    guard count == 1 else {
-      return Self.readAll(count, from: &r, leftOver: leftOver) {
-        (reports: UnsafeBufferPointer<ExtendedFields>) in
-        var delivered = 0
-        for f in reports {
-          if deliverExtended(f, body) { delivered += 1 }
-        }
-        return delivered
-      }
-    }
-    let f: ExtendedFields
-    do throws(Malformed) { f = try ExtendedFields(&r) } catch { return .malformed(error.reason) }
-    guard r.isAtEnd else { return .malformed(leftOver) }
-    return .reports(deliverExtended(f, body) ? 1 : 0)
+    @inline(__always) func deliver(
+      into decoder: inout AdvertisingEventDecoder, _ body: (AdvertisingReport) -> Void
+    ) -> Bool { decoder.deliverExtended(self, body) }
   }
 
   /// Delivers one extended report, or keeps it as a fragment of a chain;
