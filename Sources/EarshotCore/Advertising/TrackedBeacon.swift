@@ -165,4 +165,15 @@ public enum TrackedFrame: Sendable {
     if let found { return .beacon(found) }
     return tlm.map { .telemetry($0) }
   }
+
+  /// The same, then the config's own layouts (`[layout "NAME"]`) where no
+  /// built-in format names a beacon: a second walk only for those reports.
+  public static func decode(advertisingData data: UnsafeRawBufferPointer, layouts: LayoutKinds)
+    -> TrackedFrame?
+  {
+    let builtIn = decode(advertisingData: data)
+    if case .beacon? = builtIn { return builtIn }
+    if let b = layouts.beacon(in: data) { return .beacon(b) }
+    return builtIn
+  }
 }

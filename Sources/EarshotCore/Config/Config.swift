@@ -130,6 +130,11 @@ public struct RegionConfig: Sendable, Equatable {
   /// Eddystone: whether the instance was given (else any instance of the
   /// namespace counts).
   public var matchesInstance = false
+  /// `beacon = KIND:FIELDS` as written: read once the whole file is, since
+  /// the `[layout "NAME"]` it names may come later in it.
+  public var beaconWritten: String? = nil
+  /// Beacons of any kind, a user layout's included (`beacon =`).
+  public var beaconMatch: TrackedMatch? = nil
   /// `nil` until resolved against `[monitor] exit_after`.
   public var exitAfter: ExitAfter? = nil
   public var onEnter: [String]? = nil
@@ -156,6 +161,7 @@ public struct RegionConfig: Sendable, Equatable {
   /// The region's beacons as one match (`nil` for a region of devices,
   /// IRKs or tags).
   public var beacons: TrackedMatch? {
+    if let beaconMatch { return beaconMatch }
     guard let uuid else { return nil }
     guard format == .eddystoneUID else {
       return TrackedMatch(kind: format, uuid: uuid, major: major, minor: minor)
@@ -180,12 +186,12 @@ public struct RegionConfig: Sendable, Equatable {
 
   /// Whether the scanner's reports count for it (an iBeacon or a device):
   /// a region of tags only does not depend on scanning.
-  public var watchesReports: Bool { uuid != nil || watchesDevices }
+  public var watchesReports: Bool { uuid != nil || beaconMatch != nil || watchesDevices }
 
   /// `uuid[:major[:minor]]`, then the devices and key tags, to recognise
   /// the region in a state file (a key is named by its tag, not written).
   public var identity: String {
-    var s = uuid?.description ?? "-"
+    var s = beaconMatch?.description ?? uuid?.description ?? "-"
     if let major { s += ":\(major)" }
     if let minor { s += ":\(minor)" }
     if !devices.isEmpty { s += "+device=" + devices.map(\.description).joined(separator: ",") }
@@ -517,7 +523,7 @@ extension Config {
   public static let regionKeys: [ConfigKey<RegionConfig>] = [
     .init(
       "uuid",
-      "The iBeacon proximity UUID (a region needs a uuid, an altbeacon, an eddystone, a device, an irk or a tag).",
+      "The iBeacon proximity UUID (a region needs a uuid, an altbeacon, an eddystone, a beacon, a device, an irk or a tag).",
       set: { r, v in r.uuid = try ConfigValue.uuid(v) },
       show: { $0.format == .iBeacon ? $0.uuid?.description ?? "" : "" }),
     .init(
@@ -555,6 +561,12 @@ extension Config {
         let id = TrackedID(kind: .eddystoneUID, uuid: u, major: 0, minor: 0)
         return id.text(field: 0) + (r.matchesInstance ? ":" + id.text(field: 1) : "")
       }),
+    .init(
+      "beacon",
+      "Beacons of any format as KIND:FIELDS, the leading fields given: a [layout \"NAME\"]'s "
+        + "name (acme:010203040506), altbeacon, eddystone, or UUID[:MAJOR[:MINOR]].",
+      set: { r, v in r.beaconWritten = try ConfigValue.nonEmpty(v) },
+      show: { $0.beaconMatch?.description ?? $0.beaconWritten ?? "" }),
     .init(
       "major", "Narrow the region to this major (0-65535); empty = any major.",
       set: { r, v in r.major = UInt16(try ConfigValue.integer(v, in: 0...65535)) },

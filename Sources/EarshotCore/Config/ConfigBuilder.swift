@@ -125,11 +125,12 @@ extension Config {
       }
     }
 
-    // Whole-region rules.
+    // Whole-region rules. The layouts first: a region may name their kinds.
+    _ = config.trackedLayouts
     for (raw, index) in regionIndex.sorted(by: { $0.value < $1.value }) {
       var r = config.regions[index]
       // The beacon-format keys given, in the file's order.
-      let formats = ["uuid", "altbeacon", "eddystone"]
+      let formats = ["uuid", "altbeacon", "eddystone", "beacon"]
         .compactMap { key in seenKeys[raw + "\u{0}" + key].map { (key, $0) } }
         .sorted { $0.1 < $1.1 }.map(\.0)
       if formats.count > 1 {
@@ -144,13 +145,28 @@ extension Config {
             "\(key) is for iBeacons; write an AltBeacon's ID2 and ID3 in altbeacon = ID1:ID2:ID3")
         }
       }
+      if let written = r.beaconWritten {
+        let line = seenKeys[raw + "\u{0}beacon"] ?? r.line
+        let named = written.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+        if let layout = config.layouts.last(where: { $0.name.lowercased() == named.lowercased() })?
+          .layout, let why = layout.trackingProblem
+        {
+          fail(line, raw, "beacon", "the layout '\(layout.name)' cannot be tracked: \(why)")
+        } else {
+          do {
+            r.beaconMatch = try TrackedMatch.parse(written)
+          } catch let v as ConfigValueError {
+            fail(line, raw, "beacon", v.message)
+          }
+        }
+      }
       if r.uuid == nil, formats.isEmpty, !r.watchesDevices,
         seenKeys[raw + "\u{0}device"] == nil, seenKeys[raw + "\u{0}irk"] == nil,
         r.tags.isEmpty, seenKeys[raw + "\u{0}tag"] == nil
       {
         fail(
           r.line, raw, "uuid",
-          "a region needs a uuid (iBeacons), an altbeacon, an eddystone, a device (bonded devices), an irk or a tag"
+          "a region needs a uuid (iBeacons), an altbeacon, an eddystone, a beacon (any format), a device (bonded devices), an irk or a tag"
         )
       }
       let tagNames = Set(config.tags.map(\.name))

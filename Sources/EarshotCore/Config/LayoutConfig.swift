@@ -39,6 +39,19 @@ extension Config {
     layouts.isEmpty ? .standard : BeaconClassifier(custom: layouts.compactMap(\.layout))
   }
 
+  /// The layouts whose beacons can be tracked, each with its kind
+  /// (`TrackedKind.register`): what the monitor tries after the built-in
+  /// formats. A layout that cannot be tracked is left out (a region that
+  /// names it is refused when the config is read).
+  public var trackedLayouts: LayoutKinds {
+    LayoutKinds(
+      layouts.compactMap { section in
+        guard let layout = section.layout, case .success(let kind) = TrackedKind.register(layout)
+        else { return nil }
+        return (layout, kind)
+      })
+  }
+
   /// `layout "acme"` -> "acme"; `nil` if the header is not a layout at all.
   static func layoutName(_ header: String) -> NameResult? {
     guard header == "layout" || header.hasPrefix("layout ") || header.hasPrefix("layout\"") else {

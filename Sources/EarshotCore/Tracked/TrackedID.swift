@@ -139,7 +139,8 @@ public struct TrackedID: Hashable, Comparable, Sendable, CustomStringConvertible
   public init?(slug: some StringProtocol) {
     var rest = Substring(slug)
     var kind = TrackedKind.iBeacon
-    for k in TrackedKind.allCases where !k.row.bare && rest.hasPrefix(k.name + "-") {
+    for k in TrackedKind.allCases.reversed()
+    where !k.row.bare && rest.hasPrefix(k.name.lowercased() + "-") {
       kind = k
       rest = rest.dropFirst(k.name.count + 1)
       break

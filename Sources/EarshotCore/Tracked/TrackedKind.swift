@@ -16,20 +16,39 @@ public struct TrackedKind: Hashable, Comparable, Sendable, CustomStringConvertib
   /// Eddystone-UID: a 10-byte namespace and a 6-byte instance.
   public static let eddystoneUID = TrackedKind(code: 2)
 
-  public static var allCases: [TrackedKind] { table.indices.map { TrackedKind(code: UInt8($0)) } }
+  /// The built-in kinds, then those user layouts registered (`register`).
+  public static var allCases: [TrackedKind] {
+    (0..<table.count + layoutRows.count).map { TrackedKind(code: UInt8($0)) }
+  }
 
-  public var row: Row { Self.table[Int(code)] }
+  public var row: Row {
+    Int(code) < Self.table.count ? Self.table[Int(code)] : Self.layoutRow(code: Int(code))
+  }
   /// As configs, events and the CLI name it (`ibeacon`, `altbeacon`, `eddystone`).
   public var name: String { row.name }
   public var description: String { name }
   /// Bytes of identity, all fields together (at most `TrackedID.capacity`).
   public var size: Int { row.size }
 
-  /// The kind a name gives (`ibeacon`, any case), or `nil`.
+  /// The kind a name gives (`ibeacon`, a user layout's name; any case),
+  /// or `nil`. Of two user layouts of one name, the later.
   public init?(name: some StringProtocol) {
     let lower = name.lowercased()
-    guard let i = Self.table.firstIndex(where: { $0.name == lower }) else { return nil }
-    code = UInt8(i)
+    if let i = Self.table.firstIndex(where: { $0.name == lower }) {
+      code = UInt8(i)
+      return
+    }
+    guard let i = Self.layoutRows.lastIndex(where: { $0.name.lowercased() == lower }) else {
+      return nil
+    }
+    code = UInt8(Self.table.count + i)
+  }
+
+  /// Whether its identity is iBeacon's shape (a UUID and two 16-bit
+  /// numbers), so that the `uuid`, `major` and `minor` views mean something.
+  public var hasUUIDShape: Bool {
+    let f = row.fields
+    return f.count == 3 && f[0].text == .uuid && f[1].size == 2 && f[2].size == 2
   }
 
   public static func < (a: TrackedKind, b: TrackedKind) -> Bool { a.code < b.code }

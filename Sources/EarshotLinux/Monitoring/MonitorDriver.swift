@@ -45,6 +45,10 @@ public final class MonitorDriver {
   @exclusivity(unchecked) public var onDevice:
     ((Int64, DeviceIdentity, AdvertisingReport, Int8?) -> Void)?
 
+  /// The config's own beacon formats the monitor tracks (fixed for the
+  /// agent's life: a reload that changes them is refused).
+  let layouts: LayoutKinds
+
   /// Eddystone-TLM readings joined to their beacons by address.
   @exclusivity(unchecked) public private(set) var telemetry = TelemetryJoiner()
   /// Every reading joined to a beacon (its time is decision time).
@@ -58,6 +62,7 @@ public final class MonitorDriver {
     output: @escaping (MonitorEvent) -> Void, log: @escaping (String) -> Void
   ) throws {
     self.config = config
+    layouts = config.trackedLayouts
     self.stateFile = stateFile
     self.output = output
     self.log = log
@@ -99,7 +104,7 @@ public final class MonitorDriver {
   /// counts when it comes from a device a region names (else it only
   /// moves time).
   public func report(at t: Int64, _ report: AdvertisingReport) {
-    let frame = TrackedFrame.decode(advertisingData: report.data)
+    let frame = TrackedFrame.decode(advertisingData: report.data, layouts: layouts)
     if case .beacon(let beacon)? = frame {
       onBeacon?(t, beacon, report)
       if let joined = telemetry.beacon(beacon.id, address: report.address, at: t) {
@@ -218,9 +223,10 @@ public final class MonitorDriver {
     let beacon = b?.id.beacon
     let device = b?.id.device
     // A device's event leaves the iBeacon fields empty, and the other way
-    // round; an Eddystone's (no UUID, major or minor) leaves them empty too,
-    // EARSHOT_BEACON names a beacon of any format.
-    let uuidShaped = device == nil && (beacon?.kind ?? region.format) != .eddystoneUID
+    // round; a kind of another shape (Eddystone, a layout of the user's)
+    // leaves them empty too, EARSHOT_BEACON names a beacon of any format.
+    let uuidShaped =
+      device == nil && (beacon?.kind ?? region.beacons?.kind ?? region.format).hasUUIDShape
     let env: [(String, String)] = [
       ("EARSHOT_REGION", e.region),
       ("EARSHOT_EVENT", e.kind.rawValue),
