@@ -199,6 +199,35 @@ final class MonitorLineImportTests: XCTestCase {
     }
   }
 
+  /// Every kind, read back as the monitor writes it (`addFields`): an
+  /// Eddystone's `format`, `namespace` and `instance`, an AltBeacon's
+  /// `format` with iBeacon's field names.
+  func testLinesOfEveryKindBecomeTheirBeacons() throws {
+    let eddy = TrackedID(
+      eddystoneNamespace: BeaconBytes(hex: "8f2c1a3e5b7d4e90a1c2")!,
+      instance: BeaconBytes(hex: "0000000000a1")!)
+    let alt = TrackedID(kind: .altBeacon, uuid: uuid, major: 1, minor: 2)
+    for id in [eddy, alt, desk] {
+      var j = JSONLine()
+      id.addFields(to: &j)
+      let fields = j.line.dropFirst().dropLast()
+      let line =
+        #"{"t":1767225631.00,"event":"range","region":"desk","state":"inside","beacons":[{"#
+        + fields + #","address":"C1:02:03:04:05:06","rssi":-67,"accuracy":1.8}]}"#
+      let events = try MonitorLineImport.events(fromLine: line)
+      guard case .sighting(let b)? = events.first else { return XCTFail(line) }
+      XCTAssertEqual(b.beacon, id, line)
+    }
+    for bad in [
+      #"{"format":"nosuch","uuid":"8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182"}"#,
+      #"{"format":"eddystone","namespace":"8f2c","instance":"0000000000a1"}"#,
+      #"{"format":"altbeacon","uuid":"8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182","major":1}"#,
+    ] {
+      let line = #"{"t":1,"event":"range","region":"d","beacons":["# + bad + "]}"
+      XCTAssertThrowsError(try MonitorLineImport.events(fromLine: line), line)
+    }
+  }
+
   func testJSONReader() throws {
     let v = try JSONParser.parse(#" {"a":[1,-2.5e1,true,null,"x\"\u00e9\ud83d\ude00"],"b":{}} "#)
     XCTAssertEqual(v["a"]?.array?.count, 5)

@@ -107,11 +107,13 @@ final class ConfigFileTests: XCTestCase {
     }.joined(separator: "\n")
     let example = try Config.build(
       IniReader.parse(uncommented, file: "uncommented"), paths: .system)
-    XCTAssertEqual(example.regions.map(\.name), ["desk", "lab", "shelf", "hall", "alice"])
+    XCTAssertEqual(
+      example.regions.map(\.name), ["desk", "lab", "shelf", "hall", "crate", "alice"])
     XCTAssertEqual(example.regions[2].format, .altBeacon)
     XCTAssertEqual(example.regions[3].format, .eddystoneUID)
-    XCTAssertEqual(example.regions[4].devices.count, 2)
-    XCTAssertEqual(example.regions[4].irks.count, 1)
+    XCTAssertEqual(example.regions[4].beacons?.description, "acme:010203040506")
+    XCTAssertEqual(example.regions[5].devices.count, 2)
+    XCTAssertEqual(example.regions[5].irks.count, 1)
     XCTAssertEqual(example.regions[0].minor, 10)
     XCTAssertEqual(example.regions[0].onEnter, ["/usr/local/bin/lights", "on"])
     XCTAssertEqual(example.regions[1].exitAfter, .auto)

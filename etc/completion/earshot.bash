@@ -9,7 +9,7 @@ _earshot() {
     scan) opts="--adapter --input --write --all --format --config --active --passive --legacy --extended --bring-up --duration --help" ;;
     monitor) opts="--config --input --pace --start-at --radio --radio-write --no-range --state --no-hooks --log --help" ;;
     check-config) opts="--config --help" ;;
-    simulate) opts="--write --reports --spec --truth --hours --seed --fast --slow --phones --format --battery-allowance --mains-allowance --help" ;;
+    simulate) opts="--write --reports --spec --config --truth --hours --seed --fast --slow --phones --format --battery-allowance --mains-allowance --help" ;;
     calibrate) opts="--config --beacon --seconds --input --power --reference --agent --write --help" ;;
     bench) opts="--input --seconds --reports --config --rate --beacons --dense-minutes --duty-hours --alert-device --mixer-card --monitor --find-phone-only --help" ;;
     shutter) opts="--config --device --directory --resolution --socket --help" ;;
@@ -28,8 +28,8 @@ _earshot() {
     alert) opts="--sound --frequency --ramp --duration --device --buffer --fallback --help" ;;
     sounds) opts="--help" ;;
     volume) opts="--card --control --socket --help" ;;
-    log) opts="--db --since --until --region --beacon --format --interval --batch --help" ;;
-    plot) opts="--db --day --since --until --region --beacon --out --png --title --help" ;;
+    log) opts="--db --since --until --region --beacon --format --config --interval --batch --help" ;;
+    plot) opts="--db --day --since --until --region --beacon --out --config --png --title --help" ;;
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in

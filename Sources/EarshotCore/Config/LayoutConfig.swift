@@ -25,7 +25,10 @@ extension Config {
         + "d data, x no identity; docs/beacon-formats.md.",
       set: { l, v in
         do {
-          l.layout = try BeaconLayout(parsing: try ConfigValue.nonEmpty(v), name: l.name)
+          let layout = try BeaconLayout(parsing: try ConfigValue.nonEmpty(v), name: l.name)
+          l.layout = layout
+          // Known from here on: a [rooms] track later in the file may name it.
+          _ = TrackedKind.register(layout)
         } catch let e as BeaconLayoutError {
           throw ConfigValueError(e.description)
         }

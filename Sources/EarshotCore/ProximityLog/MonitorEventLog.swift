@@ -2,11 +2,11 @@
 /// `exit` become region events with the first beacon as the cause; each
 /// beacon of a `range` event becomes a sighting, its `accuracy` the
 /// distance. Devices (identity regions) have no row of their own: their
-/// regions' events are kept, without a cause. The log's rows name beacons
-/// by iBeacon's fields alone, so AltBeacons and Eddystone-UIDs are kept out
-/// of them (their regions' events are kept, without a cause) rather than
-/// logged as the iBeacon of the same numbers. The same mapping `earshot log import` applies to the monitor's
-/// JSON lines, for the agent that writes the log itself.
+/// regions' events are kept, without a cause. Beacons of every kind are
+/// kept: a row holds the kind's name and its 20 identifier bytes (in the
+/// `uuid`, `major` and `minor` columns, `TrackedID`'s iBeacon view). The
+/// same mapping `earshot log import` applies to the monitor's JSON lines,
+/// for the agent that writes the log itself.
 extension ProximityEvent {
   public static func from(_ e: MonitorEvent) -> [ProximityEvent] {
     let state = PresenceState(rawValue: e.state.rawValue) ?? .unknown
@@ -17,11 +17,11 @@ extension ProximityEvent {
         .region(
           RegionLogEvent(
             t: e.shown.micros, region: e.region, kind: kind, state: state,
-            beacon: e.beacons.first?.id.beacon.flatMap { $0.kind == .iBeacon ? $0 : nil }))
+            beacon: e.beacons.first?.id.beacon))
       ]
     case .range:
       return e.beacons.compactMap { b in
-        guard let id = b.id.beacon, id.kind == .iBeacon else { return nil }
+        guard let id = b.id.beacon else { return nil }
         return .sighting(
           BeaconSighting(
             t: e.shown.micros, beacon: id, address: b.address, rssi: b.rssi, distance: b.accuracy,

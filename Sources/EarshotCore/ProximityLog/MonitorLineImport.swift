@@ -81,16 +81,37 @@ public enum MonitorLineImport {
     }
   }
 
+  /// A beacon as the monitor's lines write it (`TrackedID.addFields`): an
+  /// iBeacon's `uuid`, `major`, `minor`; another kind's `format` and its
+  /// row's fields. `nil` when the object names no beacon.
   static func beaconID(_ v: JSONValue) throws -> TrackedID? {
-    guard let text = v["uuid"]?.string else { return nil }
-    guard let uuid = BeaconUUID(text) else { throw LineError(reason: "bad uuid '\(text)'") }
-    func u16(_ k: String) throws -> UInt16 {
-      guard let n = v[k]?.number, n >= 0, n <= 65535, n == n.rounded() else {
-        throw LineError(reason: "\"\(k)\" must be 0-65535")
+    let kind: TrackedKind
+    if let name = v["format"]?.string {
+      guard let k = TrackedKind(name: name) else {
+        throw LineError(reason: "unknown beacon format '\(name)'")
       }
-      return UInt16(n)
+      kind = k
+    } else {
+      guard v["uuid"] != nil else { return nil }
+      kind = .iBeacon
     }
-    return TrackedID(uuid: uuid, major: try u16("major"), minor: try u16("minor"))
+    var bytes: [UInt8] = []
+    for f in kind.row.fields {
+      switch f.text {
+      case .decimal:
+        guard let n = v[f.name]?.number, n >= 0, n <= Double(f.maximum), n == n.rounded(),
+          let b = f.bytes(from: String(UInt64(n)))
+        else { throw LineError(reason: "\"\(f.name)\" must be 0-\(f.maximum)") }
+        bytes += b
+      case .uuid, .hex:
+        let text = v[f.name]?.string ?? ""
+        guard let b = f.bytes(from: text) else {
+          throw LineError(reason: "bad \(f.name) '\(text)'")
+        }
+        bytes += b
+      }
+    }
+    return TrackedID(kind: kind, bytes: bytes)
   }
 
   static func sighting(_ v: JSONValue, t: Int64, region: String?) throws -> BeaconSighting {

@@ -31,6 +31,9 @@ let logCommand = Command(
       "Only this beacon (or these beacons): UUID[:MAJOR[:MINOR]], altbeacon:ID1[:ID2[:ID3]] or eddystone:NAMESPACE[:INSTANCE]"
     ),
     .value("format", "table|json|csv", "Output format (default table; json is one object a line)"),
+    .value(
+      "config", "FILE",
+      "The agent's config, for beacons of its own [layout] formats (not read otherwise)"),
     .value("interval", "SECONDS", "import: one sighting row per beacon per this long (default 10)"),
     .value("batch", "ROWS", "import: rows written per transaction (default 500)"),
   ],
@@ -56,6 +59,9 @@ struct LogFilterOptions {
 
   init(_ args: Arguments) throws {
     path = args.value("db") ?? ProximityLogPaths.defaultPath()
+    // A config names the user's own beacon formats, so that their beacons
+    // read back by name (`--beacon acme:…`, and in the rows).
+    if args.value("config") != nil { _ = try loadConfig(args).0.trackedLayouts }
     let now = Clock.realtimeMicros()
     self.now = now
     var q = LogQuery(region: args.value("region"))

@@ -27,6 +27,9 @@ let plotCommand = Command(
       "Only this beacon (or these beacons): UUID[:MAJOR[:MINOR]], altbeacon:ID1[:ID2[:ID3]] or eddystone:NAMESPACE[:INSTANCE]"
     ),
     .value("out", "FILE.svg", "Where to write the SVG (required)"),
+    .value(
+      "config", "FILE",
+      "The agent's config, for beacons of its own [layout] formats (not read otherwise)"),
     .value("png", "FILE.png", "Also render a PNG (needs rsvg-convert)"),
     .value("title", "TEXT", "Title (default: Proximity, and the day)"),
   ],

@@ -49,6 +49,9 @@ let simulateCommand = Command(
       "Where to write the capture, or the directory for house and radio (required but for radio)"),
     .value("reports", "N", "How many reports (busy-room; default 2000)"),
     .value("spec", "FILE", "Scenario description (scenario)"),
+    .value(
+      "config", "FILE",
+      "The agent's config, whose [layout] formats a scenario's id may name (scenario)"),
     .value("truth", "FILE", "Where to write the scenario's ground truth"),
     .value("hours", "H", "Simulated hours (radio; default 24)"),
     .value("seed", "N", "Random seed (radio; default 1)"),
@@ -85,6 +88,8 @@ func runSimulate(_ args: Arguments) throws -> Int32 {
 
 func runScenario(_ args: Arguments, path: String) throws -> Int32 {
   guard let spec = args.value("spec") else { throw UsageError("scenario needs --spec FILE") }
+  // Its layouts become kinds a beacon's `id = NAME:…` may name.
+  if args.value("config") != nil { _ = try loadConfig(args).0.trackedLayouts }
   let scenario: Scenario
   do {
     scenario = try Scenario.build(try IniReader.read(path: spec))
