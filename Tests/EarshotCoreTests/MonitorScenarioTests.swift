@@ -327,17 +327,17 @@ final class MonitorScenarioTests: XCTestCase {
     ]
     let (_, byDeadline) = runScenario(s, c, emitRange: true)
     var m = RegionMonitor(config: c, emitRange: true)
-    var polled = m.start(at: s.start, scanning: true)
+    var polled = m.start(at: DecisionTime(micros: s.start), scanning: true)
     var reports = s.events()[...]
     var t = s.start
     while t <= s.micros(300) {
       while let e = reports.first, e.t <= t {
         if case .report(let rt, let b, let a, let r) = e {
-          polled += m.report(at: rt, beacon: b, address: a, rssi: r)
+          polled += m.report(at: DecisionTime(micros: rt), beacon: b, address: a, rssi: r)
         }
         reports.removeFirst()
       }
-      polled += m.advance(to: t)
+      polled += m.advance(to: DecisionTime(micros: t))
       t += 10_000
     }
     XCTAssertEqual(byDeadline, polled)
