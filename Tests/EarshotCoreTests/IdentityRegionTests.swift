@@ -320,7 +320,11 @@ final class IdentityRegionTests: XCTestCase {
     XCTAssertEqual(
       ProximityEvent.from(
         MonitorEvent(capture: 5, kind: .enter, region: "alice", state: .inside, beacons: [device])),
-      [.region(RegionLogEvent(t: 5, region: "alice", kind: .enter, state: .inside, beacon: nil))])
+      [
+        .region(
+          RegionLogEvent(
+            t: WallTime(micros: 5), region: "alice", kind: .enter, state: .inside, beacon: nil))
+      ])
     let range = MonitorEvent(
       capture: 6, kind: .range, region: "alice", state: .inside, beacons: [device])
     XCTAssertEqual(ProximityEvent.from(range), [])

@@ -233,7 +233,7 @@ public final class AgentMonitor {
       proximityLog?.record(
         .adapter(
           AdapterLogEvent(
-            t: Clock.realtimeMicros(), adapter: state.adapter, kind: receiving ? .up : .down)))
+            t: Clock.wallNow(), adapter: state.adapter, kind: receiving ? .up : .down)))
     }
     rearm()
   }

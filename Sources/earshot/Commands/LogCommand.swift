@@ -52,11 +52,11 @@ func runLog(_ args: Arguments) throws -> Int32 {
 struct LogFilterOptions {
   let path: String
   let query: LogQuery
-  let now: Int64
+  let now: WallTime
 
   init(_ args: Arguments) throws {
     path = args.value("db") ?? ProximityLogPaths.defaultPath()
-    let now = Clock.realtimeMicros()
+    let now = Clock.wallNow()
     self.now = now
     var q = LogQuery(region: args.value("region"))
     q.since = try args.value("since").map { try parseLogTime($0, "--since", now: now) }
@@ -83,7 +83,7 @@ struct LogQueryOptions {
   let format: LogFormat
   var path: String { filter.path }
   var query: LogQuery { filter.query }
-  var now: Int64 { filter.now }
+  var now: WallTime { filter.now }
 
   init(_ args: Arguments) throws {
     guard args.positionals.count <= 1 else {
@@ -100,7 +100,7 @@ struct LogQueryOptions {
   func open() throws -> ProximityLogReader { try filter.open() }
 }
 
-func parseLogTime(_ text: String, _ option: String, now: Int64) throws -> Int64 {
+func parseLogTime(_ text: String, _ option: String, now: WallTime) throws -> WallTime {
   do { return try LogTime.parse(text, now: now, offset: LocalTimeZone.offset) } catch {
     throw UsageError("\(option): \(error)")
   }
