@@ -58,7 +58,7 @@ final class BeaconFormatRegionTests: XCTestCase {
     let s = try scenario()
     let config = try config()
     var monitor = RegionMonitor(config: config, emitRange: true)
-    var events = monitor.start(at: s.micros(0), scanning: true)
+    var events = monitor.start(at: DecisionTime(micros: s.micros(0)), scanning: true)
     var replay = CaptureReplay()
     var formats: Set<String> = []
     let bytes = s.capture().bytes
@@ -66,10 +66,11 @@ final class BeaconFormatRegionTests: XCTestCase {
       try replay.run(raw) { t, report in
         guard let b = TrackedBeacon.decode(advertisingData: report.data) else { return }
         formats.insert(b.id.kind.name)
-        events += monitor.report(at: t, beacon: b, address: report.address, rssi: report.rssi)
+        events += monitor.report(
+          at: DecisionTime(micros: t), beacon: b, address: report.address, rssi: report.rssi)
       }
     }
-    events += monitor.advance(to: s.micros(300))
+    events += monitor.advance(to: DecisionTime(micros: s.micros(300)))
     XCTAssertEqual(formats, ["altbeacon", "eddystone"])
     func transitions(_ region: String) -> [String] {
       events.filter { $0.region == region && $0.kind != .range }

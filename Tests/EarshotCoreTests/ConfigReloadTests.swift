@@ -18,7 +18,7 @@ final class ConfigReloadTests: XCTestCase {
     -> [MonitorEvent]
   {
     m.report(
-      at: t,
+      at: DecisionTime(micros: t),
       beacon: TrackedBeacon(
         id: TrackedID(uuid: testUUID, major: major, minor: minor), measuredPower: -59),
       address: BDAddress("C1:02:03:04:05:06")!, rssi: -60)
@@ -55,18 +55,18 @@ final class ConfigReloadTests: XCTestCase {
       config: config(
         region("desk", major: 1, minor: 10, exitAfter: .seconds(30)),
         region("lab", major: 2, exitAfter: .seconds(30))), emitRange: false)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     _ = report(&m, at: 1 * s, major: 1, minor: 10)
     XCTAssertEqual(m.state(of: "desk"), .inside)
     _ = report(&m, at: 35 * s, major: 1, minor: 10)
-    _ = m.advance(to: 40 * s)
+    _ = m.advance(to: DecisionTime(micros: 40 * s))
     XCTAssertEqual(m.state(of: "lab"), .outside)
 
     // desk gets a longer exit_after, lab goes, porch comes.
     let events = m.reconfigure(
       config(
         region("desk", major: 1, minor: 10, exitAfter: .seconds(60)),
-        region("porch", major: 9, exitAfter: .seconds(20))), at: 41 * s)
+        region("porch", major: 9, exitAfter: .seconds(20))), at: DecisionTime(micros: 41 * s))
     XCTAssertEqual(
       events,
       [MonitorEvent(capture: 41 * s, kind: .state, region: "porch", state: .unknown, beacons: [])],
@@ -76,22 +76,23 @@ final class ConfigReloadTests: XCTestCase {
     XCTAssertEqual(m.exitTimeout(region: "desk"), 60)
 
     // desk was last seen at 35 s: with exit_after 60 it exits at 95 s, not 65 s.
-    XCTAssertEqual(m.advance(to: 94 * s).filter { $0.region == "desk" }, [])
-    let exit = m.advance(to: 95 * s).filter { $0.region == "desk" }
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 94 * s)).filter { $0.region == "desk" }, [])
+    let exit = m.advance(to: DecisionTime(micros: 95 * s)).filter { $0.region == "desk" }
     XCTAssertEqual(exit.map(\.kind), [.exit])
     // porch counts its exit_after from the reload, not from the scan's start.
     XCTAssertEqual(m.state(of: "porch"), .outside)
     var n = RegionMonitor(
       config: config(region("desk", major: 1, minor: 10, exitAfter: .seconds(30))),
       emitRange: false)
-    _ = n.start(at: 0, scanning: true)
+    _ = n.start(at: DecisionTime(micros: 0), scanning: true)
     _ = n.reconfigure(
       config(
         region("desk", major: 1, minor: 10, exitAfter: .seconds(30)),
-        region("porch", major: 9, exitAfter: .seconds(20))), at: 100 * s)
-    XCTAssertEqual(n.advance(to: 119 * s).filter { $0.region == "porch" }, [])
+        region("porch", major: 9, exitAfter: .seconds(20))), at: DecisionTime(micros: 100 * s))
+    XCTAssertEqual(n.advance(to: DecisionTime(micros: 119 * s)).filter { $0.region == "porch" }, [])
     XCTAssertEqual(
-      n.advance(to: 120 * s).filter { $0.region == "porch" }.map(\.state), [.outside])
+      n.advance(to: DecisionTime(micros: 120 * s)).filter { $0.region == "porch" }.map(\.state),
+      [.outside])
   }
 }
 
@@ -104,19 +105,20 @@ final class ScanPauseTests: XCTestCase {
     c.regions = [region("desk", major: 1, minor: 10, exitAfter: .seconds(5))]
     var m = RegionMonitor(config: c, emitRange: false)
     let s: Int64 = 1_000_000
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     _ = m.report(
-      at: 1 * s,
+      at: DecisionTime(micros: 1 * s),
       beacon: TrackedBeacon(id: TrackedID(uuid: testUUID, major: 1, minor: 10), measuredPower: -59),
       address: BDAddress("C1:02:03:04:05:06")!, rssi: -60)
-    XCTAssertEqual(m.scanPaused(at: 2 * s), [])
+    XCTAssertEqual(m.scanPaused(at: DecisionTime(micros: 2 * s)), [])
     XCTAssertNil(m.nextDeadline, "no exit timer while nobody scans")
-    XCTAssertEqual(m.advance(to: 20 * s), [], "no exit during the gap")
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 20 * s)), [], "no exit during the gap")
     XCTAssertEqual(m.state(of: "desk"), .inside, "and no unknown either")
-    XCTAssertEqual(m.scanResumed(at: 20 * s), [])
+    XCTAssertEqual(m.scanResumed(at: DecisionTime(micros: 20 * s)), [])
     // 1 s of silence was heard before the pause: 4 s more after it.
-    XCTAssertEqual(m.advance(to: 24 * s - 1), [])
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 24 * s - 1)), [])
     XCTAssertEqual(
-      m.advance(to: 24 * s).map(\.kind), [.exit], "exit_after of listening, across the gap")
+      m.advance(to: DecisionTime(micros: 24 * s)).map(\.kind), [.exit],
+      "exit_after of listening, across the gap")
   }
 }

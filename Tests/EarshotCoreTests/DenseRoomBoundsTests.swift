@@ -64,9 +64,9 @@ final class DenseRoomBoundsTests: XCTestCase {
   func feed(_ m: inout RegionMonitor, at t: Int64, data: [UInt8], address: BDAddress) {
     data.withUnsafeBytes { d in
       if let b = TrackedBeacon.iBeacon(advertisingData: d) {
-        _ = m.report(at: t, beacon: b, address: address, rssi: -70)
+        _ = m.report(at: DecisionTime(micros: t), beacon: b, address: address, rssi: -70)
       } else {
-        _ = m.advance(to: t)
+        _ = m.advance(to: DecisionTime(micros: t))
       }
     }
   }
@@ -75,7 +75,7 @@ final class DenseRoomBoundsTests: XCTestCase {
     var c = Config()
     c.regions = [region("hall"), region("desk", major: 1, minor: 3)]
     var m = RegionMonitor(config: c)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     // Phones' own advertisements (Apple continuity, not iBeacons) from
     // 100,000 addresses, and 20 iBeacons whose addresses rotate as well.
     let phone: [UInt8] = [0x02, 0x01, 0x1A, 0x07, 0xFF, 0x4C, 0x00, 0x10, 0x02, 0x0B, 0x00]
@@ -100,27 +100,30 @@ final class DenseRoomBoundsTests: XCTestCase {
     c.monitor.exitAfter = .seconds(30)
     c.regions = [region("hall", exitAfter: .seconds(30)), region("desk", major: 9)]
     var m = RegionMonitor(config: c, emitRange: false)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     let desk = TrackedID(uuid: testUUID, major: 9, minor: 1)
     _ = m.report(
-      at: 0, beacon: TrackedBeacon(id: desk, measuredPower: -59), address: rpa(0), rssi: -60)
+      at: DecisionTime(micros: 0), beacon: TrackedBeacon(id: desk, measuredPower: -59),
+      address: rpa(0), rssi: -60)
     // 100,000 identities under the hall's UUID, one address each, within
     // 100 s: far sooner than the hour after which beacons are forgotten.
     var peak = 0
     for i in 1...Self.addresses {
       let id = TrackedID(uuid: testUUID, major: UInt16(i >> 16) + 1, minor: UInt16(i & 0xFFFF))
       _ = m.report(
-        at: Int64(i) * 1_000, beacon: TrackedBeacon(id: id, measuredPower: -59), address: rpa(i),
+        at: DecisionTime(micros: Int64(i) * 1_000),
+        beacon: TrackedBeacon(id: id, measuredPower: -59), address: rpa(i),
         rssi: -70)
       peak = max(peak, m.trackedBeacons)
     }
     XCTAssertLessThanOrEqual(peak, RegionMonitor.defaultBeaconCapacity)
     XCTAssertGreaterThan(m.trackedBeacons, RegionMonitor.defaultBeaconCapacity / 2)
-    _ = m.advance(to: Int64(Self.addresses) * 1_000 + 40_000_000)
+    _ = m.advance(to: DecisionTime(micros: Int64(Self.addresses) * 1_000 + 40_000_000))
     XCTAssertEqual(m.state(of: "hall"), .outside)
     XCTAssertEqual(m.state(of: "desk"), .outside)
     // The desk's beacon, seen first, is the one its exit names: kept.
-    XCTAssertEqual(m.rangedBeacons(region: "desk", at: 0).map(\.id.beacon), [desk])
+    XCTAssertEqual(
+      m.rangedBeacons(region: "desk", at: DecisionTime(micros: 0)).map(\.id.beacon), [desk])
   }
 
   /// Ranging's filter and the interval estimator live inside each record,

@@ -99,13 +99,17 @@ final class IdentityRegionTests: XCTestCase {
     let cipher = CountingMixCipher()
     let rpa = keyA.address(prand: 0x12_3456, cipher: cipher)
     var monitor = RegionMonitor(config: config(config: [region]), cipher: cipher)
-    _ = monitor.start(at: 0, scanning: true)
+    _ = monitor.start(at: DecisionTime(micros: 0), scanning: true)
     let nrpa = BDAddress(raw: rpa.raw & 0x3FFF_FFFF_FFFF)
     XCTAssertTrue(
-      monitor.report(at: 1, address: nrpa, type: .random, rssi: -60, txPower: nil)
-        .isEmpty)
+      monitor.report(
+        at: DecisionTime(micros: 1), address: nrpa, type: .random, rssi: -60, txPower: nil
+      )
+      .isEmpty)
     XCTAssertEqual(
-      monitor.report(at: 2, address: rpa, type: .random, rssi: -60, txPower: nil).map(\.state),
+      monitor.report(
+        at: DecisionTime(micros: 2), address: rpa, type: .random, rssi: -60, txPower: nil
+      ).map(\.state),
       [.inside])
   }
 
@@ -125,13 +129,18 @@ final class IdentityRegionTests: XCTestCase {
     }
     // A public address with a static random's top bits still matches as public.
     var m = RegionMonitor(config: config(config: [deviceRegion("x", devices: [phoneIdentity])]))
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     XCTAssertTrue(
-      m.report(at: 1, address: phoneIdentity, type: .random, rssi: -50, txPower: nil).isEmpty,
+      m.report(
+        at: DecisionTime(micros: 1), address: phoneIdentity, type: .random, rssi: -50, txPower: nil
+      ).isEmpty,
       "a random address equal to a public identity's bits is not that device")
     XCTAssertEqual(
-      m.report(at: 2, address: phoneIdentity, type: .publicIdentity, rssi: -50, txPower: nil)
-        .map(\.state), [.inside])
+      m.report(
+        at: DecisionTime(micros: 2), address: phoneIdentity, type: .publicIdentity, rssi: -50,
+        txPower: nil
+      )
+      .map(\.state), [.inside])
   }
 
   // MARK: Bonded keys
@@ -142,25 +151,29 @@ final class IdentityRegionTests: XCTestCase {
     let cipher = CountingMixCipher()
     let region = deviceRegion("phone", devices: [phoneIdentity])
     var m = RegionMonitor(config: config(config: [region]), emitRange: false, cipher: cipher)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     let rpa1 = keyA.address(prand: 0x11_1111, cipher: cipher)
     XCTAssertTrue(
-      m.report(at: 1_000_000, address: rpa1, type: .random, rssi: -60, txPower: nil)
-        .isEmpty)
+      m.report(
+        at: DecisionTime(micros: 1_000_000), address: rpa1, type: .random, rssi: -60, txPower: nil
+      )
+      .isEmpty)
     XCTAssertEqual(m.devices.unresolvedCount, 0, "no key yet: nothing to try")
     m.updateBondedKeys([
       BondedKey(identity: phoneIdentity, identityType: .public, irk: keyA, name: "Pixel")
     ])
-    let entered = m.report(at: 2_000_000, address: rpa1, type: .random, rssi: -60, txPower: nil)
+    let entered = m.report(
+      at: DecisionTime(micros: 2_000_000), address: rpa1, type: .random, rssi: -60, txPower: nil)
     XCTAssertEqual(entered.map(\.state), [.inside])
     XCTAssertEqual(entered.first?.beacons.first?.id.device?.address, phoneIdentity)
     XCTAssertEqual(m.lastSeen(device: phoneIdentity), 2_000_000)
     // The bond removed: its addresses no longer count, and the region exits.
     m.updateBondedKeys([])
     let rpa2 = keyA.address(prand: 0x22_2222, cipher: cipher)
-    _ = m.report(at: 3_000_000, address: rpa2, type: .random, rssi: -60, txPower: nil)
+    _ = m.report(
+      at: DecisionTime(micros: 3_000_000), address: rpa2, type: .random, rssi: -60, txPower: nil)
     XCTAssertEqual(m.devices.resolvedCount, 0)
-    let later = m.advance(to: 13_000_000)
+    let later = m.advance(to: DecisionTime(micros: 13_000_000))
     XCTAssertEqual(later.map(\.kind), [.exit])
     XCTAssertNil(m.lastSeen(device: phoneIdentity))
   }
@@ -177,18 +190,20 @@ final class IdentityRegionTests: XCTestCase {
         deviceRegion("phone", devices: [phoneIdentity]),
         deviceRegion("watch", devices: [watchIdentity]),
       ]), emitRange: false, cipher: cipher)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     m.updateBondedKeys([
       BondedKey(identity: phoneIdentity, identityType: .public, irk: keyA, name: "Pixel"),
       BondedKey(identity: watchIdentity, identityType: .staticRandom, irk: keyB, name: "Watch"),
     ])
     cipher.calls = 0
     let phone = m.report(
-      at: 1_000_000, address: phoneIdentity, type: .publicIdentity, rssi: -60, txPower: nil)
+      at: DecisionTime(micros: 1_000_000), address: phoneIdentity, type: .publicIdentity, rssi: -60,
+      txPower: nil)
     XCTAssertEqual(phone.map(\.region), ["phone"])
     XCTAssertEqual(phone.map(\.state), [.inside])
     let watch = m.report(
-      at: 1_100_000, address: watchIdentity, type: .randomIdentity, rssi: -60, txPower: nil)
+      at: DecisionTime(micros: 1_100_000), address: watchIdentity, type: .randomIdentity, rssi: -60,
+      txPower: nil)
     XCTAssertEqual(watch.map(\.region), ["watch"])
     XCTAssertEqual(m.lastSeen(device: phoneIdentity), 1_000_000)
     XCTAssertEqual(m.lastSeen(device: watchIdentity), 1_100_000)
@@ -197,7 +212,8 @@ final class IdentityRegionTests: XCTestCase {
     // as a public identity is some other device.
     XCTAssertTrue(
       m.report(
-        at: 1_200_000, address: watchIdentity, type: .publicIdentity, rssi: -60, txPower: nil
+        at: DecisionTime(micros: 1_200_000), address: watchIdentity, type: .publicIdentity,
+        rssi: -60, txPower: nil
       )
       .isEmpty)
     XCTAssertEqual(m.lastSeen(device: watchIdentity), 1_100_000)
@@ -212,16 +228,18 @@ final class IdentityRegionTests: XCTestCase {
     }
     let region = deviceRegion("all", irks: keys)
     var m = RegionMonitor(config: config(config: [region]), emitRange: false, cipher: cipher)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     let mine = keys[49].address(prand: 0x33_3333, cipher: cipher)
     let stranger = keyB.address(prand: 0x44_4444, cipher: cipher)
     cipher.calls = 0
-    _ = m.report(at: 1, address: mine, type: .random, rssi: -60, txPower: nil)
-    _ = m.report(at: 2, address: stranger, type: .random, rssi: -60, txPower: nil)
+    _ = m.report(at: DecisionTime(micros: 1), address: mine, type: .random, rssi: -60, txPower: nil)
+    _ = m.report(
+      at: DecisionTime(micros: 2), address: stranger, type: .random, rssi: -60, txPower: nil)
     XCTAssertEqual(cipher.calls, 50 + 50, "the last key of 50, and all 50 for the stranger")
     for t in 3..<100 {
       _ = m.report(
-        at: Int64(t), address: t % 2 == 0 ? mine : stranger, type: .random, rssi: -60, txPower: nil)
+        at: DecisionTime(micros: Int64(t)), address: t % 2 == 0 ? mine : stranger, type: .random,
+        rssi: -60, txPower: nil)
     }
     XCTAssertEqual(cipher.calls, 100, "repeats are lookups")
     XCTAssertEqual(m.devices.resolvedCount, 1)
@@ -229,7 +247,8 @@ final class IdentityRegionTests: XCTestCase {
     m.updateBondedKeys([BondedKey(identity: phoneIdentity, identityType: .public, irk: keyB)])
     XCTAssertEqual(m.devices.resolvedCount + m.devices.unresolvedCount, 0, "new keys, fresh caches")
     // The same set again keeps them.
-    _ = m.report(at: 200, address: mine, type: .random, rssi: -60, txPower: nil)
+    _ = m.report(
+      at: DecisionTime(micros: 200), address: mine, type: .random, rssi: -60, txPower: nil)
     m.updateBondedKeys([BondedKey(identity: phoneIdentity, identityType: .public, irk: keyB)])
     XCTAssertEqual(m.devices.resolvedCount, 1)
   }
@@ -243,14 +262,16 @@ final class IdentityRegionTests: XCTestCase {
     var region = deviceRegion("phone", irks: [keyA])
     region.power = -65
     var m = RegionMonitor(config: config(config: [region]), emitRange: true, cipher: cipher)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     let rpa = keyA.address(prand: 0x55_5555, cipher: cipher)
-    _ = m.report(at: 100_000, address: rpa, type: .random, rssi: -65, txPower: nil)
-    var ranged = m.rangedBeacons(region: "phone", at: 200_000)
+    _ = m.report(
+      at: DecisionTime(micros: 100_000), address: rpa, type: .random, rssi: -65, txPower: nil)
+    var ranged = m.rangedBeacons(region: "phone", at: DecisionTime(micros: 200_000))
     XCTAssertEqual(ranged.first?.powerSource, .region)
     XCTAssertEqual(try XCTUnwrap(ranged.first?.accuracy), 1, accuracy: 0.01)
-    _ = m.report(at: 300_000, address: rpa, type: .random, rssi: -65, txPower: 8)
-    ranged = m.rangedBeacons(region: "phone", at: 400_000)
+    _ = m.report(
+      at: DecisionTime(micros: 300_000), address: rpa, type: .random, rssi: -65, txPower: 8)
+    ranged = m.rangedBeacons(region: "phone", at: DecisionTime(micros: 400_000))
     XCTAssertEqual(ranged.first?.powerSource, .txPower)
     // -65 dBm heard from 8 - 41 = -33 dBm at 1 m: well beyond a metre.
     XCTAssertGreaterThan(try XCTUnwrap(ranged.first?.accuracy), 10)
@@ -267,20 +288,25 @@ final class IdentityRegionTests: XCTestCase {
     var both = deviceRegion("desk", irks: [keyA])
     both.uuid = testUUID
     var m = RegionMonitor(config: config(config: [both]), emitRange: false, cipher: cipher)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     let b = TrackedBeacon(id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59)
     XCTAssertEqual(
-      m.report(at: 1_000_000, beacon: b, address: BDAddress(raw: 1), rssi: -60).map(\.state),
+      m.report(
+        at: DecisionTime(micros: 1_000_000), beacon: b, address: BDAddress(raw: 1), rssi: -60
+      ).map(\.state),
       [.inside])
     // The beacon goes quiet; the phone keeps the region inside.
     let rpa = keyA.address(prand: 0x66_6666, cipher: cipher)
     for s in 2..<30 {
       XCTAssertTrue(
-        m.report(at: Int64(s) * 1_000_000, address: rpa, type: .random, rssi: -60, txPower: nil)
-          .isEmpty)
+        m.report(
+          at: DecisionTime(micros: Int64(s) * 1_000_000), address: rpa, type: .random, rssi: -60,
+          txPower: nil
+        )
+        .isEmpty)
     }
     XCTAssertEqual(m.state(of: "desk"), .inside)
-    XCTAssertEqual(m.advance(to: 40_000_000).map(\.kind), [.exit])
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 40_000_000)).map(\.kind), [.exit])
     XCTAssertTrue(both.identity.contains("+irk=" + keyA.tag))
     XCTAssertFalse(both.identity.contains(keyA.hex))
   }
@@ -294,7 +320,11 @@ final class IdentityRegionTests: XCTestCase {
     XCTAssertEqual(
       ProximityEvent.from(
         MonitorEvent(capture: 5, kind: .enter, region: "alice", state: .inside, beacons: [device])),
-      [.region(RegionLogEvent(t: 5, region: "alice", kind: .enter, state: .inside, beacon: nil))])
+      [
+        .region(
+          RegionLogEvent(
+            t: WallTime(micros: 5), region: "alice", kind: .enter, state: .inside, beacon: nil))
+      ])
     let range = MonitorEvent(
       capture: 6, kind: .range, region: "alice", state: .inside, beacons: [device])
     XCTAssertEqual(ProximityEvent.from(range), [])

@@ -30,8 +30,8 @@ final class LaptopDayTests: XCTestCase {
       let r = clock.reading
       take(
         monitor.start(
-          at: clock.monotonicMicros, scanning: true,
-          savedTime: { LiveTime.decision(shown: $0, at: r) }))
+          at: DecisionTime(micros: clock.monotonicMicros), scanning: true,
+          savedTime: { DecisionTime(micros: LiveTime.decision(shown: $0.micros, at: r)) }))
     }
 
     var seconds: Double { Double(clock.monotonicMicros - start) / 1e6 }
@@ -47,7 +47,9 @@ final class LaptopDayTests: XCTestCase {
       let r = clock.reading
       for c in watch.observe(r) {
         changes.append(c)
-        if case .slept = c { take(monitor.resumed(at: clock.monotonicMicros)) }
+        if case .slept = c {
+          take(monitor.resumed(at: DecisionTime(micros: clock.monotonicMicros)))
+        }
       }
       return r
     }
@@ -57,7 +59,7 @@ final class LaptopDayTests: XCTestCase {
       let r = wake()
       take(
         monitor.report(
-          at: LiveTime.decision(stamp: stamp, at: r),
+          at: DecisionTime(micros: LiveTime.decision(stamp: stamp, at: r)),
           beacon: TrackedBeacon(
             id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
           address: BDAddress("C1:02:03:04:05:06")!, rssi: -60))
@@ -68,7 +70,8 @@ final class LaptopDayTests: XCTestCase {
       let r = wake()
       take(
         monitor.report(
-          at: LiveTime.decision(stamp: stamp, at: r), address: address, type: .public,
+          at: DecisionTime(micros: LiveTime.decision(stamp: stamp, at: r)), address: address,
+          type: .public,
           rssi: -60, txPower: nil))
     }
 
@@ -80,7 +83,7 @@ final class LaptopDayTests: XCTestCase {
         clock.advance(0.1)
         if let d = monitor.deadline(), d <= clock.monotonicMicros {
           _ = wake()
-          take(monitor.advance(to: clock.monotonicMicros))
+          take(monitor.advance(to: DecisionTime(micros: clock.monotonicMicros)))
         }
         if n % 10 == 9, let hear { hear(&self) }
       }
@@ -239,12 +242,12 @@ final class LaptopDayTests: XCTestCase {
     var live = Live(beaconConfig())
     live.run(20, hearing: beaconThere)
     live.run(1)
-    live.take(live.monitor.scanPaused(at: live.clock.monotonicMicros))
+    live.take(live.monitor.scanPaused(at: DecisionTime(micros: live.clock.monotonicMicros)))
     live.sleep(600)
     let resumedAt = live.seconds
     live.run(5)
     XCTAssertEqual(live.transitions, [])
-    live.take(live.monitor.scanResumed(at: live.clock.monotonicMicros))
+    live.take(live.monitor.scanResumed(at: DecisionTime(micros: live.clock.monotonicMicros)))
     live.run(20)
     XCTAssertEqual(live.transitions, [.exit])
     XCTAssertEqual(try XCTUnwrap(live.first(.exit)).monotonic - resumedAt, 13, accuracy: 0.15)
@@ -258,12 +261,12 @@ final class LaptopDayTests: XCTestCase {
     var live = Live(beaconConfig())
     live.run(20, hearing: beaconThere)
     live.run(7)  // the exit is a second away
-    live.take(live.monitor.scanPaused(at: live.clock.monotonicMicros))
+    live.take(live.monitor.scanPaused(at: DecisionTime(micros: live.clock.monotonicMicros)))
     live.run(4)  // suspending: the kernel freezes tasks, the adapter suspends
     live.clock.sleep(600)
     _ = live.wake()  // the clock watch's view of it is the same sleep
-    live.take(live.monitor.scanResumed(at: live.clock.monotonicMicros))
-    live.take(live.monitor.resumed(at: live.clock.monotonicMicros))
+    live.take(live.monitor.scanResumed(at: DecisionTime(micros: live.clock.monotonicMicros)))
+    live.take(live.monitor.resumed(at: DecisionTime(micros: live.clock.monotonicMicros)))
     live.run(5, hearing: beaconThere)
     XCTAssertEqual(live.transitions, [])
     XCTAssertEqual(
@@ -306,9 +309,10 @@ final class LaptopDayTests: XCTestCase {
     r.exitAfter = .seconds(8)
     c.regions = [r]
     var live = Live(c)
-    live.take(live.monitor.tagConnected("keys", at: live.clock.monotonicMicros))
+    live.take(
+      live.monitor.tagConnected("keys", at: DecisionTime(micros: live.clock.monotonicMicros)))
     live.run(10)
-    live.take(live.monitor.tagAbsent("keys", at: live.clock.monotonicMicros))
+    live.take(live.monitor.tagAbsent("keys", at: DecisionTime(micros: live.clock.monotonicMicros)))
     live.step(-3600)
     live.run(20)
     XCTAssertEqual(try XCTUnwrap(live.first(.exit)).monotonic, 18, accuracy: 0.15)
@@ -354,7 +358,9 @@ final class LaptopDayTests: XCTestCase {
   func testAStateFileFromAnotherBootNeitherDelaysNorHastensTheExit() throws {
     var first = Live(beaconConfig())
     first.run(20, hearing: beaconThere)
-    let saved = first.monitor.snapshot { LiveTime.shown($0, at: first.clock.reading) }
+    let saved = first.monitor.snapshot {
+      WallTime(micros: LiveTime.shown($0.micros, at: first.clock.reading))
+    }
     let seen = try XCTUnwrap(saved.regions.first?.lastSeen)
     XCTAssertEqual(Double(first.clock.wallMicros - seen) / 1e6, 0, accuracy: 0.15)
     // Booted again ten minutes later: monotonic time starts afresh.
@@ -366,7 +372,8 @@ final class LaptopDayTests: XCTestCase {
     // Not heard since: the saved time is written back as it was.
     let r = second.clock.reading
     let back = try XCTUnwrap(
-      second.monitor.snapshot { LiveTime.shown($0, at: r) }.regions.first?.lastSeen)
+      second.monitor.snapshot { WallTime(micros: LiveTime.shown($0.micros, at: r)) }.regions.first?
+        .lastSeen)
     XCTAssertEqual(back, seen)
   }
 
@@ -376,7 +383,9 @@ final class LaptopDayTests: XCTestCase {
   func testAStateFileFromAheadOfTheClockCountsAsNow() throws {
     var first = Live(beaconConfig())
     first.run(20, hearing: beaconThere)
-    let saved = first.monitor.snapshot { LiveTime.shown($0, at: first.clock.reading) }
+    let saved = first.monitor.snapshot {
+      WallTime(micros: LiveTime.shown($0.micros, at: first.clock.reading))
+    }
     var clock = first.clock
     clock.step(-3600)  // set back before the restart
     var second = Live(beaconConfig(), snapshot: saved, clock: clock)

@@ -52,7 +52,7 @@ final class LayoutKindTests: XCTestCase {
         present = 10-120
         """, file: "acme.scenario"))
     var monitor = RegionMonitor(config: config, emitRange: true)
-    var events = monitor.start(at: s.micros(0), scanning: true)
+    var events = monitor.start(at: DecisionTime(micros: s.micros(0)), scanning: true)
     var replay = CaptureReplay()
     var seen: Set<String> = []
     var lastHeard: Int64 = 0
@@ -69,10 +69,11 @@ final class LayoutKindTests: XCTestCase {
         seen.insert(b.id.description)
         lastHeard = t
         XCTAssertEqual(b.measuredPower, -59, "the power byte plus the layout's correction")
-        events += monitor.report(at: t, beacon: b, address: report.address, rssi: report.rssi)
+        events += monitor.report(
+          at: DecisionTime(micros: t), beacon: b, address: report.address, rssi: report.rssi)
       }
     }
-    events += monitor.advance(to: s.micros(200))
+    events += monitor.advance(to: DecisionTime(micros: s.micros(200)))
     XCTAssertEqual(seen, ["acme:010203040506:002a"])
     func transitions(_ region: String) -> [String] {
       events.filter { $0.region == region && $0.kind != .range }

@@ -12,7 +12,7 @@ final class MonitorScaleTests: XCTestCase {
     c.monitor.autoCeiling = 60
     c.regions = [region("all"), region("even", major: 2)]
     var m = RegionMonitor(config: c, emitRange: false)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     // Beacons with intervals from 0.1 s to 6 s; some stop part-way, so the
     // beacon whose silence ends the region last changes, and one that left
     // stops counting once its own timeout has passed.
@@ -46,7 +46,7 @@ final class MonitorScaleTests: XCTestCase {
       sims[k].next += sims[k].interval + random(10_000)
       guard random(10) >= 2 else { continue }
       _ = m.report(
-        at: t, beacon: TrackedBeacon(id: sims[k].id, measuredPower: -59),
+        at: DecisionTime(micros: t), beacon: TrackedBeacon(id: sims[k].id, measuredPower: -59),
         address: BDAddress(raw: 1),
         rssi: -60)
       let limit = sims[k].estimator.timeout(floor: 10, ceiling: 60) ?? 30
@@ -79,11 +79,11 @@ final class MonitorScaleTests: XCTestCase {
     c.monitor.exitAfter = .seconds(30)
     c.regions = [region("room", exitAfter: .seconds(30)), region("desk", major: 9)]
     var m = RegionMonitor(config: c, emitRange: false)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     // Three segments' worth, so forgetting moves records across segments.
     for i in 0..<1_500 {
       _ = m.report(
-        at: Int64(i) * 100,
+        at: DecisionTime(micros: Int64(i) * 100),
         beacon: TrackedBeacon(
           id: TrackedID(uuid: testUUID, major: 1, minor: UInt16(i)), measuredPower: -59),
         address: BDAddress(raw: UInt64(i)), rssi: -70)
@@ -91,7 +91,7 @@ final class MonitorScaleTests: XCTestCase {
     // The desk's only beacon, seen once: the desk's exit still names it.
     let desk = TrackedID(uuid: testUUID, major: 9, minor: 1)
     _ = m.report(
-      at: 200_000, beacon: TrackedBeacon(id: desk, measuredPower: -59),
+      at: DecisionTime(micros: 200_000), beacon: TrackedBeacon(id: desk, measuredPower: -59),
       address: BDAddress(raw: 999),
       rssi: -65)
     XCTAssertEqual(m.trackedBeacons, 1_501)
@@ -99,20 +99,23 @@ final class MonitorScaleTests: XCTestCase {
     var t: Int64 = 1_000_000
     while t < 7_200_000_000 {
       _ = m.report(
-        at: t, beacon: TrackedBeacon(id: stayer, measuredPower: -59), address: BDAddress(raw: 5),
+        at: DecisionTime(micros: t), beacon: TrackedBeacon(id: stayer, measuredPower: -59),
+        address: BDAddress(raw: 5),
         rssi: -60)
       t += 10_000_000
     }
-    _ = m.advance(to: t)
+    _ = m.advance(to: DecisionTime(micros: t))
     XCTAssertEqual(m.trackedBeacons, 2, "the stayer and the desk's last beacon")
     XCTAssertEqual(m.state(of: "room"), .inside)
     XCTAssertEqual(m.state(of: "desk"), .outside)
     // The survivors are still found: a report from each updates, not adds.
     _ = m.report(
-      at: t, beacon: TrackedBeacon(id: desk, measuredPower: -59), address: BDAddress(raw: 999),
+      at: DecisionTime(micros: t), beacon: TrackedBeacon(id: desk, measuredPower: -59),
+      address: BDAddress(raw: 999),
       rssi: -65)
     _ = m.report(
-      at: t, beacon: TrackedBeacon(id: stayer, measuredPower: -59), address: BDAddress(raw: 5),
+      at: DecisionTime(micros: t), beacon: TrackedBeacon(id: stayer, measuredPower: -59),
+      address: BDAddress(raw: 5),
       rssi: -60)
     XCTAssertEqual(m.trackedBeacons, 2)
     XCTAssertEqual(m.state(of: "desk"), .inside)

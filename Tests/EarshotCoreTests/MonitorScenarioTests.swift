@@ -327,17 +327,17 @@ final class MonitorScenarioTests: XCTestCase {
     ]
     let (_, byDeadline) = runScenario(s, c, emitRange: true)
     var m = RegionMonitor(config: c, emitRange: true)
-    var polled = m.start(at: s.start, scanning: true)
+    var polled = m.start(at: DecisionTime(micros: s.start), scanning: true)
     var reports = s.events()[...]
     var t = s.start
     while t <= s.micros(300) {
       while let e = reports.first, e.t <= t {
         if case .report(let rt, let b, let a, let r) = e {
-          polled += m.report(at: rt, beacon: b, address: a, rssi: r)
+          polled += m.report(at: DecisionTime(micros: rt), beacon: b, address: a, rssi: r)
         }
         reports.removeFirst()
       }
-      polled += m.advance(to: t)
+      polled += m.advance(to: DecisionTime(micros: t))
       t += 10_000
     }
     XCTAssertEqual(byDeadline, polled)
@@ -388,11 +388,19 @@ final class MonitorScenarioTests: XCTestCase {
         MonitorEvent(
           decided: DecisionTime(micros: 1), shown: WallTime(micros: 5), kind: .enter,
           region: "desk", state: .inside, beacons: [b])),
-      [.region(RegionLogEvent(t: 5, region: "desk", kind: .enter, state: .inside, beacon: id))])
+      [
+        .region(
+          RegionLogEvent(
+            t: WallTime(micros: 5), region: "desk", kind: .enter, state: .inside, beacon: id))
+      ])
     XCTAssertEqual(
       ProximityEvent.from(
         MonitorEvent(capture: 6, kind: .state, region: "lab", state: .unknown, beacons: [])),
-      [.region(RegionLogEvent(t: 6, region: "lab", kind: .state, state: .unknown, beacon: nil))])
+      [
+        .region(
+          RegionLogEvent(
+            t: WallTime(micros: 6), region: "lab", kind: .state, state: .unknown, beacon: nil))
+      ])
     let other = RangedBeacon(
       id: TrackedID(uuid: testUUID, major: 1, minor: 11), address: address, rssi: nil,
       accuracy: nil,
@@ -405,10 +413,12 @@ final class MonitorScenarioTests: XCTestCase {
       [
         .sighting(
           BeaconSighting(
-            t: 7, beacon: id, address: address, rssi: -67.4, distance: 1.8, region: "desk")),
+            t: WallTime(micros: 7), beacon: id, address: address, rssi: -67.4, distance: 1.8,
+            region: "desk")),
         .sighting(
           BeaconSighting(
-            t: 7, beacon: other.id.beacon!, address: address, rssi: nil, distance: nil,
+            t: WallTime(micros: 7), beacon: other.id.beacon!, address: address, rssi: nil,
+            distance: nil,
             region: "desk")),
       ])
   }

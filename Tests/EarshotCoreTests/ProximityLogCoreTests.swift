@@ -19,41 +19,43 @@ final class SightingDownsamplerTests: XCTestCase {
     var d = SightingDownsampler(interval: 10 * s)
     var out: [SightingSummary] = []
     for (k, rssi) in [-60.0, -70, -65].enumerated() {
-      out += d.add(BeaconSighting(t: t0 + Int64(k) * s, beacon: desk, rssi: rssi, distance: 2))
+      out += d.add(
+        BeaconSighting(
+          t: WallTime(micros: t0 + Int64(k) * s), beacon: desk, rssi: rssi, distance: 2))
     }
-    out += d.add(BeaconSighting(t: t0 + 3 * s, beacon: door, rssi: nil))
+    out += d.add(BeaconSighting(t: WallTime(micros: t0 + 3 * s), beacon: door, rssi: nil))
     XCTAssertTrue(out.isEmpty, "nothing is complete before the interval ends")
     // A sighting in the next interval completes desk's first.
-    out += d.add(BeaconSighting(t: t0 + 10 * s, beacon: desk, rssi: -50))
+    out += d.add(BeaconSighting(t: WallTime(micros: t0 + 10 * s), beacon: desk, rssi: -50))
     XCTAssertEqual(out.count, 1)
-    XCTAssertEqual(out[0].start, t0)
-    XCTAssertEqual(out[0].end, t0 + 10 * s)
+    XCTAssertEqual(out[0].start, WallTime(micros: t0))
+    XCTAssertEqual(out[0].end, WallTime(micros: t0 + 10 * s))
     XCTAssertEqual(out[0].count, 3)
     XCTAssertEqual(out[0].rssiMean, -65)
     XCTAssertEqual(out[0].rssiMin, -70)
     XCTAssertEqual(out[0].rssiMax, -60)
     XCTAssertEqual(out[0].distanceMean, 2)
     // The timer closes door's interval; desk's second stays open.
-    let closed = d.close(before: t0 + 12 * s)
+    let closed = d.close(before: WallTime(micros: t0 + 12 * s))
     XCTAssertEqual(closed.map(\.beacon), [door])
     XCTAssertEqual(closed[0].count, 1)
     XCTAssertEqual(closed[0].rssiCount, 0)
     XCTAssertNil(closed[0].rssiMean, "no RSSI, no mean")
     XCTAssertEqual(d.openCount, 1)
     let rest = d.closeAll()
-    XCTAssertEqual(rest.map(\.start), [t0 + 10 * s])
+    XCTAssertEqual(rest.map(\.start), [WallTime(micros: t0 + 10 * s)])
     XCTAssertEqual(rest[0].rssiMean, -50)
     XCTAssertEqual(d.openCount, 0)
   }
 
   func testIntervalsAlignToTheEpochAndTimeGoingBackLosesNothing() {
     var d = SightingDownsampler(interval: 10 * s)
-    XCTAssertEqual(d.intervalStart(t0 + 17 * s), t0 + 10 * s)
-    XCTAssertEqual(d.intervalStart(-1), -10 * s)
-    _ = d.add(BeaconSighting(t: t0 + 25 * s, beacon: desk, rssi: -60))
-    let out = d.add(BeaconSighting(t: t0 + 5 * s, beacon: desk, rssi: -80))
-    XCTAssertEqual(out.map(\.start), [t0 + 20 * s])
-    XCTAssertEqual(d.closeAll().map(\.start), [t0])
+    XCTAssertEqual(d.intervalStart(WallTime(micros: t0 + 17 * s)), WallTime(micros: t0 + 10 * s))
+    XCTAssertEqual(d.intervalStart(WallTime(micros: -1)), WallTime(micros: -10 * s))
+    _ = d.add(BeaconSighting(t: WallTime(micros: t0 + 25 * s), beacon: desk, rssi: -60))
+    let out = d.add(BeaconSighting(t: WallTime(micros: t0 + 5 * s), beacon: desk, rssi: -80))
+    XCTAssertEqual(out.map(\.start), [WallTime(micros: t0 + 20 * s)])
+    XCTAssertEqual(d.closeAll().map(\.start), [WallTime(micros: t0)])
   }
 }
 
@@ -61,7 +63,7 @@ final class PresenceTimelineTests: XCTestCase {
   func e(_ sec: Int64, _ region: String, _ kind: RegionLogEvent.Kind, _ state: PresenceState)
     -> RegionLogEvent
   {
-    RegionLogEvent(t: t0 + sec * s, region: region, kind: kind, state: state)
+    RegionLogEvent(t: WallTime(micros: t0 + sec * s), region: region, kind: kind, state: state)
   }
 
   func testIntervalsWithUnknownAndOpenEnds() {
@@ -76,13 +78,19 @@ final class PresenceTimelineTests: XCTestCase {
     XCTAssertEqual(
       p,
       [
-        PresenceInterval(region: "desk", start: t0 + 100 * s, end: t0 + 400 * s, ending: .exit),
-        PresenceInterval(region: "desk", start: t0 + 500 * s, end: t0 + 600 * s, ending: .unknown),
-        PresenceInterval(region: "desk", start: t0 + 700 * s, end: nil, ending: .open),
-        PresenceInterval(region: "lab", start: t0 + 50 * s, end: nil, ending: .open),
+        PresenceInterval(
+          region: "desk", start: WallTime(micros: t0 + 100 * s),
+          end: WallTime(micros: t0 + 400 * s), ending: .exit),
+        PresenceInterval(
+          region: "desk", start: WallTime(micros: t0 + 500 * s),
+          end: WallTime(micros: t0 + 600 * s), ending: .unknown),
+        PresenceInterval(
+          region: "desk", start: WallTime(micros: t0 + 700 * s), end: nil, ending: .open),
+        PresenceInterval(
+          region: "lab", start: WallTime(micros: t0 + 50 * s), end: nil, ending: .open),
       ])
-    XCTAssertEqual(p[2].duration(now: t0 + 750 * s), 50 * s)
-    let totals = PresenceTimeline.totals(p, now: t0 + 800 * s)
+    XCTAssertEqual(p[2].duration(now: WallTime(micros: t0 + 750 * s)), 50 * s)
+    let totals = PresenceTimeline.totals(p, now: WallTime(micros: t0 + 800 * s))
     XCTAssertEqual(totals.map(\.0), ["desk", "lab"])
     XCTAssertEqual(totals.map(\.1), [(300 + 100 + 100) * s, 750 * s])
     // Unknown is a segment of its own, never presence.
@@ -96,16 +104,20 @@ final class PresenceTimelineTests: XCTestCase {
       e(100, "desk", .enter, .inside), e(400, "desk", .exit, .outside),
       e(500, "desk", .enter, .inside), e(900, "desk", .exit, .outside),
     ]
-    let p = PresenceTimeline.presence(of: events, from: t0 + 300 * s, to: t0 + 600 * s)
+    let p = PresenceTimeline.presence(
+      of: events, from: WallTime(micros: t0 + 300 * s), to: WallTime(micros: t0 + 600 * s))
     XCTAssertEqual(
       p,
       [
         PresenceInterval(
-          region: "desk", start: t0 + 300 * s, end: t0 + 400 * s, ending: .exit, clippedStart: true),
+          region: "desk", start: WallTime(micros: t0 + 300 * s),
+          end: WallTime(micros: t0 + 400 * s), ending: .exit, clippedStart: true),
         PresenceInterval(
-          region: "desk", start: t0 + 500 * s, end: t0 + 600 * s, ending: .windowEnd),
+          region: "desk", start: WallTime(micros: t0 + 500 * s),
+          end: WallTime(micros: t0 + 600 * s), ending: .windowEnd),
       ])
-    XCTAssertTrue(PresenceTimeline.presence(of: events, from: t0 + 950 * s).isEmpty)
+    XCTAssertTrue(
+      PresenceTimeline.presence(of: events, from: WallTime(micros: t0 + 950 * s)).isEmpty)
   }
 }
 
@@ -113,27 +125,52 @@ final class LogTimeTests: XCTestCase {
   let now = t0 + 12 * 3600 * s
 
   func testRelativeAndISOTimes() throws {
-    XCTAssertEqual(try LogTime.parse("2h", now: now, offset: LogTime.utc), now - 7200 * s)
-    XCTAssertEqual(try LogTime.parse("30m", now: now, offset: LogTime.utc), now - 1800 * s)
-    XCTAssertEqual(try LogTime.parse("7d", now: now, offset: LogTime.utc), now - 7 * 86_400 * s)
-    XCTAssertEqual(try LogTime.parse("1.5h", now: now, offset: LogTime.utc), now - 5400 * s)
-    XCTAssertEqual(try LogTime.parse("now", now: now, offset: LogTime.utc), now)
-    XCTAssertEqual(try LogTime.parse("@1767225600.5", now: now, offset: LogTime.utc), t0 + s / 2)
-    XCTAssertEqual(try LogTime.parse("2026-01-01T00:00:00Z", now: now, offset: LogTime.utc), t0)
     XCTAssertEqual(
-      try LogTime.parse("2026-01-01T01:00:00+01:00", now: now, offset: LogTime.utc), t0)
-    XCTAssertEqual(try LogTime.parse("2025-12-31T19:00-0500", now: now, offset: LogTime.utc), t0)
+      try LogTime.parse("2h", now: WallTime(micros: now), offset: LogTime.utc),
+      WallTime(micros: now - 7200 * s))
     XCTAssertEqual(
-      try LogTime.parse("2026-01-01 00:00:01.25Z", now: now, offset: LogTime.utc), t0 + 1_250_000)
+      try LogTime.parse("30m", now: WallTime(micros: now), offset: LogTime.utc),
+      WallTime(micros: now - 1800 * s))
+    XCTAssertEqual(
+      try LogTime.parse("7d", now: WallTime(micros: now), offset: LogTime.utc),
+      WallTime(micros: now - 7 * 86_400 * s))
+    XCTAssertEqual(
+      try LogTime.parse("1.5h", now: WallTime(micros: now), offset: LogTime.utc),
+      WallTime(micros: now - 5400 * s))
+    XCTAssertEqual(
+      try LogTime.parse("now", now: WallTime(micros: now), offset: LogTime.utc),
+      WallTime(micros: now))
+    XCTAssertEqual(
+      try LogTime.parse("@1767225600.5", now: WallTime(micros: now), offset: LogTime.utc),
+      WallTime(micros: t0 + s / 2))
+    XCTAssertEqual(
+      try LogTime.parse("2026-01-01T00:00:00Z", now: WallTime(micros: now), offset: LogTime.utc),
+      WallTime(micros: t0))
+    XCTAssertEqual(
+      try LogTime.parse(
+        "2026-01-01T01:00:00+01:00", now: WallTime(micros: now), offset: LogTime.utc),
+      WallTime(micros: t0))
+    XCTAssertEqual(
+      try LogTime.parse("2025-12-31T19:00-0500", now: WallTime(micros: now), offset: LogTime.utc),
+      WallTime(micros: t0))
+    XCTAssertEqual(
+      try LogTime.parse("2026-01-01 00:00:01.25Z", now: WallTime(micros: now), offset: LogTime.utc),
+      WallTime(micros: t0 + 1_250_000))
     // No zone: local time, here UTC+1.
     let cet: LogTime.Offset = { _ in 3600 }
-    XCTAssertEqual(try LogTime.parse("2026-01-01T01:00", now: now, offset: cet), t0)
-    XCTAssertEqual(try LogTime.parse("2026-01-01", now: now, offset: cet), t0 - 3600 * s)
     XCTAssertEqual(
-      try LogTime.parse("2024-02-29", now: now, offset: LogTime.utc), 1_709_164_800 * s)
+      try LogTime.parse("2026-01-01T01:00", now: WallTime(micros: now), offset: cet),
+      WallTime(micros: t0))
+    XCTAssertEqual(
+      try LogTime.parse("2026-01-01", now: WallTime(micros: now), offset: cet),
+      WallTime(micros: t0 - 3600 * s))
+    XCTAssertEqual(
+      try LogTime.parse("2024-02-29", now: WallTime(micros: now), offset: LogTime.utc),
+      WallTime(micros: 1_709_164_800 * s))
     for bad in ["", "2h30", "yesterday", "2026-13-01", "2026-02-30", "2026-01-01T25:00", "-", "5x"]
     {
-      XCTAssertThrowsError(try LogTime.parse(bad, now: now, offset: LogTime.utc), bad)
+      XCTAssertThrowsError(
+        try LogTime.parse(bad, now: WallTime(micros: now), offset: LogTime.utc), bad)
     }
   }
 
@@ -142,14 +179,18 @@ final class LogTimeTests: XCTestCase {
     let change = Int64(1_774_746_000)
     let zone: LogTime.Offset = { $0 < change ? 3600 : 7200 }
     let day = try LogTime.day("2026-03-29", offset: zone)
-    XCTAssertEqual(day.start, (change - 2 * 3600) * s)  // 00:00 at +1 is 23:00Z the day before
-    XCTAssertEqual(day.end - day.start, 23 * 3600 * s, "that day is 23 hours long")
-    XCTAssertEqual(LogTime.iso(change * s, offset: zone), "2026-03-29T03:00:00+02:00")
-    XCTAssertEqual(LogTime.iso(t0, offset: LogTime.utc), "2026-01-01T00:00:00Z")
-    XCTAssertEqual(LogTime.short(t0 + 3_723 * s, offset: LogTime.utc), "2026-01-01 01:02:03")
+    XCTAssertEqual(day.start, WallTime(micros: (change - 2 * 3600) * s))  // 00:00 at +1 is 23:00Z the day before
+    XCTAssertEqual(day.end.micros - day.start.micros, 23 * 3600 * s, "that day is 23 hours long")
+    XCTAssertEqual(
+      LogTime.iso(WallTime(micros: change * s), offset: zone), "2026-03-29T03:00:00+02:00")
+    XCTAssertEqual(LogTime.iso(WallTime(micros: t0), offset: LogTime.utc), "2026-01-01T00:00:00Z")
+    XCTAssertEqual(
+      LogTime.short(WallTime(micros: t0 + 3_723 * s), offset: LogTime.utc), "2026-01-01 01:02:03")
     XCTAssertEqual(LogTime.duration(3_723 * s), "1h 02m 03s")
     XCTAssertEqual(LogTime.duration(90 * s), "1m 30s")
-    XCTAssertEqual(LogTime.dayContaining(t0 + 5 * s, offset: LogTime.utc).start, t0)
+    XCTAssertEqual(
+      LogTime.dayContaining(WallTime(micros: t0 + 5 * s), offset: LogTime.utc).start,
+      WallTime(micros: t0))
   }
 }
 
@@ -159,7 +200,11 @@ final class MonitorLineImportTests: XCTestCase {
       fromLine: #"{"t":1767225630.10,"event":"enter","region":"desk","state":"inside"}"#)
     XCTAssertEqual(
       enter,
-      [.region(RegionLogEvent(t: t0 + 30_100_000, region: "desk", kind: .enter, state: .inside))])
+      [
+        .region(
+          RegionLogEvent(
+            t: WallTime(micros: t0 + 30_100_000), region: "desk", kind: .enter, state: .inside))
+      ])
     let range = try MonitorLineImport.events(
       fromLine:
         #"{"t":1767225631.00,"event":"range","region":"desk","state":"inside","beacons":[{"uuid":"8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182","major":1,"minor":10,"address":"C1:02:03:04:05:06","rssi":-67,"accuracy":1.8,"proximity":"near"},{"uuid":"8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182","major":2,"minor":1,"address":"C1:02:03:04:05:07","rssi":null,"accuracy":null,"proximity":"unknown"}]}"#
@@ -169,7 +214,8 @@ final class MonitorLineImportTests: XCTestCase {
       range[0],
       .sighting(
         BeaconSighting(
-          t: t0 + 31 * s, beacon: desk, address: BDAddress("C1:02:03:04:05:06"), rssi: -67,
+          t: WallTime(micros: t0 + 31 * s), beacon: desk, address: BDAddress("C1:02:03:04:05:06"),
+          rssi: -67,
           distance: 1.8, region: "desk")))
     if case .sighting(let b) = range[1] {
       XCTAssertNil(b.rssi)
@@ -186,7 +232,8 @@ final class MonitorLineImportTests: XCTestCase {
       [
         .region(
           RegionLogEvent(
-            t: t0 + 420 * s, region: "desk", kind: .exit, state: .outside, beacon: desk))
+            t: WallTime(micros: t0 + 420 * s), region: "desk", kind: .exit, state: .outside,
+            beacon: desk))
       ])
     XCTAssertEqual(
       try MonitorLineImport.events(fromLine: #"{"t":1,"event":"hook","region":"desk"}"#), [])
@@ -250,7 +297,9 @@ final class MonitorLineImportTests: XCTestCase {
     XCTAssertEqual(LogFormatter.csvCell("a,b"), "\"a,b\"")
     XCTAssertEqual(LogFormatter.csvCell("say \"hi\""), "\"say \"\"hi\"\"\"")
     let r = LogRecord.region(
-      RegionLogEvent(t: t0, region: "kitchen, north", kind: .enter, state: .inside, beacon: desk))
+      RegionLogEvent(
+        t: WallTime(micros: t0), region: "kitchen, north", kind: .enter, state: .inside,
+        beacon: desk))
     let csv = LogFormatter.csv(r, offset: LogTime.utc)
     XCTAssertTrue(csv.contains("\"kitchen, north\""), csv)
     let json = try JSONParser.parse(LogFormatter.json(r, offset: LogTime.utc))
@@ -267,25 +316,33 @@ final class ProximityPlotTests: XCTestCase {
       let start = t0 + 8 * 3600 * s + Int64(k) * 10 * s
       rows.append(
         SightingSummary(
-          beacon: desk, start: start, end: start + 10 * s, count: 10, rssiCount: 10,
+          beacon: desk, start: WallTime(micros: start), end: WallTime(micros: start + 10 * s),
+          count: 10, rssiCount: 10,
           rssiMean: -60 - Double(k % 7), rssiMin: -70, rssiMax: -55, distanceMean: 1.5))
       if k < 180 {
         rows.append(
           SightingSummary(
-            beacon: door, start: start, end: start + 10 * s, count: 3, rssiCount: 3,
+            beacon: door, start: WallTime(micros: start), end: WallTime(micros: start + 10 * s),
+            count: 3, rssiCount: 3,
             rssiMean: -80, rssiMin: -82, rssiMax: -78))
       }
     }
     let events = [
-      RegionLogEvent(t: t0 + 8 * 3600 * s, region: "desk & co", kind: .enter, state: .inside),
-      RegionLogEvent(t: t0 + 9 * 3600 * s, region: "desk & co", kind: .exit, state: .outside),
-      RegionLogEvent(t: t0 + 8 * 3600 * s, region: "door", kind: .enter, state: .inside),
       RegionLogEvent(
-        t: t0 + 8 * 3600 * s + 1800 * s, region: "door", kind: .state, state: .unknown),
+        t: WallTime(micros: t0 + 8 * 3600 * s), region: "desk & co", kind: .enter, state: .inside),
+      RegionLogEvent(
+        t: WallTime(micros: t0 + 9 * 3600 * s), region: "desk & co", kind: .exit, state: .outside),
+      RegionLogEvent(
+        t: WallTime(micros: t0 + 8 * 3600 * s), region: "door", kind: .enter, state: .inside),
+      RegionLogEvent(
+        t: WallTime(micros: t0 + 8 * 3600 * s + 1800 * s), region: "door", kind: .state,
+        state: .unknown),
     ]
     let input = PlotInput(
-      start: t0, end: t0 + 86_400 * s, title: "Test <day>", sightings: rows,
-      segments: PresenceTimeline.segments(of: events, from: t0, to: t0 + 86_400 * s),
+      start: WallTime(micros: t0), end: WallTime(micros: t0 + 86_400 * s), title: "Test <day>",
+      sightings: rows,
+      segments: PresenceTimeline.segments(
+        of: events, from: WallTime(micros: t0), to: WallTime(micros: t0 + 86_400 * s)),
       beaconRegions: [desk: ["desk & co"], door: ["door"]])
     let svg = ProximityPlot.svg(input)
     let doc = try SVGDocument(svg)
@@ -294,7 +351,8 @@ final class ProximityPlotTests: XCTestCase {
     XCTAssertEqual(rssi.map { $0.attributes["data-beacon"] }, [desk.description, door.description])
     let distance = doc.elements.filter { $0.attributes["class"] == "distance" }
     XCTAssertEqual(distance.count, 1, "only desk has distances")
-    let layout = ProximityPlot.Layout(start: t0, end: t0 + 86_400 * s)
+    let layout = ProximityPlot.Layout(
+      start: WallTime(micros: t0), end: WallTime(micros: t0 + 86_400 * s))
     let inside = doc.elements.filter { $0.attributes["class"] == "inside" }
     XCTAssertEqual(inside.count, 2)
     for r in inside {
@@ -302,8 +360,9 @@ final class ProximityPlotTests: XCTestCase {
       let w = Double(r.attributes["width"]!)!
       let region = r.attributes["data-region"]!
       let expectedEnd = region == "door" ? 8 * 3600 + 1800 : 9 * 3600
-      XCTAssertEqual(x, layout.x(t0 + 8 * 3600 * s), accuracy: 0.01, region)
-      XCTAssertEqual(x + w, layout.x(t0 + Int64(expectedEnd) * s), accuracy: 0.02, region)
+      XCTAssertEqual(x, layout.x(WallTime(micros: t0 + 8 * 3600 * s)), accuracy: 0.01, region)
+      XCTAssertEqual(
+        x + w, layout.x(WallTime(micros: t0 + Int64(expectedEnd) * s)), accuracy: 0.02, region)
     }
     // The desk shading lies inside desk's panel.
     let deskShade = inside.first { $0.attributes["data-region"] == "desk & co" }!
@@ -314,19 +373,22 @@ final class ProximityPlotTests: XCTestCase {
     let unknown = doc.elements.filter { $0.attributes["class"] == "unknown" }
     XCTAssertEqual(unknown.map { $0.attributes["data-region"]! }, ["door"])
     XCTAssertEqual(
-      Double(unknown[0].attributes["x"]!)!, layout.x(t0 + 8 * 3600 * s + 1800 * s), accuracy: 0.01)
+      Double(unknown[0].attributes["x"]!)!,
+      layout.x(WallTime(micros: t0 + 8 * 3600 * s + 1800 * s)), accuracy: 0.01)
     // Points sit at the middle of their interval: the first desk point.
     let d = rssi[0].attributes["d"]!
     let first = d.dropFirst().split(separator: " ")[0].split(separator: ",")
-    XCTAssertEqual(Double(first[0])!, layout.x(t0 + 8 * 3600 * s + 5 * s), accuracy: 0.01)
+    XCTAssertEqual(
+      Double(first[0])!, layout.x(WallTime(micros: t0 + 8 * 3600 * s + 5 * s)), accuracy: 0.01)
     XCTAssertTrue(doc.text.contains("Test <day>"))
     XCTAssertTrue(doc.text.contains("08:00"), "time labels on the axis")
   }
 
   func testTicksAlignToLocalTime() {
-    let ticks = ProximityPlot.timeTicks(t0, t0 + 86_400 * s, offset: { _ in 3600 })
+    let ticks = ProximityPlot.timeTicks(
+      WallTime(micros: t0), WallTime(micros: t0 + 86_400 * s), offset: { _ in 3600 })
     XCTAssertEqual(ticks.first?.1, "02:00")
-    XCTAssertEqual(ticks.first?.0, t0 + 3600 * s)
+    XCTAssertEqual(ticks.first?.0, WallTime(micros: t0 + 3600 * s))
     XCTAssertLessThanOrEqual(ticks.count, 13)
   }
 }

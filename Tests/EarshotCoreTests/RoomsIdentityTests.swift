@@ -46,7 +46,7 @@ final class RoomsIdentityTests: XCTestCase {
     type: AddressType = .random, rssi: Int8 = -59, tx: Int8? = nil
   ) -> RoomSighting? {
     let n = m.resolveDevice(address, type: type)
-    _ = m.report(at: t, device: n, address: address, rssi: rssi, txPower: tx)
+    _ = m.report(at: DecisionTime(micros: t), device: n, address: address, rssi: rssi, txPower: tx)
     return p.report(
       at: t, device: n.map { m.devices.entries[$0] }, address: address, rssi: rssi, txPower: tx)
   }
@@ -259,7 +259,7 @@ final class RoomsIdentityTests: XCTestCase {
     let rpa = key.address(prand: 0x4444, cipher: cipher)
     XCTAssertNotNil(report(&m, &p, at: 0, rpa))
     // A reload without the device (which waits for a restart for rooms).
-    _ = m.reconfigure(try config("device:\(watch)"), at: 1_000_000)
+    _ = m.reconfigure(try config("device:\(watch)"), at: DecisionTime(micros: 1_000_000))
     XCTAssertTrue(m.watchesDevices)
     XCTAssertNotNil(report(&m, &p, at: 2_000_000, rpa), "still resolved: still published")
   }

@@ -118,11 +118,12 @@ final class MonitorDutyTests: XCTestCase {
     var c = Config()
     c.regions = [region("desk", major: 1, minor: 10, exitAfter: .auto)]
     var m = RegionMonitor(config: c, emitRange: false)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     // 30 s of a 100 ms beacon heard at every event: its pace is learnt.
     for k in 0..<300 {
       _ = m.report(
-        at: Int64(k) * 100_000, beacon: TrackedBeacon(id: id, measuredPower: -59), address: address,
+        at: DecisionTime(micros: Int64(k) * 100_000),
+        beacon: TrackedBeacon(id: id, measuredPower: -59), address: address,
         rssi: -60)
     }
     return m
@@ -132,11 +133,12 @@ final class MonitorDutyTests: XCTestCase {
     var c = Config()
     c.regions = [region("desk", major: 1, minor: 10, exitAfter: .auto)]
     var m = RegionMonitor(config: c, emitRange: false)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     XCTAssertEqual(
       m.fullDutyNeeded(at: 0, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)), 0)
     _ = m.report(
-      at: s, beacon: TrackedBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
+      at: DecisionTime(micros: s), beacon: TrackedBeacon(id: id, measuredPower: -59),
+      address: address, rssi: -60)
     XCTAssertEqual(
       m.fullDutyNeeded(at: s, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)), s)
   }
@@ -147,13 +149,14 @@ final class MonitorDutyTests: XCTestCase {
     var c = Config()
     c.regions = [region("desk", major: 1, minor: 10, exitAfter: .auto)]
     var m = RegionMonitor(config: c, emitRange: false)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     let allowance = ExitAllowance(confirmSpans: 1)
     var t: Int64 = 0
     for k in 0...70 {
       t = Int64(k) * 100_000
       _ = m.report(
-        at: t, beacon: TrackedBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
+        at: DecisionTime(micros: t), beacon: TrackedBeacon(id: id, measuredPower: -59),
+        address: address, rssi: -60)
       let need = m.fullDutyNeeded(at: t, sampledDuty: 0.04, allowance: allowance)
       if k == 20 {
         XCTAssertLessThan(try! XCTUnwrap(m.exitTimeout(region: "desk")), 30, "learnt from 20 gaps")
@@ -169,30 +172,31 @@ final class MonitorDutyTests: XCTestCase {
     let need = try! XCTUnwrap(
       m.fullDutyNeeded(at: 30 * s, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)))
     XCTAssertGreaterThan(need, last + 3 * s, "a learnt 100 ms beacon may be sampled for seconds")
-    XCTAssertEqual(m.scanDutyChanged(to: 0.04, at: 30 * s), [])
+    XCTAssertEqual(m.scanDutyChanged(to: 0.04, at: DecisionTime(micros: 30 * s)), [])
     XCTAssertNil(m.deadline(), "no exit deadline below full duty")
-    XCTAssertEqual(m.advance(to: 600 * s), [], "silent for ten minutes at 4 %: no exit")
+    XCTAssertEqual(
+      m.advance(to: DecisionTime(micros: 600 * s)), [], "silent for ten minutes at 4 %: no exit")
     XCTAssertEqual(m.state(of: "desk"), .inside)
     // Raised: the exit waits for the confirm span (the whole evidence at
     // full duty; a beacon that never missed is taken at 5 % loss:
     // 13.8 / (-ln 0.05 / 0.1) = 0.46 s, 0.1 s of it heard at full duty
     // after the last report, before the duty was lowered).
-    XCTAssertEqual(m.scanDutyChanged(to: 1, at: 600 * s), [])
+    XCTAssertEqual(m.scanDutyChanged(to: 1, at: DecisionTime(micros: 600 * s)), [])
     let d = try! XCTUnwrap(m.deadline())
     XCTAssertEqual(Double(d - 600 * s) / 1e6, 0.36, accuracy: 0.01)
     XCTAssertLessThan(d, 600 * s + 2 * s)
-    XCTAssertEqual(m.advance(to: d - 1), [])
-    XCTAssertEqual(m.advance(to: d).map(\.kind), [.exit])
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: d - 1)), [])
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: d)).map(\.kind), [.exit])
   }
 
   func testARaiseInTimeGivesTheExitWithinTheAllowance() {
     var m = learnt()
     let last: Int64 = 29_900_000
-    _ = m.scanDutyChanged(to: 0.04, at: 30 * s)
+    _ = m.scanDutyChanged(to: 0.04, at: DecisionTime(micros: 30 * s))
     let need = try! XCTUnwrap(
       m.fullDutyNeeded(at: 30 * s, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)))
-    _ = m.advance(to: need)
-    _ = m.scanDutyChanged(to: 1, at: need)
+    _ = m.advance(to: DecisionTime(micros: need))
+    _ = m.scanDutyChanged(to: 1, at: DecisionTime(micros: need))
     let exit = try! XCTUnwrap(m.deadline())
     let full = try! XCTUnwrap(m.exitTimeout(region: "desk"))
     // At full duty throughout it would be `full` (6 s, the floor) after the
@@ -207,18 +211,18 @@ final class MonitorDutyTests: XCTestCase {
   /// chance to be missed at every raise).
   func testTheConfirmSpanAddsUpFullDutySinceTheLastReport() {
     var m = learnt()
-    _ = m.scanDutyChanged(to: 0.04, at: 30 * s)
-    _ = m.advance(to: 60 * s)
-    _ = m.scanDutyChanged(to: 1, at: 60 * s)
-    _ = m.advance(to: 60 * s + 300_000)
-    _ = m.scanDutyChanged(to: 0.04, at: 60 * s + 300_000)
-    _ = m.advance(to: 90 * s)
-    XCTAssertEqual(m.scanDutyChanged(to: 1, at: 90 * s), [])
+    _ = m.scanDutyChanged(to: 0.04, at: DecisionTime(micros: 30 * s))
+    _ = m.advance(to: DecisionTime(micros: 60 * s))
+    _ = m.scanDutyChanged(to: 1, at: DecisionTime(micros: 60 * s))
+    _ = m.advance(to: DecisionTime(micros: 60 * s + 300_000))
+    _ = m.scanDutyChanged(to: 0.04, at: DecisionTime(micros: 60 * s + 300_000))
+    _ = m.advance(to: DecisionTime(micros: 90 * s))
+    XCTAssertEqual(m.scanDutyChanged(to: 1, at: DecisionTime(micros: 90 * s)), [])
     let d = try! XCTUnwrap(m.deadline())
     // 0.46 s of confirm in all: 0.1 s before the first lowering and
     // 0.3 s in the first raise already heard.
     XCTAssertEqual(Double(d - 90 * s) / 1e6, 0.06, accuracy: 0.01)
-    XCTAssertEqual(m.advance(to: d).map(\.kind), [.exit])
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: d)).map(\.kind), [.exit])
   }
 
   /// Gaps heard in short full-duty spans are not learnt: those spans end
@@ -228,24 +232,25 @@ final class MonitorDutyTests: XCTestCase {
     var c = Config()
     c.regions = [region("desk", major: 1, minor: 10, exitAfter: .auto)]
     var m = RegionMonitor(config: c, emitRange: false)
-    _ = m.start(at: 0, scanning: true)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     func hear(_ t: Int64) {
       _ = m.report(
-        at: t, beacon: TrackedBeacon(id: id, measuredPower: -59), address: address, rssi: -60)
+        at: DecisionTime(micros: t), beacon: TrackedBeacon(id: id, measuredPower: -59),
+        address: address, rssi: -60)
     }
     // Ten minutes of a 1 s beacon that loses two events in five.
     for k: Int64 in 0..<600 where k % 5 != 1 && k % 5 != 3 { hear(k * s) }
     let before = try! XCTUnwrap(m.exitTimeout(region: "desk"))
     XCTAssertGreaterThan(before, 10, "above the floor, so the loss shows in it")
-    _ = m.scanDutyChanged(to: 0.04, at: 600 * s)
+    _ = m.scanDutyChanged(to: 0.04, at: DecisionTime(micros: 600 * s))
     var t = 601 * s
     // Two hundred spans of 3 s at full duty, each hearing the beacon at
     // 1 s and 2 s in (never a longer gap), sampled in between.
     for _ in 0..<200 {
-      _ = m.scanDutyChanged(to: 1, at: t)
+      _ = m.scanDutyChanged(to: 1, at: DecisionTime(micros: t))
       hear(t + s)
       hear(t + 2 * s)
-      _ = m.scanDutyChanged(to: 0.04, at: t + 3 * s)
+      _ = m.scanDutyChanged(to: 0.04, at: DecisionTime(micros: t + 3 * s))
       t += 10 * s
     }
     XCTAssertEqual(m.exitTimeout(region: "desk"), before)
@@ -265,34 +270,39 @@ final class NameRequestTests: XCTestCase {
     c.regions = [r]
     var m = RegionMonitor(config: c, emitRange: false)
     m.nameRequests = true
-    _ = m.start(at: 0, scanning: true)
-    _ = m.report(at: s, address: phone, type: .public, rssi: -60, txPower: nil)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
+    _ = m.report(
+      at: DecisionTime(micros: s), address: phone, type: .public, rssi: -60, txPower: nil)
     return m
   }
 
   func testAQuietPhoneThatAnswersStays() {
     var m = monitor()
-    XCTAssertEqual(m.advance(to: 9 * s), [], "no exit: asked by name instead")
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 9 * s)), [], "no exit: asked by name instead")
     XCTAssertEqual(m.takeNameRequests(), [phone])
     XCTAssertEqual(m.takeNameRequests(), [], "once")
-    XCTAssertEqual(m.nameAnswered(phone, found: true, at: 9 * s + 400_000), [])
+    XCTAssertEqual(
+      m.nameAnswered(phone, found: true, at: DecisionTime(micros: 9 * s + 400_000)), [])
     // The answer holds it 15 s; then it is asked again rather than exited.
-    XCTAssertEqual(m.advance(to: 30 * s), [])
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 30 * s)), [])
     XCTAssertEqual(m.takeNameRequests(), [phone])
     XCTAssertEqual(m.state(of: "phone"), .inside)
   }
 
   func testAPhoneThatIsGoneExitsAfterFourUnansweredPages() {
     var m = monitor()
-    _ = m.advance(to: 9 * s)
+    _ = m.advance(to: DecisionTime(micros: 9 * s))
     XCTAssertEqual(m.takeNameRequests(), [phone])
-    XCTAssertEqual(m.nameAnswered(phone, found: false, at: 9 * s + 5_120_000), [])
+    XCTAssertEqual(
+      m.nameAnswered(phone, found: false, at: DecisionTime(micros: 9 * s + 5_120_000)), [])
     XCTAssertEqual(m.takeNameRequests(), [phone], "one lost page is asked again")
-    XCTAssertEqual(m.nameAnswered(phone, found: false, at: 14 * s + 500_000), [])
+    XCTAssertEqual(
+      m.nameAnswered(phone, found: false, at: DecisionTime(micros: 14 * s + 500_000)), [])
     XCTAssertEqual(m.takeNameRequests(), [phone], "and a second")
-    XCTAssertEqual(m.nameAnswered(phone, found: false, at: 19 * s + 500_000), [])
+    XCTAssertEqual(
+      m.nameAnswered(phone, found: false, at: DecisionTime(micros: 19 * s + 500_000)), [])
     XCTAssertEqual(m.takeNameRequests(), [phone], "and a third")
-    let exit = m.nameAnswered(phone, found: false, at: 24 * s + 500_000)
+    let exit = m.nameAnswered(phone, found: false, at: DecisionTime(micros: 24 * s + 500_000))
     XCTAssertEqual(exit.map(\.kind), [.exit])
     XCTAssertEqual(exit.first?.decided.micros, 24 * s + 500_000, "stamped when the answer came")
     XCTAssertEqual(m.takeNameRequests(), [])
@@ -300,17 +310,17 @@ final class NameRequestTests: XCTestCase {
 
   func testUnansweredRequestTimesOutIntoTheExit() {
     var m = monitor()
-    _ = m.advance(to: 9 * s)
+    _ = m.advance(to: DecisionTime(micros: 9 * s))
     _ = m.takeNameRequests()
     // No answer at all (a command lost, or sent late): the wait ends as an
     // unanswered request does, asked again three times, then the exit.
-    XCTAssertEqual(m.advance(to: 14 * s), [])
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 14 * s)), [])
     for k in 1...3 {
-      XCTAssertEqual(m.advance(to: (9 + 6 * Int64(k)) * s), [], "repeat \(k)")
+      XCTAssertEqual(m.advance(to: DecisionTime(micros: (9 + 6 * Int64(k)) * s)), [], "repeat \(k)")
       XCTAssertEqual(m.takeNameRequests(), [phone], "repeat \(k)")
     }
-    XCTAssertEqual(m.advance(to: 32 * s), [])
-    XCTAssertEqual(m.advance(to: 33 * s).map(\.kind), [.exit])
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 32 * s)), [])
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 33 * s)).map(\.kind), [.exit])
   }
 
   /// An exit found late (the monitor advanced after its deadline, as when
@@ -319,21 +329,24 @@ final class NameRequestTests: XCTestCase {
   /// within the wait.
   func testAnExitFoundLateWaitsFromWhenItAsks() {
     var m = monitor()
-    _ = m.advance(to: 12 * s)  // the exit was due at 9 s
+    _ = m.advance(to: DecisionTime(micros: 12 * s))  // the exit was due at 9 s
     XCTAssertEqual(m.takeNameRequests(), [phone])
-    XCTAssertEqual(m.advance(to: 17 * s), [], "a page sent at 12 s may answer until 17.12 s")
-    XCTAssertEqual(m.nameAnswered(phone, found: true, at: 17_120_000), [])
-    XCTAssertEqual(m.advance(to: 20 * s), [], "found: present")
+    XCTAssertEqual(
+      m.advance(to: DecisionTime(micros: 17 * s)), [],
+      "a page sent at 12 s may answer until 17.12 s")
+    XCTAssertEqual(m.nameAnswered(phone, found: true, at: DecisionTime(micros: 17_120_000)), [])
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 20 * s)), [], "found: present")
   }
 
   func testAdvertisingAgainEndsTheRequest() {
     var m = monitor()
-    _ = m.advance(to: 9 * s)
+    _ = m.advance(to: DecisionTime(micros: 9 * s))
     _ = m.takeNameRequests()
-    _ = m.report(at: 10 * s, address: phone, type: .public, rssi: -60, txPower: nil)
-    XCTAssertEqual(m.nameAnswered(phone, found: false, at: 14 * s), [])
-    XCTAssertEqual(m.advance(to: 17 * s), [], "8 s after the report: not yet")
-    XCTAssertEqual(m.advance(to: 18 * s), [])
+    _ = m.report(
+      at: DecisionTime(micros: 10 * s), address: phone, type: .public, rssi: -60, txPower: nil)
+    XCTAssertEqual(m.nameAnswered(phone, found: false, at: DecisionTime(micros: 14 * s)), [])
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 17 * s)), [], "8 s after the report: not yet")
+    XCTAssertEqual(m.advance(to: DecisionTime(micros: 18 * s)), [])
     XCTAssertEqual(m.takeNameRequests(), [phone], "asked again at the next exit")
   }
 }

@@ -36,19 +36,19 @@ func runScenario(
 ) -> (RegionMonitor, [MonitorEvent]) {
   var m = RegionMonitor(config: config, emitRange: emitRange, snapshot: snapshot, cipher: cipher)
   m.updateBondedKeys(bonded)
-  var out = m.start(at: s.micros(startAt), scanning: true)
+  var out = m.start(at: DecisionTime(micros: s.micros(startAt)), scanning: true)
   for e in events ?? s.events(cipher: cipher) where e.t >= s.micros(startAt) {
     switch e {
     case .report(let t, let b, let a, let rssi):
-      out += m.report(at: t, beacon: b, address: a, rssi: rssi)
+      out += m.report(at: DecisionTime(micros: t), beacon: b, address: a, rssi: rssi)
     case .deviceReport(let t, let a, let type, let rssi, let tx):
-      out += m.report(at: t, address: a, type: type, rssi: rssi, txPower: tx)
-    case .telemetry(let t, _, _, _): out += m.advance(to: t)
-    case .adapterDown(let t): out += m.adapterDown(at: t)
-    case .adapterUp(let t): out += m.adapterUp(at: t)
+      out += m.report(at: DecisionTime(micros: t), address: a, type: type, rssi: rssi, txPower: tx)
+    case .telemetry(let t, _, _, _): out += m.advance(to: DecisionTime(micros: t))
+    case .adapterDown(let t): out += m.adapterDown(at: DecisionTime(micros: t))
+    case .adapterUp(let t): out += m.adapterUp(at: DecisionTime(micros: t))
     }
   }
-  out += m.advance(to: s.micros(until ?? s.duration))
+  out += m.advance(to: DecisionTime(micros: s.micros(until ?? s.duration)))
   return (m, out)
 }
 

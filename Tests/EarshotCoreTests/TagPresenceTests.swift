@@ -32,79 +32,89 @@ final class TagPresenceTests: XCTestCase {
 
   func testConnectIsInsideAtOnceAndLossIsOutsideAfterExitAfter() {
     var m = monitor(tagRegion("keys", tags: ["keys"]))
-    XCTAssertEqual(kinds(m.start(at: 0, scanning: false)), ["keys state unknown"])
+    XCTAssertEqual(
+      kinds(m.start(at: DecisionTime(micros: 0), scanning: false)), ["keys state unknown"])
     XCTAssertNil(m.nextDeadline, "no answer from the tag yet: no exit is due")
-    XCTAssertEqual(kinds(m.tagConnected("keys", at: 2 * s)), ["keys state inside"])
+    XCTAssertEqual(
+      kinds(m.tagConnected("keys", at: DecisionTime(micros: 2 * s))), ["keys state inside"])
     XCTAssertNil(m.nextDeadline, "connected: nothing is due (and no range updates: no beacons)")
-    XCTAssertEqual(kinds(m.tagAbsent("keys", at: 10 * s)), [])
+    XCTAssertEqual(kinds(m.tagAbsent("keys", at: DecisionTime(micros: 10 * s))), [])
     XCTAssertEqual(m.nextDeadline, 40 * s)
-    XCTAssertEqual(kinds(m.advance(to: 40 * s - 1)), [])
-    XCTAssertEqual(kinds(m.advance(to: 40 * s)), ["keys exit outside"])
-    XCTAssertEqual(kinds(m.tagConnected("keys", at: 50 * s)), ["keys enter inside"])
+    XCTAssertEqual(kinds(m.advance(to: DecisionTime(micros: 40 * s - 1))), [])
+    XCTAssertEqual(kinds(m.advance(to: DecisionTime(micros: 40 * s))), ["keys exit outside"])
+    XCTAssertEqual(
+      kinds(m.tagConnected("keys", at: DecisionTime(micros: 50 * s))), ["keys enter inside"])
   }
 
   func testABriefDropChangesNothing() {
     var m = monitor(tagRegion("keys", tags: ["keys"]))
-    _ = m.start(at: 0, scanning: false)
-    _ = m.tagConnected("keys", at: 1 * s)
-    XCTAssertEqual(kinds(m.tagAbsent("keys", at: 5 * s)), [])
-    XCTAssertEqual(kinds(m.tagConnected("keys", at: 8 * s)), [], "back within exit_after")
+    _ = m.start(at: DecisionTime(micros: 0), scanning: false)
+    _ = m.tagConnected("keys", at: DecisionTime(micros: 1 * s))
+    XCTAssertEqual(kinds(m.tagAbsent("keys", at: DecisionTime(micros: 5 * s))), [])
+    XCTAssertEqual(
+      kinds(m.tagConnected("keys", at: DecisionTime(micros: 8 * s))), [], "back within exit_after")
     XCTAssertEqual(m.state(of: "keys"), .inside)
-    XCTAssertEqual(kinds(m.advance(to: 100 * s)), [])
+    XCTAssertEqual(kinds(m.advance(to: DecisionTime(micros: 100 * s))), [])
     // A second loss counts from itself, not the first.
-    _ = m.tagAbsent("keys", at: 200 * s)
+    _ = m.tagAbsent("keys", at: DecisionTime(micros: 200 * s))
     XCTAssertEqual(m.nextDeadline, 230 * s)
   }
 
   func testAFailedFirstAttemptCountsFromWhenWatchingBegan() {
     var m = monitor(tagRegion("keys", tags: ["keys"]))
-    _ = m.start(at: 0, scanning: false)
-    XCTAssertEqual(kinds(m.tagAbsent("keys", at: 3 * s)), [])
+    _ = m.start(at: DecisionTime(micros: 0), scanning: false)
+    XCTAssertEqual(kinds(m.tagAbsent("keys", at: DecisionTime(micros: 3 * s))), [])
     XCTAssertEqual(m.state(of: "keys"), .unknown)
     XCTAssertEqual(m.nextDeadline, 30 * s)
-    XCTAssertEqual(kinds(m.advance(to: 30 * s)), ["keys state outside"], "never told: a state")
+    XCTAssertEqual(
+      kinds(m.advance(to: DecisionTime(micros: 30 * s))), ["keys state outside"],
+      "never told: a state")
     // A first attempt slower than exit_after: outside with its answer.
     var n = monitor(tagRegion("keys", tags: ["keys"]))
-    _ = n.start(at: 0, scanning: false)
-    XCTAssertEqual(kinds(n.tagAbsent("keys", at: 45 * s)), ["keys state outside"])
+    _ = n.start(at: DecisionTime(micros: 0), scanning: false)
+    XCTAssertEqual(
+      kinds(n.tagAbsent("keys", at: DecisionTime(micros: 45 * s))), ["keys state outside"])
   }
 
   func testAutoWaitsTheCautiousTimeAfterALoss() {
     var m = monitor(tagRegion("keys", tags: ["keys"], exitAfter: .auto))
-    _ = m.start(at: 0, scanning: false)
-    _ = m.tagConnected("keys", at: 1 * s)
-    _ = m.tagAbsent("keys", at: 10 * s)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: false)
+    _ = m.tagConnected("keys", at: DecisionTime(micros: 1 * s))
+    _ = m.tagAbsent("keys", at: DecisionTime(micros: 10 * s))
     XCTAssertEqual(m.nextDeadline, 40 * s)
   }
 
   func testTwoTagsEitherKeepsTheRegionInside() {
     var m = monitor(tagRegion("bag", tags: ["keys", "wallet"], exitAfter: .seconds(10)))
-    _ = m.start(at: 0, scanning: false)
-    XCTAssertEqual(kinds(m.tagConnected("keys", at: 1 * s)), ["bag state inside"])
-    _ = m.tagAbsent("wallet", at: 2 * s)
-    _ = m.tagAbsent("keys", at: 20 * s)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: false)
+    XCTAssertEqual(
+      kinds(m.tagConnected("keys", at: DecisionTime(micros: 1 * s))), ["bag state inside"])
+    _ = m.tagAbsent("wallet", at: DecisionTime(micros: 2 * s))
+    _ = m.tagAbsent("keys", at: DecisionTime(micros: 20 * s))
     XCTAssertEqual(m.nextDeadline, 30 * s, "the later absence decides")
-    XCTAssertEqual(kinds(m.advance(to: 30 * s)), ["bag exit outside"])
+    XCTAssertEqual(kinds(m.advance(to: DecisionTime(micros: 30 * s))), ["bag exit outside"])
   }
 
   func testARegionOfTagsIgnoresTheScannerButAMixedOneNeedsBoth() {
     var beacon = region("desk", major: 1, exitAfter: .seconds(30))
     beacon.tags = ["keys"]
     var m = monitor(tagRegion("keys", tags: ["keys"]), beacon)
-    _ = m.start(at: 0, scanning: true)
-    _ = m.tagConnected("keys", at: 1 * s)
+    _ = m.start(at: DecisionTime(micros: 0), scanning: true)
+    _ = m.tagConnected("keys", at: DecisionTime(micros: 1 * s))
     XCTAssertEqual(m.state(of: "desk"), .inside)
-    XCTAssertEqual(kinds(m.adapterDown(at: 2 * s)), [], "held by the connected tag")
-    XCTAssertEqual(kinds(m.adapterUp(at: 3 * s)), [])
+    XCTAssertEqual(
+      kinds(m.adapterDown(at: DecisionTime(micros: 2 * s))), [], "held by the connected tag")
+    XCTAssertEqual(kinds(m.adapterUp(at: DecisionTime(micros: 3 * s))), [])
     _ = m.report(
-      at: 4 * s,
+      at: DecisionTime(micros: 4 * s),
       beacon: TrackedBeacon(id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
       address: BDAddress("C1:02:03:04:05:06")!, rssi: -60)
-    _ = m.tagAbsent("keys", at: 5 * s)
+    _ = m.tagAbsent("keys", at: DecisionTime(micros: 5 * s))
     // The tag's absence ends at 35 s, the beacon's silence at 34 s: the later.
-    XCTAssertEqual(kinds(m.advance(to: 34 * s)), [])
+    XCTAssertEqual(kinds(m.advance(to: DecisionTime(micros: 34 * s))), [])
     XCTAssertEqual(
-      kinds(m.advance(to: 35 * s)).sorted(), ["desk exit outside", "keys exit outside"])
+      kinds(m.advance(to: DecisionTime(micros: 35 * s))).sorted(),
+      ["desk exit outside", "keys exit outside"])
   }
 
   func testTheTagIsPartOfTheRegionsIdentity() {

@@ -79,7 +79,9 @@ struct LogScenario {
     _ at: Int64, _ name: String, _ kind: RegionLogEvent.Kind, _ st: PresenceState, _ b: TrackedID?
   ) {
     events.append(
-      .region(RegionLogEvent(t: (t0 + at) * s, region: name, kind: kind, state: st, beacon: b)))
+      .region(
+        RegionLogEvent(
+          t: WallTime(micros: (t0 + at) * s), region: name, kind: kind, state: st, beacon: b)))
     var line = "{\"t\":\(t0 + at).00,\"event\":\"\(kind.rawValue)\",\"region\":\"\(name)\","
     line += "\"state\":\"\(st.rawValue)\""
     if let b { line += ",\"uuid\":\"\(b.uuid)\",\"major\":\(b.major),\"minor\":\(b.minor)" }
@@ -94,7 +96,8 @@ struct LogScenario {
       events.append(
         .sighting(
           BeaconSighting(
-            t: (t0 + k) * s, beacon: b, address: address, rssi: Double(rssi), distance: distance,
+            t: WallTime(micros: (t0 + k) * s), beacon: b, address: address, rssi: Double(rssi),
+            distance: distance,
             region: name)))
       lines.append(
         "{\"t\":\(t0 + k).00,\"event\":\"range\",\"region\":\"\(name)\",\"state\":\"inside\","
@@ -105,7 +108,8 @@ struct LogScenario {
   }
 
   mutating func adapter(_ at: Int64, _ kind: AdapterLogEvent.Kind) {
-    events.append(.adapter(AdapterLogEvent(t: (t0 + at) * s, adapter: "hci0", kind: kind)))
+    events.append(
+      .adapter(AdapterLogEvent(t: WallTime(micros: (t0 + at) * s), adapter: "hci0", kind: kind)))
     lines.append(
       "{\"t\":\(t0 + at).00,\"event\":\"adapter\",\"adapter\":\"hci0\",\"state\":\"\(kind.rawValue)\"}"
     )
@@ -293,7 +297,8 @@ final class ProximityLogTests: XCTestCase {
     XCTAssertEqual(
       p.map {
         LogScenario.Interval(
-          region: $0.region, start: $0.start / s - t0, end: $0.end.map { $0 / s - t0 },
+          region: $0.region, start: $0.start.micros / s - t0,
+          end: $0.end.map { $0.micros / s - t0 },
           ending: $0.ending.rawValue)
       }, LogScenario.intervals)
     // One sighting row per beacon per 10 s: desk 600-2399, 3000-3599, 3701-4999, 6000-6300.
@@ -303,7 +308,7 @@ final class ProximityLogTests: XCTestCase {
     XCTAssertEqual(rows.filter { $0.beacon == doorBeacon }.count, 20)
     XCTAssertEqual(deskRows.reduce(0) { $0 + $1.count }, 1800 + 600 + 1299 + 301)
     let first = deskRows[0]
-    XCTAssertEqual(first.start, (t0 + 600) * s)
+    XCTAssertEqual(first.start, WallTime(micros: (t0 + 600) * s))
     XCTAssertEqual(first.count, 10)
     XCTAssertEqual(first.rssiMin, -68)
     XCTAssertEqual(first.rssiMax, -60)
@@ -332,10 +337,13 @@ final class ProximityLogTests: XCTestCase {
     let writer = ProximityLogWriter(settings: .init(path: db), report: { _ in }, clock: nil)
     let t = (t0 + 100) * s
     for b in [alt, eddy] {
-      writer.record(.sighting(BeaconSighting(t: t, beacon: b, rssi: -60, region: "desk")))
+      writer.record(
+        .sighting(BeaconSighting(t: WallTime(micros: t), beacon: b, rssi: -60, region: "desk")))
     }
     writer.record(
-      .region(RegionLogEvent(t: t, region: "desk", kind: .enter, state: .inside, beacon: eddy)))
+      .region(
+        RegionLogEvent(
+          t: WallTime(micros: t), region: "desk", kind: .enter, state: .inside, beacon: eddy)))
     XCTAssertTrue(writer.close())
     let reader = try ProximityLogReader(path: db)
     XCTAssertEqual(try reader.store.version(), ProximityLogStore.schemaVersion)
@@ -371,7 +379,8 @@ final class ProximityLogTests: XCTestCase {
       instance: BeaconBytes(hex: "000000000001")!)
     let writer = ProximityLogWriter(settings: .init(path: db), report: { _ in }, clock: nil)
     let t = (t0 + 100) * s
-    writer.record(.sighting(BeaconSighting(t: t, beacon: eddy, rssi: -60, region: "desk")))
+    writer.record(
+      .sighting(BeaconSighting(t: WallTime(micros: t), beacon: eddy, rssi: -60, region: "desk")))
     let readings = [
       BeaconTelemetry(
         t: t, batteryMillivolts: 2840, temperature: 19.5, advertisingCount: 5223,
@@ -401,8 +410,9 @@ final class ProximityLogTests: XCTestCase {
       try telemetry(LogQuery(beacon: try TrackedMatch.parse("eddystone:8f2c1a3e5b7d4e90a1c2")))
         .map(\.reading), readings)
     XCTAssertEqual(try telemetry(LogQuery(region: "desk")).map(\.beacon), [eddy, eddy])
-    XCTAssertEqual(try telemetry(LogQuery(since: t + 1)).map(\.reading), [readings[1]])
-    XCTAssertEqual(try reader.store.lastTime(), t + 600 * s)
+    XCTAssertEqual(
+      try telemetry(LogQuery(since: WallTime(micros: t + 1))).map(\.reading), [readings[1]])
+    XCTAssertEqual(try reader.store.lastTime(), WallTime(micros: t + 600 * s))
 
     let json = try Earshot.run(["log", "--db", db, "--format", "json", "--region", "desk"])
     XCTAssertEqual(json.status, 0, json.stderr)
@@ -507,23 +517,32 @@ final class ProximityLogTests: XCTestCase {
     let store = try ProximityLogReader(path: db).store
     let first = try XCTUnwrap(try store.firstTime())
     let last = try XCTUnwrap(try store.lastTime())
-    XCTAssertLessThan(last - first, 86_400 * s, "the scenario is shorter than a day")
+    XCTAssertLessThan(last.micros - first.micros, 86_400 * s, "the scenario is shorter than a day")
     let layout = ProximityPlot.Layout(start: first, end: last)
     let doc = try XMLElements(try String(contentsOfFile: svgPath, encoding: .utf8))
     let shades = doc.filter { $0.attributes["class"] == "inside" }
     let interval = try XCTUnwrap(LogScenario.intervals.first)
     let shade = try XCTUnwrap(shades.first)
     XCTAssertEqual(
-      Double(shade.attributes["x"]!)!, layout.x((t0 + interval.start) * s), accuracy: 0.01,
+      Double(shade.attributes["x"]!)!, layout.x(WallTime(micros: (t0 + interval.start) * s)),
+      accuracy: 0.01,
       "the first inside interval is placed on the data's span")
   }
 
   func testDataSpanIsAtLeastAMinuteAndAtMostADay() {
     let m: Int64 = 60_000_000
-    XCTAssertEqual(ProximityPlot.dataSpan(first: 0, last: 20 * m).since, 0)
-    XCTAssertEqual(ProximityPlot.dataSpan(first: 0, last: 20 * m).until, 20 * m)
-    XCTAssertEqual(ProximityPlot.dataSpan(first: 5, last: 5).until, 5 + m)
-    XCTAssertEqual(ProximityPlot.dataSpan(first: 0, last: 3 * 1440 * m).since, 2 * 1440 * m)
+    XCTAssertEqual(
+      ProximityPlot.dataSpan(first: WallTime(micros: 0), last: WallTime(micros: 20 * m)).since,
+      WallTime(micros: 0))
+    XCTAssertEqual(
+      ProximityPlot.dataSpan(first: WallTime(micros: 0), last: WallTime(micros: 20 * m)).until,
+      WallTime(micros: 20 * m))
+    XCTAssertEqual(
+      ProximityPlot.dataSpan(first: WallTime(micros: 5), last: WallTime(micros: 5)).until,
+      WallTime(micros: 5 + m))
+    XCTAssertEqual(
+      ProximityPlot.dataSpan(first: WallTime(micros: 0), last: WallTime(micros: 3 * 1440 * m))
+        .since, WallTime(micros: 2 * 1440 * m))
   }
 
   func testPlotIsValidSVGWithSeriesAndShadingAndRendersToPNG() throws {
@@ -544,7 +563,8 @@ final class ProximityLogTests: XCTestCase {
       [deskBeacon.description, doorBeacon.description])
     XCTAssertEqual(rssi.count, 2, "one series per beacon")
     let day = t0 - 8 * 3600  // 2026-01-01T00:00Z
-    let layout = ProximityPlot.Layout(start: day * s, end: (day + 86_400) * s)
+    let layout = ProximityPlot.Layout(
+      start: WallTime(micros: day * s), end: WallTime(micros: (day + 86_400) * s))
     // desk's panel is shaded over desk's inside intervals, door's over door's.
     let shades = doc.filter { $0.attributes["class"] == "inside" }
     let expected: [(String, Int64, Int64)] = LogScenario.intervals.map {
@@ -555,8 +575,10 @@ final class ProximityLogTests: XCTestCase {
       XCTAssertEqual(shade.attributes["data-region"], region)
       let x = Double(shade.attributes["x"]!)!
       let w = Double(shade.attributes["width"]!)!
-      XCTAssertEqual(x, layout.x((t0 + start) * s), accuracy: 0.01, "\(region) \(start)")
-      XCTAssertEqual(x + w, layout.x((t0 + end) * s), accuracy: 0.02, "\(region) \(end)")
+      XCTAssertEqual(
+        x, layout.x(WallTime(micros: (t0 + start) * s)), accuracy: 0.01, "\(region) \(start)")
+      XCTAssertEqual(
+        x + w, layout.x(WallTime(micros: (t0 + end) * s)), accuracy: 0.02, "\(region) \(end)")
       let panel = region == "desk" ? 0 : 1  // beacons sorted: desk (major 1) first
       XCTAssertEqual(Double(shade.attributes["y"]!)!, layout.panelTop(panel), accuracy: 0.01)
     }
@@ -676,7 +698,9 @@ final class ProximityLogTests: XCTestCase {
     settings.maxBacklog = 100
     settings.flushRows = 10
     let writer = ProximityLogWriter(settings: settings, report: { reports.append($0) }, clock: nil)
-    writer.record(.region(RegionLogEvent(t: t0 * s, region: "desk", kind: .state, state: .outside)))
+    writer.record(
+      .region(
+        RegionLogEvent(t: WallTime(micros: t0 * s), region: "desk", kind: .state, state: .outside)))
     XCTAssertTrue(writer.flush(), "creates the file")
 
     let other = try SQLiteConnection(path: db, busyTimeoutMillis: 0)
@@ -685,7 +709,8 @@ final class ProximityLogTests: XCTestCase {
       writer.record(
         .region(
           RegionLogEvent(
-            t: (t0 + Int64(k) * 20) * s, region: "desk", kind: k % 2 == 1 ? .enter : .exit,
+            t: WallTime(micros: (t0 + Int64(k) * 20) * s), region: "desk",
+            kind: k % 2 == 1 ? .enter : .exit,
             state: k % 2 == 1 ? .inside : .outside)))
       // A few beacons for 20 s each: many sighting rows.
       for j in 0..<20 {
@@ -693,7 +718,7 @@ final class ProximityLogTests: XCTestCase {
           writer.record(
             .sighting(
               BeaconSighting(
-                t: (t0 + Int64(k) * 20 + Int64(j)) * s,
+                t: WallTime(micros: (t0 + Int64(k) * 20 + Int64(j)) * s),
                 beacon: TrackedID(uuid: uuid, major: 9, minor: UInt16(m)), rssi: -70)))
         }
       }
@@ -725,10 +750,14 @@ final class ProximityLogTests: XCTestCase {
     let writer = ProximityLogWriter(settings: settings, report: { reports.append($0) }, clock: nil)
     let now = (t0 + 10 * 86_400) * s
     writer.record(
-      .region(RegionLogEvent(t: now - 2 * 86_400 * s, region: "old", kind: .state, state: .inside)))
-    writer.record(.volume(VolumeLogEvent(t: now - 2 * 86_400 * s, volume: 0.5)))
+      .region(
+        RegionLogEvent(
+          t: WallTime(micros: now - 2 * 86_400 * s), region: "old", kind: .state, state: .inside)))
+    writer.record(.volume(VolumeLogEvent(t: WallTime(micros: now - 2 * 86_400 * s), volume: 0.5)))
     writer.record(
-      .region(RegionLogEvent(t: now - 3600 * s, region: "new", kind: .state, state: .inside)))
+      .region(
+        RegionLogEvent(
+          t: WallTime(micros: now - 3600 * s), region: "new", kind: .state, state: .inside)))
     XCTAssertTrue(writer.close())
     writer.enforceRetention(now: now)
     XCTAssertEqual(writer.stats.retentionDeleted, 2)
@@ -744,7 +773,8 @@ final class ProximityLogTests: XCTestCase {
       XCTAssertTrue("\($0)".contains("upgrade earshot"), "\($0)")
     }
     let w2 = ProximityLogWriter(settings: settings, report: { reports.append($0) }, clock: nil)
-    w2.record(.region(RegionLogEvent(t: now, region: "x", kind: .state, state: .inside)))
+    w2.record(
+      .region(RegionLogEvent(t: WallTime(micros: now), region: "x", kind: .state, state: .inside)))
     XCTAssertFalse(w2.close())
     XCTAssertTrue(reports.last?.contains("newer") ?? false, "\(reports)")
     XCTAssertEqual(w2.backlog, 1, "kept for a later retry")
@@ -767,9 +797,13 @@ final class ProximityLogTests: XCTestCase {
       settings: settings, report: { _ in }, clock: { box.clock.reading })
     let now = box.clock.wallMicros
     writer.record(
-      .region(RegionLogEvent(t: now - 3 * 86_400 * s, region: "old", kind: .state, state: .inside)))
+      .region(
+        RegionLogEvent(
+          t: WallTime(micros: now - 3 * 86_400 * s), region: "old", kind: .state, state: .inside)))
     writer.record(
-      .region(RegionLogEvent(t: now - 2 * 3600 * s, region: "new", kind: .state, state: .inside)))
+      .region(
+        RegionLogEvent(
+          t: WallTime(micros: now - 2 * 3600 * s), region: "new", kind: .state, state: .inside)))
     XCTAssertTrue(writer.close())
     box.clock.advance(60)
     box.clock.step(365 * 86_400)
@@ -789,8 +823,11 @@ final class ProximityLogTests: XCTestCase {
     let loop = try EventLoop()
     writer.attach(to: loop)
     let now = Clock.realtimeMicros()
-    writer.record(.region(RegionLogEvent(t: now, region: "desk", kind: .enter, state: .inside)))
-    writer.record(.sighting(BeaconSighting(t: now - 20 * s, beacon: deskBeacon, rssi: -60)))
+    writer.record(
+      .region(
+        RegionLogEvent(t: WallTime(micros: now), region: "desk", kind: .enter, state: .inside)))
+    writer.record(
+      .sighting(BeaconSighting(t: WallTime(micros: now - 20 * s), beacon: deskBeacon, rssi: -60)))
     XCTAssertEqual(writer.backlog, 1, "recording does no I/O")
     loop.after(seconds: 0.2) { loop.stop() }
     try loop.run()

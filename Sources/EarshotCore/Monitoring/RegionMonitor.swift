@@ -229,10 +229,12 @@ public struct RegionMonitor: Sendable {
   /// maps the state file's sighting times onto the monitor's clock (live:
   /// wall time to monotonic; a replay's are capture time already).
   public mutating func start(
-    at t: Int64, scanning: Bool, savedTime: (Int64) -> Int64 = { $0 }
+    at time: DecisionTime, scanning: Bool,
+    savedTime: (WallTime) -> DecisionTime = { DecisionTime(micros: $0.micros) }
   ) -> [MonitorEvent] {
+    let t = time.micros
     for i in regions.indices where regions[i].lastSeen == nil {
-      regions[i].lastSeen = regions[i].savedLastSeen.map(savedTime)
+      regions[i].lastSeen = regions[i].savedLastSeen.map { savedTime(WallTime(micros: $0)).micros }
     }
     started = true
     now = t
@@ -242,16 +244,18 @@ public struct RegionMonitor: Sendable {
     return regions.indices.map { event(t, .state, $0, state: .unknown) }
   }
 
-  public mutating func adapterUp(at t: Int64) -> [MonitorEvent] {
-    var out = advance(to: t)
-    if !started { out += start(at: t, scanning: true) }
+  public mutating func adapterUp(at time: DecisionTime) -> [MonitorEvent] {
+    let t = time.micros
+    var out = advance(to: time)
+    if !started { out += start(at: time, scanning: true) }
     if !scan.isScanning { scan.begin(at: t) }
     invalidateTimers()
     return out
   }
 
-  public mutating func adapterDown(at t: Int64) -> [MonitorEvent] {
-    var out = advance(to: t)
+  public mutating func adapterDown(at time: DecisionTime) -> [MonitorEvent] {
+    let t = time.micros
+    var out = advance(to: time)
     scan.down(at: t)
     beacons.interruptIntervals()
     for i in regions.indices where regions[i].state != .unknown {
@@ -274,11 +278,11 @@ public struct RegionMonitor: Sendable {
   /// before the sleep (the kernel's suspend turns scanning off) stays
   /// paused after it: listening starts when `scanResumed` says the scan
   /// is back, not at the resume.
-  public mutating func resumed(at t: Int64) -> [MonitorEvent] {
-    guard scan.isScanning else { return advance(to: t) }
+  public mutating func resumed(at time: DecisionTime) -> [MonitorEvent] {
+    guard scan.isScanning else { return advance(to: time) }
     let paused = scan.paused
-    var out = adapterDown(at: t) + adapterUp(at: t)
-    if paused { out += scanPaused(at: t) }
+    var out = adapterDown(at: time) + adapterUp(at: time)
+    if paused { out += scanPaused(at: time) }
     return out
   }
 
@@ -286,8 +290,9 @@ public struct RegionMonitor: Sendable {
   /// program's scan ended; Earshot's own starts again shortly, or the
   /// scheduler changes its settings): states are kept, and the time does
   /// not count toward exit_after.
-  public mutating func scanPaused(at t: Int64) -> [MonitorEvent] {
-    let out = advance(to: t)
+  public mutating func scanPaused(at time: DecisionTime) -> [MonitorEvent] {
+    let t = time.micros
+    let out = advance(to: time)
     if scan.pause(at: t) { beacons.interruptIntervals() }
     invalidateTimers()
     return out
@@ -296,8 +301,9 @@ public struct RegionMonitor: Sendable {
   /// Scanning again after `scanPaused`: the silence counted before the
   /// pause goes on counting from now (listening time accumulates across
   /// pauses; the pause itself never counts).
-  public mutating func scanResumed(at t: Int64) -> [MonitorEvent] {
-    let out = advance(to: t)
+  public mutating func scanResumed(at time: DecisionTime) -> [MonitorEvent] {
+    let t = time.micros
+    let out = advance(to: time)
     scan.resume(at: t)
     invalidateTimers()
     return out
@@ -309,12 +315,13 @@ public struct RegionMonitor: Sendable {
   /// the exit waits for `confirm` seconds of full duty (see
   /// `fullDutyNeeded`). Beacons' advertising intervals are learnt at full
   /// duty only: gaps heard at a lower one are longer than the beacon's.
-  public mutating func scanDutyChanged(to duty: Double, at t: Int64) -> [MonitorEvent] {
-    var out = advance(to: t)
+  public mutating func scanDutyChanged(to duty: Double, at time: DecisionTime) -> [MonitorEvent] {
+    let t = time.micros
+    var out = advance(to: time)
     guard scan.setDuty(duty, at: t) else { return out }
     if scan.duty < 1 { beacons.interruptIntervals() }
     invalidateTimers()
-    out += advance(to: t)
+    out += advance(to: time)
     return out
   }
 
@@ -324,9 +331,10 @@ public struct RegionMonitor: Sendable {
   /// One iBeacon report. Reports are evidence of presence even without an
   /// RSSI or with an implausible measured power; ranging is what those spoil.
   public mutating func report(
-    at t: Int64, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?
+    at time: DecisionTime, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?
   ) -> [MonitorEvent] {
-    var out = advance(to: t)
+    let t = time.micros
+    var out = advance(to: time)
     // No array of the matching regions: nothing is allocated per report.
     // By index (see `matches`).
     var firstMatch = 0
@@ -342,10 +350,11 @@ public struct RegionMonitor: Sendable {
   /// region names, by its identity address or a private address one of
   /// the known keys resolves. `txPower`: the TX Power Level AD field.
   public mutating func report(
-    at t: Int64, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?
+    at time: DecisionTime, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?
   ) -> [MonitorEvent] {
     report(
-      at: t, device: routing.watches ? resolveDevice(address, type: type) : nil, address: address,
+      at: time, device: routing.watches ? resolveDevice(address, type: type) : nil,
+      address: address,
       rssi: rssi, txPower: txPower)
   }
 
@@ -359,9 +368,10 @@ public struct RegionMonitor: Sendable {
   /// A report that is not an iBeacon, already resolved (`device`: a
   /// position in `devices.entries`, or nil for no known device).
   public mutating func report(
-    at t: Int64, device n: Int?, address: BDAddress, rssi: Int8?, txPower: Int8?
+    at time: DecisionTime, device n: Int?, address: BDAddress, rssi: Int8?, txPower: Int8?
   ) -> [MonitorEvent] {
-    var out = advance(to: t)
+    let t = time.micros
+    var out = advance(to: time)
     guard let n, n < routing.lastHeard.count else { return out }
     routing.heard(n, at: t)
     names.heard(n)
@@ -384,16 +394,17 @@ public struct RegionMonitor: Sendable {
   /// A name request's answer: `found`, the device answered its page, so it
   /// is here (its regions stay inside for `NameRequests.everyMicros`, and
   /// then ask again); not found, the exit that waited for it goes ahead.
-  public mutating func nameAnswered(_ address: BDAddress, found: Bool, at t: Int64)
+  public mutating func nameAnswered(_ address: BDAddress, found: Bool, at time: DecisionTime)
     -> [MonitorEvent]
   {
-    var out = advance(to: t)
+    let t = time.micros
+    var out = advance(to: time)
     for n in routing.directory.entries.indices
     where routing.directory.entries[n].address == address {
       if names.answered(n, found: found, at: t), found { routing.heard(n, at: t) }
     }
     invalidateTimers()
-    out += advance(to: t)
+    out += advance(to: time)
     return out
   }
 
@@ -417,9 +428,10 @@ public struct RegionMonitor: Sendable {
   }
 
   /// A tag's link is up: every region naming it is inside at once.
-  public mutating func tagConnected(_ name: String, at t: Int64) -> [MonitorEvent] {
-    var out = advance(to: t)
-    if !started { out += start(at: t, scanning: false) }
+  public mutating func tagConnected(_ name: String, at time: DecisionTime) -> [MonitorEvent] {
+    let t = time.micros
+    var out = advance(to: time)
+    if !started { out += start(at: time, scanning: false) }
     tags.connected(name)
     for i in regions.indices where regions[i].config.tags.contains(name) {
       regions[i].lastSeen = t
@@ -437,9 +449,10 @@ public struct RegionMonitor: Sendable {
 
   /// A tag's link went down, or a connect attempt failed: its regions
   /// follow their exit rule from now (see the type's comment).
-  public mutating func tagAbsent(_ name: String, at t: Int64) -> [MonitorEvent] {
-    var out = advance(to: t)
-    if !started { out += start(at: t, scanning: false) }
+  public mutating func tagAbsent(_ name: String, at time: DecisionTime) -> [MonitorEvent] {
+    let t = time.micros
+    var out = advance(to: time)
+    if !started { out += start(at: time, scanning: false) }
     switch tags.absent(name, at: t) {
     case .lost:
       for i in regions.indices where regions[i].config.tags.contains(name) {
@@ -450,7 +463,7 @@ public struct RegionMonitor: Sendable {
     }
     invalidateTimers()
     // Its deadline may be due already (a first attempt slower than exit_after).
-    out += advance(to: t)
+    out += advance(to: time)
     return out
   }
 
@@ -478,7 +491,7 @@ public struct RegionMonitor: Sendable {
     _ key: TrackKey, firstMatch: Int, device n: Int? = nil, address: BDAddress, rssi: Int8?,
     power: Int8, source: PowerSource, at t: Int64, into out: inout [MonitorEvent]
   ) {
-    if !started { out += start(at: t, scanning: true) }
+    if !started { out += start(at: DecisionTime(micros: t), scanning: true) }
     if scan.heard(at: t) { invalidateTimers() }
     if beacons.count >= beaconCapacity, beacons.position(of: key) == nil {
       beacons.makeRoom(capacity: beaconCapacity, keep: keptBeacons)
@@ -523,7 +536,8 @@ public struct RegionMonitor: Sendable {
   }
 
   /// Fires every timer due at or before `t`, in time order.
-  public mutating func advance(to t: Int64) -> [MonitorEvent] {
+  public mutating func advance(to time: DecisionTime) -> [MonitorEvent] {
+    let t = time.micros
     var out: [MonitorEvent] = []
     while t >= timerFloor {
       guard let timer = earliestTimer() else {
@@ -552,8 +566,9 @@ public struct RegionMonitor: Sendable {
   /// settings (exit_after, hooks); new or redefined regions start
   /// `unknown` (a `state` event) and count exit_after from now; removed
   /// ones are forgotten. `[ranging]` and `[monitor]` apply from now on.
-  public mutating func reconfigure(_ config: Config, at t: Int64) -> [MonitorEvent] {
-    var out = advance(to: t)
+  public mutating func reconfigure(_ config: Config, at time: DecisionTime) -> [MonitorEvent] {
+    let t = time.micros
+    var out = advance(to: time)
     ranging = config.ranging
     monitor = config.monitor
     routing.configure(config.regions)
@@ -611,7 +626,8 @@ public struct RegionMonitor: Sendable {
   }
 
   /// The beacons of a region at `t`, nearest first.
-  public func rangedBeacons(region: String, at t: Int64) -> [RangedBeacon] {
+  public func rangedBeacons(region: String, at time: DecisionTime) -> [RangedBeacon] {
+    let t = time.micros
     guard let i = regions.firstIndex(where: { $0.config.name == region }) else { return [] }
     return ranged(i, at: t)
   }
@@ -625,17 +641,17 @@ public struct RegionMonitor: Sendable {
   /// Beacon identities with state kept (forgotten an hour after last seen).
   public var trackedBeacons: Int { beacons.count }
 
-  public var snapshot: MonitorSnapshot { snapshot(shown: { $0 }) }
+  public var snapshot: MonitorSnapshot { snapshot(shown: { WallTime(micros: $0.micros) }) }
 
   /// What the state file keeps, its sighting times as `shown` maps the
   /// monitor's time (live: monotonic to wall, which a later run can read).
-  public func snapshot(shown: (Int64) -> Int64) -> MonitorSnapshot {
+  public func snapshot(shown: (DecisionTime) -> WallTime) -> MonitorSnapshot {
     MonitorSnapshot(
       regions: regions.compactMap { r in
         r.known.map {
           MonitorSnapshot.Entry(
             name: r.config.name, identity: r.config.identity, known: $0,
-            lastSeen: r.lastSeen.map(shown) ?? r.savedLastSeen)
+            lastSeen: r.lastSeen.map { shown(DecisionTime(micros: $0)).micros } ?? r.savedLastSeen)
         }
       })
   }

@@ -17,7 +17,7 @@ public enum LogFormatter {
   /// Fields of one record, in CSV column order (`nil` = empty / null).
   public static func fields(_ r: LogRecord, offset: LogTime.Offset) -> [(String, Field?)] {
     var f: [(String, Field?)] = [
-      ("t", .number(Double(r.t) / 1e6, 6)), ("time", .text(LogTime.iso(r.t, offset: offset))),
+      ("t", .number(r.t.seconds, 6)), ("time", .text(LogTime.iso(r.t, offset: offset))),
     ]
     func beacon(_ id: TrackedID?) -> [(String, Field?)] {
       [
@@ -36,7 +36,7 @@ public enum LogFormatter {
       f += beacon(s.beacon)
       f += [
         ("address", s.address.map { .text($0.description) }),
-        ("t_end", .number(Double(s.end) / 1e6, 6)), ("count", .int(s.count)),
+        ("t_end", .number(s.end.seconds, 6)), ("count", .int(s.count)),
         ("rssi_mean", s.rssiMean.map { .number($0, 1) }),
         ("rssi_min", s.rssiMin.map { .number($0, 0) }),
         ("rssi_max", s.rssiMax.map { .number($0, 0) }),
@@ -145,12 +145,12 @@ public enum LogFormatter {
 
   public static let presenceCSVHeader = "region,start,end,start_time,end_time,duration_s,ending"
 
-  public static func presenceFields(_ p: PresenceInterval, now: Int64, offset: LogTime.Offset)
+  public static func presenceFields(_ p: PresenceInterval, now: WallTime, offset: LogTime.Offset)
     -> [(String, Field?)]
   {
     [
-      ("region", .text(p.region)), ("start", .number(Double(p.start) / 1e6, 6)),
-      ("end", p.end.map { .number(Double($0) / 1e6, 6) }),
+      ("region", .text(p.region)), ("start", .number(p.start.seconds, 6)),
+      ("end", p.end.map { .number($0.seconds, 6) }),
       ("start_time", .text(LogTime.iso(p.start, offset: offset))),
       ("end_time", p.end.map { .text(LogTime.iso($0, offset: offset)) }),
       ("duration_s", .number(Double(p.duration(now: now)) / 1e6, 3)),
@@ -158,7 +158,7 @@ public enum LogFormatter {
     ]
   }
 
-  public static func presenceJSON(_ p: PresenceInterval, now: Int64, offset: LogTime.Offset)
+  public static func presenceJSON(_ p: PresenceInterval, now: WallTime, offset: LogTime.Offset)
     -> String
   {
     let f = presenceFields(p, now: now, offset: offset).map { ($0.0, $0.1 ?? nil) }
@@ -169,7 +169,7 @@ public enum LogFormatter {
     return j.line
   }
 
-  public static func presenceCSV(_ p: PresenceInterval, now: Int64, offset: LogTime.Offset)
+  public static func presenceCSV(_ p: PresenceInterval, now: WallTime, offset: LogTime.Offset)
     -> String
   {
     presenceFields(p, now: now, offset: offset).map { $0.1.map { csvCell($0.plain) } ?? "" }
@@ -179,7 +179,7 @@ public enum LogFormatter {
   public static let presenceTableHeader =
     "REGION            START                END                  DURATION      ENDED"
 
-  public static func presenceTable(_ p: PresenceInterval, now: Int64, offset: LogTime.Offset)
+  public static func presenceTable(_ p: PresenceInterval, now: WallTime, offset: LogTime.Offset)
     -> String
   {
     let start = (p.clippedStart ? "<" : " ") + LogTime.short(p.start, offset: offset)

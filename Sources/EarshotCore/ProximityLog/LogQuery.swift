@@ -1,13 +1,14 @@
 /// What `earshot log` asks of the log.
 public struct LogQuery: Sendable, Equatable {
-  /// Microseconds; `nil` = unbounded.
-  public var since: Int64?
-  public var until: Int64?
+  /// `nil` = unbounded.
+  public var since: WallTime?
+  public var until: WallTime?
   public var region: String?
   public var beacon: TrackedMatch?
 
   public init(
-    since: Int64? = nil, until: Int64? = nil, region: String? = nil, beacon: TrackedMatch? = nil
+    since: WallTime? = nil, until: WallTime? = nil, region: String? = nil,
+    beacon: TrackedMatch? = nil
   ) {
     self.since = since
     self.until = until
@@ -25,7 +26,7 @@ public enum LogRecord: Sendable, Equatable {
   case volume(VolumeLogEvent)
   case telemetry(TelemetryLogEvent)
 
-  public var t: Int64 {
+  public var t: WallTime {
     switch self {
     case .region(let e): e.t
     case .sightings(let s): s.start

@@ -17,35 +17,41 @@ public enum LogTime {
     }
   }
 
-  /// Parses a time; returns microseconds since the epoch.
+  /// Parses a time (as of `now`).
   /// - Relative: `30m` is 30 minutes before `now` (units s, m, h, d, w).
   /// - ISO-8601: a date alone is local midnight; a time without a zone is
   ///   local; `Z` or `±HH:MM` / `±HHMM` name the zone.
-  public static func parse(_ text: String, now: Int64, offset: Offset) throws -> Int64 {
+  public static func parse(_ text: String, now: WallTime, offset: Offset) throws -> WallTime {
     let s = text.trimmingSpaces
     guard !s.isEmpty else { throw ParseError(text: text) }
     if s == "now" { return now }
     if s.hasPrefix("@"), let v = Double(s.dropFirst()), v.isFinite {
-      return Int64((v * 1e6).rounded())
+      return WallTime(seconds: v)
     }
-    if let span = relative(s) { return now - span }
-    if let t = iso(s, offset: offset) { return t }
+    if let span = relative(s) { return WallTime(micros: now.micros - span) }
+    if let t = iso(s, offset: offset) { return WallTime(micros: t) }
     throw ParseError(text: text)
   }
 
   /// `2026-01-31` as the local day: its start and the next day's start.
-  public static func day(_ text: String, offset: Offset) throws -> (start: Int64, end: Int64) {
+  public static func day(_ text: String, offset: Offset) throws -> (start: WallTime, end: WallTime)
+  {
     let chars = Array(text.trimmingSpaces.utf8)
     guard chars.count == 10, let (y, m, d) = date(chars) else { throw ParseError(text: text) }
-    return (local(y, m, d, 0, 0, 0, offset), local(y, m, d + 1, 0, 0, 0, offset))
+    return (
+      WallTime(micros: local(y, m, d, 0, 0, 0, offset)),
+      WallTime(micros: local(y, m, d + 1, 0, 0, 0, offset))
+    )
   }
 
   /// The local day containing `t`.
-  public static func dayContaining(_ t: Int64, offset: Offset) -> (start: Int64, end: Int64) {
+  public static func dayContaining(_ t: WallTime, offset: Offset) -> (
+    start: WallTime, end: WallTime
+  ) {
     let c = components(t, offset: offset)
     return (
-      local(c.year, c.month, c.day, 0, 0, 0, offset),
-      local(c.year, c.month, c.day + 1, 0, 0, 0, offset)
+      WallTime(micros: local(c.year, c.month, c.day, 0, 0, 0, offset)),
+      WallTime(micros: local(c.year, c.month, c.day + 1, 0, 0, 0, offset))
     )
   }
 
@@ -57,8 +63,8 @@ public enum LogTime {
     public var offset: Int
   }
 
-  public static func components(_ t: Int64, offset: Offset) -> Components {
-    let secs = floorDiv(t, 1_000_000)
+  public static func components(_ t: WallTime, offset: Offset) -> Components {
+    let secs = floorDiv(t.micros, 1_000_000)
     let off = offset(secs)
     let local = secs + Int64(off)
     let days = floorDiv(local, 86_400)
@@ -70,7 +76,7 @@ public enum LogTime {
   }
 
   /// `2026-01-31T08:00:05+01:00` (or `Z` in UTC).
-  public static func iso(_ t: Int64, offset: Offset) -> String {
+  public static func iso(_ t: WallTime, offset: Offset) -> String {
     let c = components(t, offset: offset)
     var s = "\(pad(c.year, 4))-\(pad(c.month))-\(pad(c.day))T\(pad(c.hour)):\(pad(c.minute)):"
     s += pad(c.second)
@@ -80,7 +86,7 @@ public enum LogTime {
   }
 
   /// `2026-01-31 08:00:05` in local time, for tables.
-  public static func short(_ t: Int64, offset: Offset) -> String {
+  public static func short(_ t: WallTime, offset: Offset) -> String {
     let c = components(t, offset: offset)
     return "\(pad(c.year, 4))-\(pad(c.month))-\(pad(c.day)) \(pad(c.hour)):\(pad(c.minute)):"
       + pad(c.second)

@@ -16,7 +16,7 @@ extension ProximityEvent {
       return [
         .region(
           RegionLogEvent(
-            t: e.shown.micros, region: e.region, kind: kind, state: state,
+            t: e.shown, region: e.region, kind: kind, state: state,
             beacon: e.beacons.first?.id.beacon))
       ]
     case .range:
@@ -24,7 +24,7 @@ extension ProximityEvent {
         guard let id = b.id.beacon else { return nil }
         return .sighting(
           BeaconSighting(
-            t: e.shown.micros, beacon: id, address: b.address, rssi: b.rssi, distance: b.accuracy,
+            t: e.shown, beacon: id, address: b.address, rssi: b.rssi, distance: b.accuracy,
             region: e.region))
       }
     }

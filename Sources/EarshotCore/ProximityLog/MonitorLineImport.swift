@@ -24,7 +24,7 @@ public enum MonitorLineImport {
     guard let seconds = v["t"]?.number, seconds.isFinite else {
       throw LineError(reason: "no numeric \"t\" (Unix seconds)")
     }
-    let t = Int64((seconds * 1e6).rounded())
+    let t = WallTime(seconds: seconds)
     guard let event = v["event"]?.string else {
       if v["uuid"] != nil { return [.sighting(try sighting(v, t: t, region: nil))] }
       throw LineError(reason: "no \"event\"")
@@ -114,7 +114,7 @@ public enum MonitorLineImport {
     return TrackedID(kind: kind, bytes: bytes)
   }
 
-  static func sighting(_ v: JSONValue, t: Int64, region: String?) throws -> BeaconSighting {
+  static func sighting(_ v: JSONValue, t: WallTime, region: String?) throws -> BeaconSighting {
     guard let id = try beaconID(v) else { throw LineError(reason: "beacon without \"uuid\"") }
     var address: BDAddress? = nil
     if let a = v["address"]?.string {

@@ -2,16 +2,16 @@
 public struct RegionSegment: Sendable, Equatable {
   public var region: String
   public var state: PresenceState
-  public var start: Int64
+  public var start: WallTime
   /// `nil`: still in this state at the last event (open).
-  public var end: Int64?
+  public var end: WallTime?
   /// The segment began before the window and was cut at its start.
   public var clippedStart = false
   /// The segment went on past the window and was cut at its end.
   public var clippedEnd = false
 
   public init(
-    region: String, state: PresenceState, start: Int64, end: Int64?,
+    region: String, state: PresenceState, start: WallTime, end: WallTime?,
     clippedStart: Bool = false, clippedEnd: Bool = false
   ) {
     self.region = region
@@ -39,15 +39,16 @@ public struct PresenceInterval: Sendable, Equatable {
   }
 
   public var region: String
-  public var start: Int64
+  public var start: WallTime
   /// `nil` when open.
-  public var end: Int64?
+  public var end: WallTime?
   public var ending: Ending
   /// Inside already when the window began (the start is the window's).
   public var clippedStart: Bool
 
-  public init(region: String, start: Int64, end: Int64?, ending: Ending, clippedStart: Bool = false)
-  {
+  public init(
+    region: String, start: WallTime, end: WallTime?, ending: Ending, clippedStart: Bool = false
+  ) {
     self.region = region
     self.start = start
     self.end = end
@@ -56,7 +57,7 @@ public struct PresenceInterval: Sendable, Equatable {
   }
 
   /// Microseconds; an open interval counts up to `now`.
-  public func duration(now: Int64) -> Int64 { max(0, (end ?? now) - start) }
+  public func duration(now: WallTime) -> Int64 { start.micros(until: end ?? now) }
 }
 
 /// Presence computed from region events. Pure.
@@ -75,7 +76,7 @@ public struct PresenceInterval: Sendable, Equatable {
 ///   are cut to the window.
 public enum PresenceTimeline {
   public static func segments(
-    of events: [RegionLogEvent], from: Int64? = nil, to: Int64? = nil
+    of events: [RegionLogEvent], from: WallTime? = nil, to: WallTime? = nil
   ) -> [RegionSegment] {
     // Stable sort by time: equal times keep the order they were logged in.
     let sorted = events.enumerated().sorted {
@@ -120,7 +121,7 @@ public enum PresenceTimeline {
 
   /// The inside intervals, per region in order of first appearance.
   public static func presence(
-    of events: [RegionLogEvent], from: Int64? = nil, to: Int64? = nil
+    of events: [RegionLogEvent], from: WallTime? = nil, to: WallTime? = nil
   ) -> [PresenceInterval] {
     let segs = segments(of: events, from: from, to: to)
     var out: [PresenceInterval] = []
@@ -144,7 +145,7 @@ public enum PresenceTimeline {
 
   /// Total inside time per region within the window (open intervals count
   /// up to `now`).
-  public static func totals(_ intervals: [PresenceInterval], now: Int64) -> [(String, Int64)] {
+  public static func totals(_ intervals: [PresenceInterval], now: WallTime) -> [(String, Int64)] {
     var order: [String] = []
     var sum: [String: Int64] = [:]
     for i in intervals {

@@ -2,8 +2,8 @@
 /// depend on the monitor's types: a thin adapter maps monitor events (or
 /// the JSON lines `earshot monitor` prints) onto these.
 ///
-/// Times are microseconds since the Unix epoch, like every timestamp in
-/// Earshot (capture time in replay, the system clock live).
+/// Times are the `WallTime` shown (capture time in a replay, the system
+/// clock live), as every row of the log keeps them.
 public enum ProximityEvent: Sendable, Equatable {
   case region(RegionLogEvent)
   case sighting(BeaconSighting)
@@ -12,7 +12,7 @@ public enum ProximityEvent: Sendable, Equatable {
   case volume(VolumeLogEvent)
   case telemetry(TelemetryLogEvent)
 
-  public var t: Int64 {
+  public var t: WallTime {
     switch self {
     case .region(let e): e.t
     case .sighting(let e): e.t
@@ -36,15 +36,16 @@ public struct RegionLogEvent: Sendable, Equatable {
     case enter, exit, state
   }
 
-  public var t: Int64
+  public var t: WallTime
   public var region: String
   public var kind: Kind
   public var state: PresenceState
   /// The beacon that caused an enter or exit, when the monitor names one.
   public var beacon: TrackedID?
 
-  public init(t: Int64, region: String, kind: Kind, state: PresenceState, beacon: TrackedID? = nil)
-  {
+  public init(
+    t: WallTime, region: String, kind: Kind, state: PresenceState, beacon: TrackedID? = nil
+  ) {
     self.t = t
     self.region = region
     self.kind = kind
@@ -56,7 +57,7 @@ public struct RegionLogEvent: Sendable, Equatable {
 /// One sighting of a beacon (a report, or a ranging update). The log keeps
 /// these downsampled, not one row each.
 public struct BeaconSighting: Sendable, Equatable {
-  public var t: Int64
+  public var t: WallTime
   public var beacon: TrackedID
   public var address: BDAddress?
   /// dBm; `nil` when the controller did not report one.
@@ -68,7 +69,7 @@ public struct BeaconSighting: Sendable, Equatable {
   public var region: String?
 
   public init(
-    t: Int64, beacon: TrackedID, address: BDAddress? = nil, rssi: Double? = nil,
+    t: WallTime, beacon: TrackedID, address: BDAddress? = nil, rssi: Double? = nil,
     distance: Double? = nil, region: String? = nil
   ) {
     self.t = t
@@ -84,11 +85,11 @@ public struct AdapterLogEvent: Sendable, Equatable {
   public enum Kind: String, Sendable, CaseIterable {
     case up, down
   }
-  public var t: Int64
+  public var t: WallTime
   public var adapter: String
   public var kind: Kind
 
-  public init(t: Int64, adapter: String, kind: Kind) {
+  public init(t: WallTime, adapter: String, kind: Kind) {
     self.t = t
     self.adapter = adapter
     self.kind = kind
@@ -101,12 +102,12 @@ public struct FindPhoneLogEvent: Sendable, Equatable {
     /// The result of telling the device it was found (`detail`: ok, or why not).
     case notice
   }
-  public var t: Int64
+  public var t: WallTime
   public var kind: Kind
   public var device: String
   public var detail: String?
 
-  public init(t: Int64, kind: Kind, device: String, detail: String? = nil) {
+  public init(t: WallTime, kind: Kind, device: String, detail: String? = nil) {
     self.t = t
     self.kind = kind
     self.device = device
@@ -115,14 +116,14 @@ public struct FindPhoneLogEvent: Sendable, Equatable {
 }
 
 public struct VolumeLogEvent: Sendable, Equatable {
-  public var t: Int64
+  public var t: WallTime
   /// 0...1 after the change.
   public var volume: Double
   public var muted: Bool
   /// Who changed it (a device name, "find-phone", "restore", ...).
   public var source: String?
 
-  public init(t: Int64, volume: Double, muted: Bool = false, source: String? = nil) {
+  public init(t: WallTime, volume: Double, muted: Bool = false, source: String? = nil) {
     self.t = t
     self.volume = volume
     self.muted = muted
@@ -136,7 +137,7 @@ public struct TelemetryLogEvent: Sendable, Equatable {
   public var beacon: TrackedID
   /// Its `t` is the wall time here.
   public var reading: BeaconTelemetry
-  public var t: Int64 { reading.t }
+  public var t: WallTime { WallTime(micros: reading.t) }
 
   public init(beacon: TrackedID, reading: BeaconTelemetry) {
     self.beacon = beacon

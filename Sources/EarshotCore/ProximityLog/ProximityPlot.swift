@@ -1,7 +1,7 @@
 /// What a plot shows: a window of the log.
 public struct PlotInput: Sendable {
-  public var start: Int64
-  public var end: Int64
+  public var start: WallTime
+  public var end: WallTime
   public var title: String
   /// Downsampled sightings of every beacon in the window.
   public var sightings: [SightingSummary]
@@ -14,12 +14,12 @@ public struct PlotInput: Sendable {
   public var offset: LogTime.Offset
 
   public init(
-    start: Int64, end: Int64, title: String, sightings: [SightingSummary],
+    start: WallTime, end: WallTime, title: String, sightings: [SightingSummary],
     segments: [RegionSegment], beaconRegions: [TrackedID: [String]], interval: Int64 = 10_000_000,
     offset: @escaping LogTime.Offset = LogTime.utc
   ) {
     self.start = start
-    self.end = max(end, start + 1)
+    self.end = max(end, WallTime(micros: start.micros + 1))
     self.title = title
     self.sightings = sightings
     self.segments = segments
@@ -50,19 +50,19 @@ public enum ProximityPlot {
     public let panelHeight = 130.0
     public let panelGap = 46.0
     public let rowHeight = 24.0
-    public let start: Int64
-    public let end: Int64
+    public let start: WallTime
+    public let end: WallTime
 
-    public init(start: Int64, end: Int64) {
+    public init(start: WallTime, end: WallTime) {
       self.start = start
-      self.end = max(end, start + 1)
+      self.end = max(end, WallTime(micros: start.micros + 1))
     }
 
     public var plotWidth: Double { width - left - right }
 
     /// The x coordinate of a time (clamped to the plot).
-    public func x(_ t: Int64) -> Double {
-      let f = Double(t - start) / Double(end - start)
+    public func x(_ t: WallTime) -> Double {
+      let f = Double(t.micros - start.micros) / Double(end.micros - start.micros)
       return left + min(1, max(0, f)) * plotWidth
     }
     /// Top of beacon panel `i`.
@@ -78,11 +78,13 @@ public enum ProximityPlot {
 
   /// The default window: the span that has data, from `first` to `last`
   /// (µs), at most one day (the day before `last`) and at least a minute.
-  public static func dataSpan(first: Int64, last: Int64) -> (since: Int64, until: Int64) {
+  public static func dataSpan(first: WallTime, last: WallTime) -> (
+    since: WallTime, until: WallTime
+  ) {
     let minute: Int64 = 60_000_000
     let day: Int64 = 86_400_000_000
-    let since = max(min(first, last), last - day)
-    return (since, max(last, since + minute))
+    let since = max(min(first.micros, last.micros), last.micros - day)
+    return (WallTime(micros: since), WallTime(micros: max(last.micros, since + minute)))
   }
 
   public static func svg(_ input: PlotInput) -> String {
@@ -147,7 +149,7 @@ public enum ProximityPlot {
   static func beaconPanel(
     _ L: Layout, top: Double, beacon: TrackedID, color: String, rows: [SightingSummary],
     input: PlotInput, regions: [String], regionColor: [String: String],
-    ticks: [(Int64, String)]
+    ticks: [(WallTime, String)]
   ) -> String {
     let h = L.panelHeight
     let bottom = top + h
@@ -222,15 +224,16 @@ public enum ProximityPlot {
   }
 
   static func series(
-    _ points: [(Int64, Int64, Double)], gap: Int64, L: Layout, y: (Double) -> Double, cls: String,
+    _ points: [(WallTime, WallTime, Double)], gap: Int64, L: Layout, y: (Double) -> Double,
+    cls: String,
     beacon: TrackedID, color: String, dash: String?
   ) -> String {
     guard !points.isEmpty else { return "" }
     var d = ""
-    var lastEnd: Int64? = nil
+    var lastEnd: WallTime? = nil
     for (start, end, v) in points {
-      let mid = start + (end - start) / 2
-      let cmd = lastEnd.map { start - $0 > gap } ?? true ? "M" : "L"
+      let mid = WallTime(micros: start.micros + (end.micros - start.micros) / 2)
+      let cmd = lastEnd.map { start.micros - $0.micros > gap } ?? true ? "M" : "L"
       d += "\(cmd)\(n(L.x(mid))),\(n(y(v))) "
       lastEnd = end
     }
@@ -245,7 +248,7 @@ public enum ProximityPlot {
 
   static func timeline(
     _ L: Layout, top: Double, regions: [String], segments: [RegionSegment],
-    regionColor: [String: String], ticks: [(Int64, String)]
+    regionColor: [String: String], ticks: [(WallTime, String)]
   ) -> String {
     var s = "<g class=\"timeline\">\n"
     s += text(L.left, top + 12, "Presence per region", size: 12, weight: "bold")
@@ -309,28 +312,29 @@ public enum ProximityPlot {
 
   /// Tick times and labels aligned to local time: the smallest step that
   /// gives at most 12 ticks.
-  public static func timeTicks(_ start: Int64, _ end: Int64, offset: LogTime.Offset)
-    -> [(Int64, String)]
+  public static func timeTicks(_ first: WallTime, _ last: WallTime, offset: LogTime.Offset)
+    -> [(WallTime, String)]
   {
+    let (start, end) = (first.micros, last.micros)
     let steps: [Int64] = [
       60, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600, 43_200, 86_400, 172_800, 604_800,
     ].map { $0 * 1_000_000 }
     let span = end - start
     let step = steps.first(where: { span / $0 <= 12 }) ?? steps[steps.count - 1]
-    var out: [(Int64, String)] = []
+    var out: [(WallTime, String)] = []
     // Align in local time: shift by the offset at the start.
     let off = Int64(offset(LogTime.floorDiv(start, 1_000_000))) * 1_000_000
     var t = LogTime.floorDiv(start + off, step) * step - off
     if t < start { t += step }
     while t <= end, out.count < 100 {
-      let c = LogTime.components(t, offset: offset)
+      let c = LogTime.components(WallTime(micros: t), offset: offset)
       let label: String
       if step >= 86_400_000_000 || (c.hour == 0 && c.minute == 0 && span > 86_400_000_000) {
         label = "\(LogTime.pad(c.month))-\(LogTime.pad(c.day))"
       } else {
         label = "\(LogTime.pad(c.hour)):\(LogTime.pad(c.minute))"
       }
-      out.append((t, label))
+      out.append((WallTime(micros: t), label))
       t += step
     }
     return out

@@ -1,9 +1,9 @@
 /// One row of the log per beacon per interval: what was seen of it.
 public struct SightingSummary: Sendable, Equatable {
   public var beacon: TrackedID
-  /// The interval: `start` inclusive, `end` exclusive (microseconds).
-  public var start: Int64
-  public var end: Int64
+  /// The interval: `start` inclusive, `end` exclusive.
+  public var start: WallTime
+  public var end: WallTime
   /// Sightings in the interval.
   public var count: Int
   /// Of those, how many carried an RSSI (the mean is over these).
@@ -17,7 +17,7 @@ public struct SightingSummary: Sendable, Equatable {
   public var address: BDAddress?
 
   public init(
-    beacon: TrackedID, start: Int64, end: Int64, count: Int, rssiCount: Int = 0,
+    beacon: TrackedID, start: WallTime, end: WallTime, count: Int, rssiCount: Int = 0,
     rssiMean: Double? = nil, rssiMin: Double? = nil, rssiMax: Double? = nil,
     distanceMean: Double? = nil, address: BDAddress? = nil
   ) {
@@ -65,9 +65,9 @@ public struct SightingDownsampler: Sendable {
   public var openCount: Int { open.count }
 
   /// Start of the interval that contains `t`.
-  public func intervalStart(_ t: Int64) -> Int64 {
-    let r = t % interval
-    return r >= 0 ? t - r : t - r - interval
+  public func intervalStart(_ t: WallTime) -> WallTime {
+    let r = t.micros % interval
+    return WallTime(micros: r >= 0 ? t.micros - r : t.micros - r - interval)
   }
 
   /// Adds a sighting; returns the summaries it completed (at most one).
@@ -82,7 +82,7 @@ public struct SightingDownsampler: Sendable {
       open[s.beacon]
       ?? Bucket(
         summary: SightingSummary(
-          beacon: s.beacon, start: start, end: start + interval, count: 0))
+          beacon: s.beacon, start: start, end: WallTime(micros: start.micros + interval), count: 0))
     b.summary.count += 1
     if let a = s.address { b.summary.address = a }
     if let r = s.rssi, r.isFinite {
@@ -100,7 +100,7 @@ public struct SightingDownsampler: Sendable {
   }
 
   /// Hands out every bucket whose interval ended at or before `t`.
-  public mutating func close(before t: Int64) -> [SightingSummary] {
+  public mutating func close(before t: WallTime) -> [SightingSummary] {
     let due = open.values.filter { $0.summary.end <= t }
     for b in due { open[b.summary.beacon] = nil }
     return due.map(finish).sorted(by: Self.order)

@@ -169,7 +169,7 @@ public struct RadioSimulation: Sendable {
     /// then a monitor deadline, then the radio's due item, then a PDU (a
     /// command at `t` governs the PDUs at `t`).
     mutating func run() -> Result {
-      _ = monitor.start(at: 0, scanning: true)
+      _ = monitor.start(at: DecisionTime(micros: 0), scanning: true)
       for i in sim.advertisers.indices { next[i] = firstEvent(i, after: 0) }
       // The scan starts continuous, as the agent's does.
       apply(radio.start(at: 0, need: need(0)))
@@ -188,10 +188,11 @@ public struct RadioSimulation: Sendable {
         guard let first, first < end else { break }
         if let k = answer, answers[k].t == first {
           let a = answers.remove(at: k)
-          take(monitor.nameAnswered(a.address, found: a.found, at: a.t), at: a.t)
+          take(
+            monitor.nameAnswered(a.address, found: a.found, at: DecisionTime(micros: a.t)), at: a.t)
           decide(at: a.t)
         } else if deadline == first {
-          take(monitor.advance(to: first), at: first)
+          take(monitor.advance(to: DecisionTime(micros: first)), at: first)
           decide(at: first)
         } else if due == first {
           account(to: first)
@@ -230,10 +231,10 @@ public struct RadioSimulation: Sendable {
       for step in steps {
         switch step {
         case .changed(let t, let duty):
-          take(monitor.scanPaused(at: t), at: t)
-          take(monitor.scanDutyChanged(to: duty, at: t), at: t)
+          take(monitor.scanPaused(at: DecisionTime(micros: t)), at: t)
+          take(monitor.scanDutyChanged(to: duty, at: DecisionTime(micros: t)), at: t)
         case .resumed(let t):
-          take(monitor.scanResumed(at: t), at: t)
+          take(monitor.scanResumed(at: DecisionTime(micros: t)), at: t)
         }
       }
     }
@@ -282,12 +283,14 @@ public struct RadioSimulation: Sendable {
           case .beacon:
             take(
               monitor.report(
-                at: t, beacon: a.frame, address: RadioSimulation.beaconAddress(i), rssi: -60),
+                at: DecisionTime(micros: t), beacon: a.frame,
+                address: RadioSimulation.beaconAddress(i), rssi: -60),
               at: t)
           case .phone:
             take(
               monitor.report(
-                at: t, address: RadioSimulation.address(i), type: .public, rssi: -60,
+                at: DecisionTime(micros: t), address: RadioSimulation.address(i), type: .public,
+                rssi: -60,
                 txPower: nil),
               at: t)
           }

@@ -53,7 +53,14 @@ public struct WallTime: Hashable, Comparable, Sendable, CustomStringConvertible 
 
   public static func < (a: WallTime, b: WallTime) -> Bool { a.micros < b.micros }
 
-  public var description: String { "\(Double(micros) / 1e6) s (Unix time)" }
+  /// `seconds` since the Unix epoch, to the nearest microsecond (how JSON
+  /// lines and `@UNIXSECONDS` give a time).
+  public init(seconds: Double) { micros = Int64((seconds * 1e6).rounded()) }
+
+  /// Seconds since the Unix epoch (the `t` of JSON lines).
+  public var seconds: Double { Double(micros) / 1e6 }
+
+  public var description: String { "\(seconds) s (Unix time)" }
 }
 
 /// A moment as the region monitor decides in it, in microseconds: the

@@ -171,7 +171,7 @@ public final class Daemon {
 
   func volumeChanged(_ v: VolumeSetting) {
     proximityLog?.record(
-      .volume(VolumeLogEvent(t: Clock.realtimeMicros(), volume: v.level, muted: v.muted)))
+      .volume(VolumeLogEvent(t: Clock.wallNow(), volume: v.level, muted: v.muted)))
     dispatch(.volume(v))
   }
 }

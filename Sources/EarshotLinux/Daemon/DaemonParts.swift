@@ -130,7 +130,7 @@ extension Daemon {
   func recordFind(_ status: FindStatus) {
     defer { lastFindState = status.state }
     guard let proximityLog, status.state != lastFindState else { return }
-    let t = Clock.realtimeMicros()
+    let t = Clock.wallNow()
     let device = status.requesters.map(\.description).joined(separator: " ")
     if status.state == .ringing {
       proximityLog.record(.findPhone(FindPhoneLogEvent(t: t, kind: .started, device: device)))
@@ -153,6 +153,6 @@ extension Daemon {
     proximityLog?.record(
       .findPhone(
         FindPhoneLogEvent(
-          t: Clock.realtimeMicros(), kind: .notice, device: device.description, detail: detail)))
+          t: Clock.wallNow(), kind: .notice, device: device.description, detail: detail)))
   }
 }

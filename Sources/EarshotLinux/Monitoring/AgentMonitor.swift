@@ -233,7 +233,7 @@ public final class AgentMonitor {
       proximityLog?.record(
         .adapter(
           AdapterLogEvent(
-            t: Clock.realtimeMicros(), adapter: state.adapter, kind: receiving ? .up : .down)))
+            t: Clock.wallNow(), adapter: state.adapter, kind: receiving ? .up : .down)))
     }
     rearm()
   }
@@ -502,7 +502,7 @@ public final class AgentMonitor {
   /// The beacons ranged in regions that are inside, nearest first (a
   /// beacon in several regions is listed once, with the first region).
   public func rangedBeacons() -> [(region: String, beacon: RangedBeacon)] {
-    let t = now
+    let t = DecisionTime(micros: now)
     var seen: Set<TrackKey> = []
     var out: [(String, RangedBeacon)] = []
     for (name, state) in regionStates where state == .inside {

@@ -96,8 +96,7 @@ public final class MonitorDriver {
     let timeline = self.timeline
     handle(
       monitor.start(
-        at: t, scanning: scanning,
-        savedTime: { timeline.decision(shown: WallTime(micros: $0)).micros }))
+        at: DecisionTime(micros: t), scanning: scanning, savedTime: timeline.decision(shown:)))
   }
 
   /// An advertising report: an iBeacon, or any other advertisement, which
@@ -110,7 +109,9 @@ public final class MonitorDriver {
       if let joined = telemetry.beacon(beacon.id, address: report.address, at: t) {
         onTelemetry?(beacon.id, joined)
       }
-      handle(monitor.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi))
+      handle(
+        monitor.report(
+          at: DecisionTime(micros: t), beacon: beacon, address: report.address, rssi: report.rssi))
       return
     }
     // A TLM frame names no beacon: joined by address, and otherwise a
@@ -127,9 +128,10 @@ public final class MonitorDriver {
       if let onDevice, let n { onDevice(t, monitor.device(at: n), report, tx) }
       handle(
         monitor.report(
-          at: t, device: n, address: report.address, rssi: report.rssi, txPower: tx))
+          at: DecisionTime(micros: t), device: n, address: report.address, rssi: report.rssi,
+          txPower: tx))
     } else {
-      handle(monitor.advance(to: t))
+      handle(monitor.advance(to: DecisionTime(micros: t)))
     }
   }
 
@@ -141,25 +143,28 @@ public final class MonitorDriver {
 
   /// A tag's link as presence (see `RegionMonitor.tagConnected`, `tagAbsent`).
   public func tag(_ name: String, connected: Bool, at t: Int64) {
-    handle(connected ? monitor.tagConnected(name, at: t) : monitor.tagAbsent(name, at: t))
+    handle(
+      connected
+        ? monitor.tagConnected(name, at: DecisionTime(micros: t))
+        : monitor.tagAbsent(name, at: DecisionTime(micros: t)))
   }
 
-  public func adapterUp(at t: Int64) { handle(monitor.adapterUp(at: t)) }
-  public func adapterDown(at t: Int64) { handle(monitor.adapterDown(at: t)) }
-  public func advance(to t: Int64) { handle(monitor.advance(to: t)) }
-  public func resumed(at t: Int64) { handle(monitor.resumed(at: t)) }
-  public func scanPaused(at t: Int64) { handle(monitor.scanPaused(at: t)) }
-  public func scanResumed(at t: Int64) { handle(monitor.scanResumed(at: t)) }
+  public func adapterUp(at t: Int64) { handle(monitor.adapterUp(at: DecisionTime(micros: t))) }
+  public func adapterDown(at t: Int64) { handle(monitor.adapterDown(at: DecisionTime(micros: t))) }
+  public func advance(to t: Int64) { handle(monitor.advance(to: DecisionTime(micros: t))) }
+  public func resumed(at t: Int64) { handle(monitor.resumed(at: DecisionTime(micros: t))) }
+  public func scanPaused(at t: Int64) { handle(monitor.scanPaused(at: DecisionTime(micros: t))) }
+  public func scanResumed(at t: Int64) { handle(monitor.scanResumed(at: DecisionTime(micros: t))) }
   /// Live: ask devices by name before their regions are declared outside
   /// (`[monitor] name_requests`, when the adapter can page).
   public func askNames(_ on: Bool) { monitor.nameRequests = on }
   /// The name requests the monitor wants sent (each once).
   public func takeNameRequests() -> [BDAddress] { monitor.takeNameRequests() }
   public func nameAnswered(_ address: BDAddress, found: Bool, at t: Int64) {
-    handle(monitor.nameAnswered(address, found: found, at: t))
+    handle(monitor.nameAnswered(address, found: found, at: DecisionTime(micros: t)))
   }
   public func scanDutyChanged(to duty: Double, at t: Int64) {
-    handle(monitor.scanDutyChanged(to: duty, at: t))
+    handle(monitor.scanDutyChanged(to: duty, at: DecisionTime(micros: t)))
   }
 
   /// When `advance` must next be called (capture or wall-clock time).
@@ -189,7 +194,7 @@ public final class MonitorDriver {
   public func saveState() {
     guard let stateFile else { return }
     do {
-      try stateFile.write(monitor.snapshot(shown: shownTime).encode())
+      try stateFile.write(monitor.snapshot(shown: timeline.shown).encode())
       if saveFailing {
         saveFailing = false
         log("region states are saved to \(stateFile.path) again")
@@ -211,7 +216,7 @@ public final class MonitorDriver {
   /// exit_after follow the new settings; the state file is rewritten.
   public func reconfigure(_ config: Config, at t: Int64) {
     self.config = config
-    handle(monitor.reconfigure(config, at: t))
+    handle(monitor.reconfigure(config, at: DecisionTime(micros: t)))
     saveState()
   }
 

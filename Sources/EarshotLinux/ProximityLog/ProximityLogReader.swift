@@ -71,8 +71,8 @@ public final class ProximityLogReader {
   public func plotInput(_ q: LogQuery, title: String, offset: @escaping LogTime.Offset) throws
     -> PlotInput
   {
-    let start = q.since ?? 0
-    let end = q.until ?? start + 86_400_000_000
+    let start = q.since ?? WallTime(micros: 0)
+    let end = q.until ?? WallTime(micros: start.micros + 86_400_000_000)
     var rows = try store.sightings(since: start, until: end, uuid: q.beacon?.wholeUUID)
     if let f = q.beacon { rows.removeAll { !f.matches($0.beacon) } }
     let membership = try store.beaconRegions()
@@ -81,7 +81,7 @@ public final class ProximityLogReader {
     }
     // States are drawn only as far as the log knows them: an open interval
     // ends at the latest record, not at the end of the day.
-    let known = max(start + 1, min(end, try store.lastTime() ?? end))
+    let known = max(WallTime(micros: start.micros + 1), min(end, try store.lastTime() ?? end))
     return PlotInput(
       start: start, end: end, title: title, sightings: rows,
       segments: PresenceTimeline.segments(of: try regionEvents(q), from: start, to: known),

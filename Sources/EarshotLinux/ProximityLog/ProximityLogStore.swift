@@ -172,7 +172,7 @@ public final class ProximityLogStore {
   public enum Row: Sendable, Equatable {
     case region(RegionLogEvent)
     case sightings(SightingSummary)
-    case membership(region: String, beacon: TrackedID, firstSeen: Int64)
+    case membership(region: String, beacon: TrackedID, firstSeen: WallTime)
     case adapter(AdapterLogEvent)
     case findPhone(FindPhoneLogEvent)
     case volume(VolumeLogEvent)
@@ -322,12 +322,13 @@ public final class ProximityLogStore {
 
   /// Region events before `until` (all of them: presence needs the state
   /// at the window's start), oldest first.
-  public func regionEvents(until: Int64? = nil, region: String? = nil) throws -> [RegionLogEvent] {
+  public func regionEvents(until: WallTime? = nil, region: String? = nil) throws -> [RegionLogEvent]
+  {
     guard try hasSchema() else { return [] }
     let s = try connection.prepare(
       "SELECT t, region, event, state, uuid, major, minor, format FROM region_events "
         + "WHERE t < ?1 AND (?2 IS NULL OR region = ?2) ORDER BY t, id")
-    s.bind(1, until ?? Int64.max)
+    s.bind(1, until?.micros ?? Int64.max)
     s.bind(2, region)
     var out: [RegionLogEvent] = []
     while try s.step() {
@@ -336,13 +337,13 @@ public final class ProximityLogStore {
       else { continue }  // a value a newer earshot wrote
       out.append(
         RegionLogEvent(
-          t: s.int64(0), region: s.string(1), kind: kind, state: state,
+          t: s.wallTime(0), region: s.string(1), kind: kind, state: state,
           beacon: beacon(s, uuid: 4, major: 5, minor: 6, format: 7)))
     }
     return out
   }
 
-  public func sightings(since: Int64?, until: Int64?, uuid: BeaconUUID? = nil) throws
+  public func sightings(since: WallTime?, until: WallTime?, uuid: BeaconUUID? = nil) throws
     -> [SightingSummary]
   {
     guard try hasSchema() else { return [] }
@@ -350,15 +351,15 @@ public final class ProximityLogStore {
       "SELECT t, t_end, uuid, major, minor, address, count, rssi_count, rssi_mean, rssi_min, "
         + "rssi_max, distance, format FROM sightings WHERE t >= ?1 AND t < ?2 AND (?3 IS NULL OR uuid = ?3) "
         + "ORDER BY t, uuid, major, minor")
-    s.bind(1, since ?? Int64.min)
-    s.bind(2, until ?? Int64.max)
+    s.bind(1, since?.micros ?? Int64.min)
+    s.bind(2, until?.micros ?? Int64.max)
     s.bind(3, uuid?.description)
     var out: [SightingSummary] = []
     while try s.step() {
       guard let b = beacon(s, uuid: 2, major: 3, minor: 4, format: 12) else { continue }
       out.append(
         SightingSummary(
-          beacon: b, start: s.int64(0), end: s.int64(1), count: Int(s.int64(6)),
+          beacon: b, start: s.wallTime(0), end: s.wallTime(1), count: Int(s.int64(6)),
           rssiCount: Int(s.int64(7)), rssiMean: s.optionalDouble(8), rssiMin: s.optionalDouble(9),
           rssiMax: s.optionalDouble(10), distanceMean: s.optionalDouble(11),
           address: s.optionalString(5).flatMap { BDAddress($0) }))
@@ -380,18 +381,18 @@ public final class ProximityLogStore {
   }
 
   /// Adapter, find-phone and volume events in the window.
-  public func agentEvents(since: Int64?, until: Int64?) throws -> [LogRecord] {
+  public func agentEvents(since: WallTime?, until: WallTime?) throws -> [LogRecord] {
     guard try hasSchema() else { return [] }
     var out: [LogRecord] = []
-    let lo = since ?? Int64.min
-    let hi = until ?? Int64.max
+    let lo = since?.micros ?? Int64.min
+    let hi = until?.micros ?? Int64.max
     let a = try connection.prepare(
       "SELECT t, adapter, event FROM adapter_events WHERE t >= ? AND t < ? ORDER BY t, id")
     a.bind(1, lo)
     a.bind(2, hi)
     while try a.step() {
       guard let k = AdapterLogEvent.Kind(rawValue: a.string(2)) else { continue }
-      out.append(.adapter(AdapterLogEvent(t: a.int64(0), adapter: a.string(1), kind: k)))
+      out.append(.adapter(AdapterLogEvent(t: a.wallTime(0), adapter: a.string(1), kind: k)))
     }
     let f = try connection.prepare(
       "SELECT t, event, device, detail FROM find_phone_events WHERE t >= ? AND t < ? ORDER BY t, id"
@@ -403,7 +404,7 @@ public final class ProximityLogStore {
       out.append(
         .findPhone(
           FindPhoneLogEvent(
-            t: f.int64(0), kind: k, device: f.string(2), detail: f.optionalString(3))))
+            t: f.wallTime(0), kind: k, device: f.string(2), detail: f.optionalString(3))))
     }
     let v = try connection.prepare(
       "SELECT t, volume, muted, source FROM volume_events WHERE t >= ? AND t < ? ORDER BY t, id")
@@ -413,7 +414,8 @@ public final class ProximityLogStore {
       out.append(
         .volume(
           VolumeLogEvent(
-            t: v.int64(0), volume: v.double(1), muted: v.int64(2) != 0, source: v.optionalString(3))
+            t: v.wallTime(0), volume: v.double(1), muted: v.int64(2) != 0,
+            source: v.optionalString(3))
         )
       )
     }
@@ -421,13 +423,13 @@ public final class ProximityLogStore {
   }
 
   /// Beacons' telemetry in the window, oldest first.
-  public func telemetry(since: Int64?, until: Int64?) throws -> [TelemetryLogEvent] {
+  public func telemetry(since: WallTime?, until: WallTime?) throws -> [TelemetryLogEvent] {
     guard try hasSchema(), try version() >= 3 else { return [] }
     let s = try connection.prepare(
       "SELECT t, uuid, major, minor, format, battery_mv, temperature, advertisements, uptime_s "
         + "FROM beacon_telemetry WHERE t >= ? AND t < ? ORDER BY t, id")
-    s.bind(1, since ?? Int64.min)
-    s.bind(2, until ?? Int64.max)
+    s.bind(1, since?.micros ?? Int64.min)
+    s.bind(2, until?.micros ?? Int64.max)
     var out: [TelemetryLogEvent] = []
     while try s.step() {
       guard let b = beacon(s, uuid: 1, major: 2, minor: 3, format: 4),
@@ -471,13 +473,13 @@ public final class ProximityLogStore {
 extension ProximityLogStore {
   /// The latest time the log has anything for (an open presence interval
   /// is known to last at least until then).
-  public func lastTime() throws -> Int64? {
-    try extreme("max", sightings: "t_end", keep: max)
+  public func lastTime() throws -> WallTime? {
+    try extreme("max", sightings: "t_end", keep: max).map(WallTime.init(micros:))
   }
 
   /// The earliest time the log has anything for.
-  public func firstTime() throws -> Int64? {
-    try extreme("min", sightings: "t", keep: min)
+  public func firstTime() throws -> WallTime? {
+    try extreme("min", sightings: "t", keep: min).map(WallTime.init(micros:))
   }
 
   private func extreme(
@@ -496,6 +498,12 @@ extension ProximityLogStore {
     }
     return found
   }
+}
+
+extension SQLiteStatement {
+  /// A wall time as the log keeps it: microseconds since the Unix epoch.
+  func bind(_ i: Int32, _ t: WallTime?) { bind(i, t?.micros) }
+  func wallTime(_ c: Int32) -> WallTime { WallTime(micros: int64(c)) }
 }
 
 extension ProximityLogStore {

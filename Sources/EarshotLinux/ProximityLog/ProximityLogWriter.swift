@@ -142,7 +142,7 @@ public final class ProximityLogWriter {
     if backlog >= settings.flushRows && !failing { flush() }
   }
 
-  private func remember(region: String, beacon: TrackedID, t: Int64) {
+  private func remember(region: String, beacon: TrackedID, t: WallTime) {
     let m = Membership(region: region, beacon: beacon)
     guard !knownMemberships.contains(m) else { return }
     knownMemberships.insert(m)
@@ -175,7 +175,7 @@ public final class ProximityLogWriter {
   @discardableResult
   public func flush() -> Bool {
     if let clock {
-      for done in downsampler.close(before: clock().wall.micros) { queue(done) }
+      for done in downsampler.close(before: clock().wall) { queue(done) }
     }
     return writePending()
   }

@@ -55,14 +55,14 @@ func runLog(_ args: Arguments) throws -> Int32 {
 struct LogFilterOptions {
   let path: String
   let query: LogQuery
-  let now: Int64
+  let now: WallTime
 
   init(_ args: Arguments) throws {
     path = args.value("db") ?? ProximityLogPaths.defaultPath()
     // A config names the user's own beacon formats, so that their beacons
     // read back by name (`--beacon acme:…`, and in the rows).
     if args.value("config") != nil { _ = try loadConfig(args).0.trackedLayouts }
-    let now = Clock.realtimeMicros()
+    let now = Clock.wallNow()
     self.now = now
     var q = LogQuery(region: args.value("region"))
     q.since = try args.value("since").map { try parseLogTime($0, "--since", now: now) }
@@ -89,7 +89,7 @@ struct LogQueryOptions {
   let format: LogFormat
   var path: String { filter.path }
   var query: LogQuery { filter.query }
-  var now: Int64 { filter.now }
+  var now: WallTime { filter.now }
 
   init(_ args: Arguments) throws {
     guard args.positionals.count <= 1 else {
@@ -106,7 +106,7 @@ struct LogQueryOptions {
   func open() throws -> ProximityLogReader { try filter.open() }
 }
 
-func parseLogTime(_ text: String, _ option: String, now: Int64) throws -> Int64 {
+func parseLogTime(_ text: String, _ option: String, now: WallTime) throws -> WallTime {
   do { return try LogTime.parse(text, now: now, offset: LocalTimeZone.offset) } catch {
     throw UsageError("\(option): \(error)")
   }

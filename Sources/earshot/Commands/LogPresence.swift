@@ -6,12 +6,12 @@ func runLogPresence(_ args: Arguments) throws -> Int32 {
   let o = try LogQueryOptions(args)
   let reader = try o.open()
   let intervals: [PresenceInterval]
-  let now: Int64
+  let now: WallTime
   do {
     intervals = try reader.presence(o.query)
     // An open interval is known to last until the log's latest record (not
     // the wall clock: a replayed capture ends when it ends).
-    now = min(o.query.until ?? .max, try reader.store.lastTime() ?? o.now)
+    now = min(o.query.until ?? WallTime(micros: .max), try reader.store.lastTime() ?? o.now)
   } catch { throw CommandFailure("\(error)") }
   let offset = LocalTimeZone.offset
   switch o.format {

@@ -58,9 +58,9 @@ func runPlot(_ args: Arguments) throws -> Int32 {
     }
     if title == nil { title = "Proximity, \(name)" }
   } else if let since = q.since {
-    q.until = q.until ?? since + day
+    q.until = q.until ?? WallTime(micros: since.micros + day)
   } else if let until = q.until {
-    q.since = until - day
+    q.since = WallTime(micros: until.micros - day)
   } else {
     let latest = ((try? reader.store.lastTime()) ?? nil) ?? now
     let first = ((try? reader.store.firstTime()) ?? nil) ?? latest
@@ -70,7 +70,8 @@ func runPlot(_ args: Arguments) throws -> Int32 {
   if title == nil {
     let c = LogTime.components(q.since!, offset: offset)
     let d = "\(c.year)-\(LogTime.pad(c.month))-\(LogTime.pad(c.day))"
-    title = q.until! - q.since! == day && c.hour == 0 ? "Proximity, \(d)" : "Proximity"
+    title =
+      q.until!.micros - q.since!.micros == day && c.hour == 0 ? "Proximity, \(d)" : "Proximity"
   }
   let svg: String
   do {
