@@ -207,5 +207,20 @@ final class LayoutKindTests: XCTestCase {
     XCTAssertEqual(error(later), "no error")
   }
 
+  /// Rooms' `track` names a layout's beacons when its section comes first.
+  func testRoomsTrackNamesALayoutDefinedBeforeIt() throws {
+    let config = try Config.build(
+      document(
+        """
+        [layout "acme"]
+        layout = \(acme)
+        [rooms]
+        track = acme:010203040506
+        """, file: "rooms.conf"))
+    XCTAssertEqual(config.rooms.track.map(\.description), ["acme:010203040506"])
+    let id = try XCTUnwrap(TrackedID.parse(acmeID))
+    XCTAssertTrue(config.rooms.track[0].matches(id))
+  }
+
   let acmeID = "acme:010203040506:002a"
 }
