@@ -274,6 +274,36 @@ first_scan_enable() {
   date -d "${on:-no enable}" +%s.%N 2>/dev/null || echo 0
 }
 
+# start_sleep_monitor EXIT_AFTER: the sleep tests' start (sleep_freezer,
+# sleep_resume): btmon tracing to /tmp/trace.btsnoop, hci1 advertising the
+# test iBeacon in a noted loop, `earshot monitor` on hci0 with region desk
+# (mon.out, mon.err). Sets BTMON, ADV and MON; count EVENT STATE and
+# at_least EVENT STATE N count desk's lines. Waits for desk inside.
+start_sleep_monitor() {
+  start_btvirt -l2
+  btmon -w /tmp/trace.btsnoop >/dev/null 2>&1 &
+  BTMON=$!
+  advertise_ibeacon hci1
+  desk_config /tmp/sleep.conf "$1" /tmp/sleep.state
+  rm -f /tmp/adv.stop /tmp/adv.hci1
+  noted_advertising_loop hci1 &
+  ADV=$!
+  "$EARSHOT" monitor --config /tmp/sleep.conf --no-range >mon.out 2>mon.err &
+  MON=$!
+  count() { grep -c "\"event\":\"$1\",\"region\":\"desk\",\"state\":\"$2\"" mon.out; }
+  at_least() { [ "$(count "$1" "$2")" -ge "$3" ]; }
+  check "desk inside" wait_for 60 at_least state inside 1
+}
+
+# sleep_timeline LAST RESUMED ON EXIT (Unix times): one line for the log
+# saying when the scan came back (ON) and the exit came, from the resume.
+sleep_timeline() {
+  echo "last report after $1, resume $2, scan back $3, exit $4:" \
+    "scan back $(awk -v o="$3" -v r="$2" 'BEGIN {printf "%.2f", o - r}') s after the resume," \
+    "exit $(awk -v t="$4" -v o="$3" 'BEGIN {printf "%.2f", t - o}') s after it," \
+    "$(awk -v t="$4" -v r="$2" 'BEGIN {printf "%.2f", t - r}') s after the resume"
+}
+
 stop_advertising_loop() {
   [ -n "${ADV_PID:-}" ] && kill "$ADV_PID" 2>/dev/null && wait "$ADV_PID" 2>/dev/null
   ADV_PID=

@@ -20,19 +20,7 @@
 # late reading certain: Earshot is stopped (SIGSTOP) from 3 s before the
 # suspend until after it.
 EXIT_AFTER=8
-start_btvirt -l2
-advertise_ibeacon hci1
-btmon -w /tmp/trace.btsnoop >/dev/null 2>&1 &
-BTMON=$!
-desk_config /tmp/sleep.conf "$EXIT_AFTER" /tmp/sleep.state
-rm -f /tmp/adv.stop /tmp/adv.hci1
-noted_advertising_loop hci1 &
-ADV=$!
-"$EARSHOT" monitor --config /tmp/sleep.conf --no-range >mon.out 2>mon.err &
-MON=$!
-count() { grep -c "\"event\":\"$1\",\"region\":\"desk\",\"state\":\"$2\"" mon.out; }
-at_least() { [ "$(count "$1" "$2")" -ge "$3" ]; }
-check "desk inside" wait_for 60 at_least state inside 1
+start_sleep_monitor "$EXIT_AFTER"
 
 check "suspend (pm_test freezer) with the beacon advertising" pm_test_suspend
 sleep $((EXIT_AFTER * 2))
@@ -53,10 +41,7 @@ btmon -r /tmp/trace.btsnoop -i 0 -T -P -C 250 >trace.txt 2>&1
 # CLOCK_MONOTONIC after, which ran on through the 5 s frozen) is the
 # first scan enable on hci0 after the last report.
 on=$(first_scan_enable trace.txt "$last")
-echo "last report after $last, resume $resumed, scan back $on, exit $t:" \
-  "scan back $(awk -v o="$on" -v r="$resumed" 'BEGIN {printf "%.2f", o - r}') s after the resume," \
-  "exit $(awk -v t="$t" -v o="$on" 'BEGIN {printf "%.2f", t - o}') s after it," \
-  "$(awk -v t="$t" -v r="$resumed" 'BEGIN {printf "%.2f", t - r}') s after the resume"
+sleep_timeline "$last" "$resumed" "$on" "$t"
 check "the scan is taken back within 5 s (the retake) + 4 s (its two commands, 2 s commandTimeout each) of the resume" \
   awk -v o="$on" -v r="$resumed" 'BEGIN { exit !(o > 0 && o - r <= 5 + 4) }'
 # The upper bound: exit_after of listening from the scan's return, less

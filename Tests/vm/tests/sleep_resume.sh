@@ -25,21 +25,9 @@
 EXIT_AFTER=8
 SLEEP=10
 RETAKE=5 COMMANDS=4 # LiveScanner's retakeSeconds, 2 x commandTimeout
-start_btvirt -l2
-btmon -w /tmp/trace.btsnoop >/dev/null 2>&1 &
-BTMON=$!
-advertise_ibeacon hci1
-desk_config /tmp/sleep.conf "$EXIT_AFTER" /tmp/sleep.state
-rm -f /tmp/adv.stop /tmp/adv.hci1
-noted_advertising_loop hci1 &
-ADV=$!
-"$EARSHOT" monitor --config /tmp/sleep.conf --no-range >mon.out 2>mon.err &
-MON=$!
-count() { grep -c "\"event\":\"$1\",\"region\":\"desk\",\"state\":\"$2\"" mon.out; }
-at_least() { [ "$(count "$1" "$2")" -ge "$3" ]; }
+start_sleep_monitor "$EXIT_AFTER"
 # t_of N EVENT STATE: the wall-clock stamp of the Nth such line.
 t_of() { grep "\"event\":\"$2\",\"region\":\"desk\",\"state\":\"$3\"" mon.out | sed -n "$1s/.*\"t\":\([0-9.]*\).*/\1/p"; }
-check "desk inside" wait_for 60 at_least state inside 1
 
 # clocks: CLOCK_BOOTTIME and CLOCK_MONOTONIC (s), from one reading of
 # /proc/timer_list: "now at" is CLOCK_MONOTONIC, and the offset of the
@@ -86,10 +74,7 @@ btmon -r /tmp/trace.btsnoop -i 0 -T -P -C 250 >trace.txt 2>&1
 # Earshot's retake after the sleep: the first scan enable on hci0 after
 # the resume.
 on=$(first_scan_enable trace.txt "$resumed")
-echo "resume noticed at $resumed, scan back at $on, exit at $t, last report after $last:" \
-  "scan back $(awk -v o="$on" -v r="$resumed" 'BEGIN {printf "%.2f", o - r}') s after the resume," \
-  "exit $(awk -v t="$t" -v o="$on" 'BEGIN {printf "%.2f", t - o}') s after it," \
-  "$(awk -v t="$t" -v r="$resumed" 'BEGIN {printf "%.2f", t - r}') s after the resume"
+sleep_timeline "$last" "$resumed" "$on" "$t"
 check "the scan is taken back after the resume, within ${RETAKE} s (the retake) + ${COMMANDS} s (its commands)" \
   awk -v o="$on" -v r="$resumed" -v k=$((RETAKE + COMMANDS)) 'BEGIN { exit !(o > r && o - r <= k) }'
 # Earshot's stamps have 2 decimals, btmon's 6; its decisions run on
