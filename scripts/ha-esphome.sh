@@ -60,7 +60,10 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 ha_dir=$repo/scripts/ha
 esp_dir=$ha_dir/esphome
 bin_arg=${1:-$repo/.build/debug/earshot}
-pace=${EARSHOT_HA_PACE:-2}
+bermuda=${EARSHOT_HA_BERMUDA:-0}
+# Bermuda is judged over a minute from the first advertisement: the replay at
+# capture time (90 s) then.
+((bermuda)) && pace=${EARSHOT_HA_PACE:-1} || pace=${EARSHOT_HA_PACE:-2}
 lead=${EARSHOT_HA_LEAD:-10}
 reload_after=${EARSHOT_HA_RELOAD_AFTER:-12} # seconds into the replay
 [[ -x $bin_arg ]] || { echo "ha-esphome: no earshot binary at $bin_arg" >&2; exit 2; }
@@ -70,9 +73,14 @@ tool=ha-esphome
 
 [[ -x /usr/bin/python3 ]] || { echo "ha-esphome: needs python3 (apt-get install python3 python3-venv)" >&2; exit 2; }
 
-# --- Home Assistant venv, with the esphome and bluetooth requirements ----------
+# --- Home Assistant (EARSHOT_HA), with the esphome and bluetooth requirements --
 install_start=$(date +%s.%N)
-venv=$("$ha_dir/install.sh" "$ha_dir/requirements-esphome.txt" | tail -n 1)
+ha_install --esphome
+bermuda_src=
+if ((bermuda)); then
+  [[ $ha_version != 2024.3.3 ]] || { echo "ha-esphome: Bermuda needs HA 2025.3 or later (EARSHOT_HA=2026.2.3 or 2026.11.0)" >&2; exit 2; }
+  bermuda_src=$("$ha_dir/install-bermuda.sh" | tail -n 1)
+fi
 install_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $install_start:.1f}')")
 
 # --- work directory, processes, cleanup --------------------------------------
@@ -84,6 +92,7 @@ cp "$bin_arg" "$bin"
   { echo "ha-esphome: $bin_arg has no ESPHome proxy (earshot run --help does not mention [esphome])" >&2; exit 2; }
 mkdir -p "$W/ha/.storage" "$W/ha/custom_components" "$W/ha-home" "$W/home" "$W/agent/state" "$W/probe"
 cp -r "$esp_dir/earshot_probe" "$W/ha/custom_components/"
+[[ -z $bermuda_src ]] || cp -r "$bermuda_src" "$W/ha/custom_components/"
 
 http_port=$(free_port)
 api_port=$(free_port)
@@ -127,9 +136,7 @@ homeassistant:
   time_zone: UTC
   currency: EUR
   country: NL
-http:
-  server_host: 127.0.0.1
-  server_port: $http_port
+$(ha_http_yaml "$http_port" "$W/ha")
 logger:
   default: info
   logs:
@@ -140,11 +147,30 @@ logger:
     habluetooth: debug
     bluetooth_adapters: debug
     homeassistant.components.ibeacon: info
+    homeassistant.components.private_ble_device: debug
+    custom_components.bermuda: info
 earshot_probe:
   out: $W/probe
+$( ((bermuda)) && echo "  scanner_area: Office")
 EOF
 # The ibeacon integration (a config entry, as its flow makes), the capture's
-# nameless iBeacon UUIDs allowed (it ignores nameless beacons otherwise).
+# nameless iBeacon UUIDs allowed (it ignores nameless beacons otherwise); and
+# private_ble_device with the phone's IRK (its entry as its flow makes it:
+# the IRK's bytes in hex, as a phone's settings show them).
+phone_irk=$(sed -n 's/^irk *= *//p' "$esp_dir/esphome.scenario" | tr 'A-F' 'a-f')
+# Bermuda (EARSHOT_HA_BERMUDA=1): its entry as its flow makes it, the desk
+# beacon chosen in its options as a user picks it (Bermuda's id for an
+# iBeacon: UUID without dashes, major, minor; the phone comes by itself from
+# private_ble_device's IRK).
+bermuda_entry=
+if ((bermuda)); then
+  bermuda_entry=',
+  {"entry_id": "0e5a7e57000000000000000000000004", "version": 1, "minor_version": 1,
+   "domain": "bermuda", "title": "Bermuda BLE Trilateration", "data": {"source": "user"},
+   "options": {"configured_devices": ["8F2C1A3E5B7D4E90A1C23D4E5F607182_1_10"]},
+   "pref_disable_new_entities": false, "pref_disable_polling": false,
+   "source": "user", "unique_id": null, "disabled_by": null}'
+fi
 cat >"$W/ha/.storage/core.config_entries" <<EOF
 {"version": 1, "minor_version": 1, "key": "core.config_entries", "data": {"entries": [
   {"entry_id": "0e5a7e57000000000000000000000002", "version": 1, "minor_version": 1,
@@ -152,13 +178,17 @@ cat >"$W/ha/.storage/core.config_entries" <<EOF
    "options": {"allow_nameless_uuids": ["8f2c1a3e-5b7d-4e90-a1c2-3d4e5f607182",
                                         "0c0ffee0-0000-4000-8000-000000000001"]},
    "pref_disable_new_entities": false, "pref_disable_polling": false,
-   "source": "user", "unique_id": null, "disabled_by": null}]}}
+   "source": "user", "unique_id": null, "disabled_by": null},
+  {"entry_id": "0e5a7e57000000000000000000000003", "version": 1, "minor_version": 1,
+   "domain": "private_ble_device", "title": "Phone", "data": {"irk": "$phone_irk"},
+   "options": {}, "pref_disable_new_entities": false, "pref_disable_polling": false,
+   "source": "user", "unique_id": "$phone_irk", "disabled_by": null}$bermuda_entry]}}
 EOF
-say "starting Home Assistant $("$venv/bin/hass" --version) (http 127.0.0.1:$http_port; no system D-Bus)"
+say "starting Home Assistant $("${hass[@]}" --version) (http 127.0.0.1:$http_port; no system D-Bus)"
 mark ha_launch
 HOME=$W/ha-home DBUS_SYSTEM_BUS_ADDRESS="unix:path=$W/no-system-bus" \
   DBUS_SESSION_BUS_ADDRESS="unix:path=$W/no-session-bus" \
-  "$venv/bin/hass" -c "$W/ha" --skip-pip --log-file "$W/ha.log" --log-no-color >"$W/ha.out" 2>&1 &
+  "${hass[@]}" -c "$W/ha" --skip-pip --log-file "$W/ha.log" --log-no-color >"$W/ha.out" 2>&1 &
 ha_pid=$!
 pids+=($ha_pid)
 for _ in $(seq 1200); do
@@ -242,6 +272,6 @@ mark ha_stopped
 run_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $script_start:.1f}')")
 set +e
 python3 "$esp_dir/check.py" --work "$W" --capture "$W/esphome.btsnoop" --pace "$pace" \
-  --name "$node_name" --port "$api_port" --install-seconds "$install_seconds" --run-seconds "$run_seconds"
+  --name "$node_name" --port "$api_port" --bermuda "$bermuda" --phone-irk "$phone_irk" --install-seconds "$install_seconds" --run-seconds "$run_seconds"
 rc=$?
 exit $rc
