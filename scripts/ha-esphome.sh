@@ -244,6 +244,25 @@ mark reload_request
 touch "$W/probe/reload-esphome"
 say "HA: reloading the esphome entry"
 
+# HA 2026.11 (its esphome options have the Bluetooth scanning mode, for a
+# proxy with FEATURE_STATE_AND_MODE): 10 s after the reload the user sets
+# `active`; HA reloads the entry and asks the proxy for active scanning,
+# which the agent's status shows.
+if [[ $ha_version == 2026.11.0 ]]; then
+  python3 -c "import time; time.sleep(max(0, $start_at + $reload_after + 10 - time.time()))"
+  mark mode_request
+  echo '{"mode": "active"}' >"$W/probe/scanning-mode.json.new"
+  mv "$W/probe/scanning-mode.json.new" "$W/probe/scanning-mode.json"
+  say "HA: the esphome entry's Bluetooth scanning mode set to active (options flow)"
+  for _ in $(seq 100); do
+    env "${agent_env[@]}" "$bin" status --socket "$W/agent/control.sock" >"$W/status-active.json" 2>/dev/null &&
+      python3 -c "import json,sys; sys.exit(json.load(open('$W/status-active.json'))['esphome']['scanner']['clients_asking_active'] < 1)" &&
+      break
+    sleep 0.1
+  done
+  mark mode_seen
+fi
+
 replay_seconds=$(python3 -c "import sys; sys.path.insert(0, '$esp_dir'); import capture; print(capture.duration('$W/esphome.btsnoop') / $pace)")
 deadline=$(python3 -c "print(int($start_at + $replay_seconds + 60))")
 while ! grep -q "replayed " "$W/agent.log"; do

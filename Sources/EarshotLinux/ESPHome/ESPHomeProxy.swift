@@ -165,6 +165,16 @@ public final class ESPHomeProxy {
       ("skipped", .number(Double(skipped))),
       ("batches_offered", .number(Double(server.batchesOffered))),
       ("batches_dropped", .number(Double(server.batchesDropped))),
+      // The scanner as clients are told, and how many ask for active scanning.
+      (
+        "scanner",
+        .object([
+          ("state", .string("\(server.scanner.state)")),
+          ("mode", .string(server.scanner.active ? "active" : "passive")),
+          ("configured", .string(server.scanner.configuredActive ? "active" : "passive")),
+          ("clients_asking_active", .number(Double(server.clientsAskingActive))),
+        ])
+      ),
       // Connections refused, displaced before their Hello, and the like.
       (
         "bad_input",

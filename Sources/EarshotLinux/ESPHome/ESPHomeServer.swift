@@ -165,6 +165,10 @@ public final class ESPHomeServer {
   public var badInputTotals: [String: Int] { badInput.totals }
 
   public var clientCount: Int { stream.clientCount }
+  /// Clients whose last scanner-mode request was for active scanning.
+  public var clientsAskingActive: Int {
+    stream.connections.reduce(0) { $0 + ($1.connection.session.requestedActive == true ? 1 : 0) }
+  }
   public var subscriberCount: Int {
     stream.connections.reduce(0) { $0 + ($1.connection.session.subscribed ? 1 : 0) }
   }

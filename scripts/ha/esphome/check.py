@@ -284,6 +284,27 @@ if any("current_mode" in sc_ for sc_ in final_scanners):
     check(info.get("feature_flags_compat", 0) & 64 and modes and all(m[0] == "passive" for m in modes),
           f"HA knows the scanner's state (flag 64): current mode as the agent reports it, passive "
           f"(current, requested: {modes})")
+    if "mode_request" in mt:
+        # The user set `active` in the entry's options mid-replay: HA asked
+        # the proxy, and the agent counts the client as asking for active
+        # scanning (a replay has no radio to switch: its state stays as
+        # configured, passive, and HA shows that as the current mode).
+        status_file = W / "status-active.json"
+        scanner_status = {}
+        if status_file.exists():
+            try:
+                scanner_status = json.loads(status_file.read_text())["esphome"]["scanner"]
+            except (ValueError, KeyError):
+                pass
+        mode_event = next((e for e in events if e["event"] in ("scanning_mode", "scanning_mode_error")), {})
+        took = mt.get("mode_seen", 0) - mt["mode_request"]
+        check(mode_event.get("event") == "scanning_mode"
+              and (mode_event.get("result") or {}).get("type") == "create_entry"
+              and scanner_status.get("clients_asking_active", 0) >= 1
+              and any(m[1] == "active" for m in modes),
+              f"the user sets active scanning in the esphome options: HA asks the proxy, the agent's status "
+              f"counts it ({scanner_status}; {took:.1f} s after the request), HA's scanner requested mode "
+              f"{[m[1] for m in modes]}" + (f" (error {mode_event.get('error')})" if "error" in mode_event else ""))
     asked = re.findall(r"esphome: \S+ asks for (\w+) scanning", agent_log)
     print(f"scanner mode                         HA (current, requested): {modes}; HA asked the agent for: {asked or 'nothing'}")
 else:

@@ -302,6 +302,11 @@ class Probe:
         self.last_quick = now
         if await self.hass.async_add_executor_job(_take, self.out / "reload-esphome"):
             self.hass.async_create_task(self.reload_esphome())
+        mode = await self.hass.async_add_executor_job(
+            _read_request, self.out / "scanning-mode.json"
+        )
+        if mode is not None:
+            self.hass.async_create_task(self.set_scanning_mode(mode["mode"]))
         if not self.flow_busy:
             request = await self.hass.async_add_executor_job(
                 _read_request, self.out / "add-esphome.json"
@@ -359,6 +364,28 @@ class Probe:
             except Exception as err:  # noqa: BLE001
                 _LOGGER.exception("earshot_probe: reload failed")
                 self.event("reload_error", error=repr(err))
+
+    async def set_scanning_mode(self, mode: str) -> None:
+        """The esphome entry's options flow, as a user sets the Bluetooth
+        scanning mode (HA 2026.4 and later: the proxy offers flag 64); HA
+        reloads the entry and asks the proxy for the mode."""
+        flows = self.hass.config_entries.options
+        for entry in self.hass.config_entries.async_entries("esphome"):
+            try:
+                result = await flows.async_init(entry.entry_id)
+                # The form's fields as the user leaves them (HA's defaults),
+                # the scanning mode chosen.
+                fields = {
+                    "allow_service_calls": entry.options.get("allow_service_calls", False),
+                    "subscribe_logs": entry.options.get("subscribe_logs", False),
+                    "bluetooth_scanning_mode": mode,
+                }
+                result = await flows.async_configure(result["flow_id"], fields)
+                self.event("scanning_mode", mode=mode, result=_flow_summary(result),
+                           options=dict(entry.options))
+            except Exception as err:  # noqa: BLE001
+                _LOGGER.exception("earshot_probe: options flow failed")
+                self.event("scanning_mode_error", error=repr(err))
 
     async def add_esphome(self, request: dict[str, Any]) -> None:
         """The esphome config flow, as a user goes through it."""
