@@ -21,7 +21,7 @@
 # Prints figures and one PASS/FAIL line per check (scripts/ha/esphome/check.py);
 # exits 1 when a check fails, 2 when the run itself could not be done.
 #
-# Needs python3 and, for the 2026 roots, what install-root.sh needs (root,
+# Needs python3, ss (iproute2; a kernel with INET_DIAG_DESTROY) and, for the 2026 roots, what install-root.sh needs (root,
 # debootstrap the first time). HA runs offline (--skip-pip).
 #
 # Everything runs in a temporary directory on private ports on 127.0.0.1: HA
@@ -55,6 +55,8 @@
 #   on 2026.11.0, 22 s into the replay: the entry's Bluetooth scanning mode
 #     set to active (options flow; HA reloads and asks the proxy), the
 #     agent's status read until it counts the request
+#   30 s into the replay: HA's connection destroyed (ss -K, no goodbye):
+#     HA reconnects at once
 #   the replay played, 3 s more, then the agent stopped with SIGINT:
 #     HA must see the node go and its scanner unregistered
 #   HA stopped
@@ -79,6 +81,7 @@ bermuda=${EARSHOT_HA_BERMUDA:-0}
 ((bermuda)) && pace=${EARSHOT_HA_PACE:-1} || pace=${EARSHOT_HA_PACE:-2}
 lead=${EARSHOT_HA_LEAD:-10}
 reload_after=${EARSHOT_HA_RELOAD_AFTER:-12} # seconds into the replay
+drop_after=${EARSHOT_HA_DROP_AFTER:-30}     # seconds into the replay
 [[ -x $bin_arg ]] || { echo "ha-esphome: no earshot binary at $bin_arg" >&2; exit 2; }
 
 tool=ha-esphome
@@ -275,6 +278,16 @@ if [[ $ha_version == 2026.11.0 ]]; then
   done
   mark mode_seen
 fi
+
+# 30 s into the replay the connection drops without a goodbye (a network
+# fault): the kernel destroys HA's socket (ss -K), HA sees the connection
+# abort, the agent a reset; HA must connect and subscribe again at once and
+# advertisements keep coming.
+python3 -c "import time; time.sleep(max(0, $start_at + $drop_after - time.time()))"
+mark drop
+ss -K dst 127.0.0.1 dport = "$api_port" >/dev/null 2>"$W/ss.err" ||
+  { cat "$W/ss.err" >&2; echo "ha-esphome: ss -K cannot drop the connection" >&2; exit 2; }
+say "the connection dropped (ss -K)"
 
 replay_seconds=$(python3 -c "import sys; sys.path.insert(0, '$esp_dir'); import capture; print(capture.duration('$W/esphome.btsnoop') / $pace)")
 deadline=$(python3 -c "print(int($start_at + $replay_seconds + 60))")

@@ -145,6 +145,21 @@ if r_start:
             break
 r_secs = r_done["t"] - r_start["t"] if r_start and r_done else None
 
+# The dropped connection (ss -K): the next new scanner object after it.
+drop_t = mt.get("drop")
+drop_rereg_t = None
+if drop_t is not None:
+    before = [e["obj"] for e in events if e["event"] == "scanner_object" and e["t"] < drop_t]
+    for e in events:
+        if (e["event"] == "scanner_object" and e["t"] >= drop_t and e["present"]
+                and e["obj"] != (before[-1] if before else None)):
+            drop_rereg_t = e["t"]
+            break
+
+
+def in_drop_window(t: float | None) -> bool:
+    return t is not None and drop_t is not None and drop_t <= t <= drop_t + 10
+
 first_seen = {}
 for e in events:
     if e["event"] == "first_seen":
@@ -399,12 +414,18 @@ for line in ha_problems:
     in_flow = t is not None and mt.get("flow_request", 0) - 1 <= t <= flow_end + 1 and (
         "requires encryption" in line or "Invalid encryption key" in line)
     after_stop = t is not None and t >= mt["agent_stop"] and "Can't connect to ESPHome API" in line
-    (expected_problems if in_flow or after_stop else agent_problems).append(line)
+    # The drop the test makes: HA's socket destroyed under it.
+    dropped = in_drop_window(t) and re.search(
+        r"Connection error occurred|Connection lost|aborted|reset by peer|EOF received|Error while reading", line)
+    (expected_problems if in_flow or after_stop or dropped else agent_problems).append(line)
 errors = [line for line in agent_problems if " ERROR " in line or " CRITICAL " in line]
 check(not agent_problems,
       f"no error or warning from HA's esphome/bluetooth stack about the agent in its log ({len(errors)} errors, "
       f"{len(agent_problems) - len(errors)} warnings; {len(expected_problems)} expected ones the test causes: "
-      "the flow's missing and wrong key, reconnects after the agent's stop)")
+      "the flow's missing and wrong key, the dropped connection, reconnects after the agent's stop)")
+check(drop_rereg_t is not None and drop_rereg_t - drop_t < 5,
+      f"after the dropped connection (no goodbye) HA connected and registered the scanner again "
+      f"({fmt(None if drop_rereg_t is None else drop_rereg_t - drop_t)} after the drop; the probe looks every 0.2 s)")
 # private_ble_device: the phone (its IRK in the entry) on its rotating
 # private addresses, through the node's scanner only.
 pbd = final["private_ble_device"] if final and "private_ble_device" in final else []
@@ -437,7 +458,7 @@ check(reg.get("name") == args.name and reg.get("manufacturer") == "Earshot" and 
 # before it, and nothing connects after it).
 disconnects = [line for line in lines if "disconnected (expected=" in line]
 last = disconnects[-1] if disconnects else ""
-eof = [line for line in lines if "EOF received" in line]
+eof = [line for line in lines if "EOF received" in line and not in_drop_window(log_time(line))]
 check("expected=True" in last and not eof,
       "on SIGINT the proxy says goodbye as ESPHome does (DisconnectRequest): HA sees an expected disconnect "
       f"(HA: {last.split('] ', 1)[-1] or 'no disconnect'}; {len(eof)} 'EOF received' warnings in HA's log)")
