@@ -88,6 +88,7 @@ tool=ha-esphome
 . "$ha_dir/lib.sh"
 
 [[ -x /usr/bin/python3 ]] || { echo "ha-esphome: needs python3 (apt-get install python3 python3-venv)" >&2; exit 2; }
+command -v ss >/dev/null || { echo "ha-esphome: needs ss (apt-get install iproute2)" >&2; exit 2; }
 
 # --- Home Assistant (EARSHOT_HA), with the esphome and bluetooth requirements --
 install_start=$(date +%s.%N)
