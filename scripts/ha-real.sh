@@ -96,20 +96,7 @@ mosquitto_bin=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 
 # --- Home Assistant: a venv (2024.3.3) or a Debian root (2026) ----------------
 install_start=$(date +%s.%N)
-ha_version=${EARSHOT_HA:-2024.3.3}
-case $ha_version in
-2024.3.3)
-  venv=$("$ha_dir/install.sh" | tail -n 1)
-  hass=("$venv/bin/hass")
-  ;;
-2026.2.3 | 2026.11.0)
-  [[ -z ${EARSHOT_HA_VENV:-} ]] || { echo "ha-real: EARSHOT_HA_VENV is for 2024.3.3 only" >&2; exit 2; }
-  root=$("$ha_dir/install-root.sh" "$ha_version" | tail -n 1)
-  # In its root, with /tmp (this run's directory) bind-mounted: same paths.
-  hass=("$ha_dir/chroot.sh" "$root" /opt/ha/bin/hass)
-  ;;
-*) echo "ha-real: EARSHOT_HA=$ha_version: 2024.3.3, 2026.2.3 or 2026.11.0" >&2; exit 2 ;;
-esac
+ha_install
 install_seconds=$(python3 -c "print(f'{$(date +%s.%N) - $install_start:.1f}')")
 
 # --- work directory, processes, cleanup --------------------------------------
@@ -161,27 +148,8 @@ pa set-sink-volume alert 55%
 pa set-sink-mute alert 0
 
 # --- Home Assistant -----------------------------------------------------------
-# HTTP on 127.0.0.1 only. HA 2026.8 and later keep http's settings in
-# .storage/http: a YAML http: section is migrated there as a *pending*
-# config, which HA reverts (restarting itself) after 5 minutes unless someone
-# confirms it in the UI. So for 2026.11 the test writes the store itself: a
-# confirmed ("stable") config, the YAML migration marked done, made by HA's
-# own schema in its root; no http: in the YAML.
-http_yaml="http:
-  server_host: 127.0.0.1
-  server_port: $http_port"
-if [[ $ha_version == 2026.11.0 ]]; then
-  http_yaml=""
-  "$ha_dir/chroot.sh" "$root" /opt/ha/bin/python - "$http_port" >"$W/ha/.storage/http" <<'EOF'
-import json, sys
-from homeassistant.components.http import config as c
-conf = dict(c.HTTP_STORAGE_SCHEMA({"server_host": ["127.0.0.1"], "server_port": int(sys.argv[1])}))
-conf.update(created_at="2026-01-01T00:00:00+00:00", error=None, error_message=None)
-data = {"stable": conf, "pending": None, "yaml_migration_done": True}
-print(json.dumps({"version": c.STORAGE_VERSION, "minor_version": c.STORAGE_MINOR_VERSION,
-                  "key": c.STORAGE_KEY, "data": data}))
-EOF
-fi
+# HTTP on 127.0.0.1 only (for 2026.11 in its store: lib.sh's ha_http_yaml).
+http_yaml=$(ha_http_yaml "$http_port" "$W/ha")
 cat >"$W/ha/configuration.yaml" <<EOF
 homeassistant:
   name: Earshot test

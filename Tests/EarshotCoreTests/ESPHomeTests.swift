@@ -52,10 +52,13 @@ final class ESPHomeTests: XCTestCase {
     XCTAssertThrowsError(try plain.push(Array("GET /".utf8)))
   }
 
-  func testDeviceInfoSaysPassiveScanAndRawAdvertisements() throws {
+  func testDeviceInfoSaysPassiveScanRawAdvertisementsAndStateAndMode() throws {
     let info = Self.info(encrypted: true)
     let fields = try protobufFields(ESPHomeServerMessage.deviceInfoResponse(info))
-    XCTAssertTrue(fields.contains { $0.0 == 15 && $0.1 == .varint(33) })
+    XCTAssertTrue(fields.contains { $0.0 == 15 && $0.1 == .varint(1 | 32 | 64) })
+    XCTAssertTrue(
+      fields.contains { $0.0 == 18 && $0.1 == .bytes(Array("02:00:00:00:00:01".utf8)) },
+      "bluetooth_mac_address: the scanner's source in Home Assistant")
     XCTAssertTrue(fields.contains { $0.0 == 2 && $0.1 == .bytes(Array("laptop".utf8)) })
     XCTAssertTrue(fields.contains { $0.0 == 19 && $0.1 == .varint(1) })
   }
@@ -125,11 +128,73 @@ final class ESPHomeTests: XCTestCase {
     XCTAssertEqual(s.receive(plainFrame(66, [0x08, 0x01]) + plainFrame(7)), [.subscribed])
     for n in 1...10 { s.offer(batch: [0x0A, 0x00, UInt8(n)]) }
     XCTAssertEqual(s.droppedBatches, 6)
-    XCTAssertEqual(s.takeOutput(), [0x00, 0x00, 0x08], "the ping's answer first")
+    XCTAssertEqual(
+      s.takeOutput(), [0x00, 0x02, 126, 0x08, 0x02] + [0x00, 0x00, 0x08],
+      "the subscription's scanner state (running, passive) and the ping's answer first")
     // Then batches 7...10, oldest first.
     for n in 7...10 { XCTAssertEqual(s.takeOutput(), [0x00, 0x03, 93, 0x0A, 0x00, UInt8(n)]) }
     XCTAssertNil(s.takeOutput())
     XCTAssertEqual(s.sentBatches, 4)
+  }
+
+  /// Split a plaintext output into (type, body) messages.
+  func messages(_ out: [UInt8]) -> [(UInt32, [UInt8])] {
+    var d = ESPHomeFrameDecoder(framing: .plaintext)
+    return ((try? d.push(out)) ?? []).compactMap {
+      if case .plaintext(let type, let body) = $0 { return (type, body) }
+      return nil
+    }
+  }
+
+  func testPipelinedRequestsInOneReadAreEachAnsweredInOrder() throws {
+    // aioesphomeapi 46 writes Hello, DeviceInfo and ListEntities at once.
+    var s = ESPHomeSession(
+      info: Self.info(encrypted: false), serverInfo: "earshot", psk: nil, crypto: nil)
+    XCTAssertEqual(
+      s.receive(plainFrame(1) + plainFrame(9) + plainFrame(11)), [.connected(clientInfo: "")])
+    let out = messages(try XCTUnwrap(s.takeOutput()))
+    XCTAssertEqual(
+      out.map(\.0), [2, 10, 19], "HelloResponse, DeviceInfoResponse, ListEntitiesDone")
+    XCTAssertNil(s.takeOutput())
+  }
+
+  func testSubscribingIsAnsweredWithTheScannerStateAndChangesArePushed() throws {
+    var s = ESPHomeSession(
+      info: Self.info(encrypted: false), serverInfo: "earshot", psk: nil, crypto: nil,
+      scanner: ESPHomeScannerStatus(state: .running, active: false, configuredActive: false))
+    _ = s.receive(plainFrame(1))
+    _ = s.takeOutput()
+    s.report(scanner: ESPHomeScannerStatus(state: .running, active: true, configuredActive: false))
+    XCTAssertNil(s.takeOutput(), "not subscribed: nothing pushed")
+    XCTAssertEqual(s.receive(plainFrame(66, [0x08, 0x01])), [.subscribed])
+    var out = messages(try XCTUnwrap(s.takeOutput()))
+    XCTAssertEqual(out.map(\.0), [126])
+    XCTAssertEqual(
+      out[0].1, [0x08, 0x02, 0x10, 0x01], "running, active, configured passive (0: left out)")
+    // Home Assistant subscribes again when it saw no state: answered again.
+    XCTAssertEqual(s.receive(plainFrame(66, [0x08, 0x01])), [])
+    XCTAssertEqual(messages(try XCTUnwrap(s.takeOutput())).map(\.0), [126])
+    // A mode request is recorded for the owner; the state follows the scanner.
+    XCTAssertEqual(
+      s.receive(plainFrame(127, [0x08, 0x00])), [.scannerModeRequested(active: false)])
+    XCTAssertEqual(s.requestedActive, false)
+    XCTAssertNil(s.takeOutput(), "the state comes when the scanner changes, not with the request")
+    s.report(scanner: ESPHomeScannerStatus(state: .running, active: false, configuredActive: false))
+    out = messages(try XCTUnwrap(s.takeOutput()))
+    XCTAssertEqual(out.map(\.1), [[0x08, 0x02]], "running, passive")
+    s.report(scanner: ESPHomeScannerStatus(state: .running, active: false, configuredActive: false))
+    XCTAssertNil(s.takeOutput(), "no change: nothing pushed")
+  }
+
+  func testTheScanIsActiveWhileTheConfigOrAnyClientAsks() {
+    XCTAssertFalse(ESPHomeScannerStatus.wantsActive(configuredActive: false, requests: []))
+    XCTAssertFalse(
+      ESPHomeScannerStatus.wantsActive(configuredActive: false, requests: [nil, false]))
+    XCTAssertTrue(
+      ESPHomeScannerStatus.wantsActive(configuredActive: false, requests: [false, true]))
+    XCTAssertTrue(
+      ESPHomeScannerStatus.wantsActive(configuredActive: true, requests: [false]),
+      "a client's passive never overrides [scanner] passive = false")
   }
 
   func testAClientThatNeverSaysHelloOrFallsSilentExpiresAndIsPingedFirst() {

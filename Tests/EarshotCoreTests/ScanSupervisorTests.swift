@@ -457,6 +457,49 @@ final class ScanSupervisorTests: XCTestCase {
       d.on(.stop), [.restore(ScanCommandSet.legacy.restore), .closeAdapter, .closeLifecycle])
   }
 
+  func testAWantedScanTypeRestartsOurScanWithTheSameTimingAndIsReported() {
+    var d = ScanDrive(settings: ScanSettings(scanType: .passive))
+    d.scanning()
+    XCTAssertEqual(d.s.wantedType, .passive)
+    XCTAssertEqual(
+      d.on(.wantType(.active)), [.send(.leSetScanEnable(false))],
+      "the same duty: nothing said before the change")
+    XCTAssertEqual(
+      d.on(.answered(.leSetScanEnable, .success)),
+      [.send(.leSetScanParameters(type: .active, timing: .continuous))])
+    d.on(.answered(.leSetScanParameters, .success))
+    XCTAssertEqual(
+      d.on(.answered(.leSetScanEnable, .success)),
+      [.report(.scanning(adapter: "hci0", commands: .legacy, type: .active))],
+      "the state says the type the controller took")
+    XCTAssertEqual(d.on(.wantType(.active)), [], "the same type again: nothing")
+    // A timing change keeps the wanted type.
+    d.on(.want(sampled))
+    XCTAssertEqual(
+      d.on(.answered(.leSetScanEnable, .success)),
+      [.send(.leSetScanParameters(type: .active, timing: sampled))])
+    d.on(.answered(.leSetScanParameters, .success))
+    d.on(.answered(.leSetScanEnable, .success))
+    d.on(.wantType(.passive))
+    XCTAssertEqual(
+      d.on(.answered(.leSetScanEnable, .success)),
+      [.send(.leSetScanParameters(type: .passive, timing: sampled))])
+    d.on(.answered(.leSetScanParameters, .success))
+    XCTAssertEqual(
+      d.on(.answered(.leSetScanEnable, .success)),
+      [.report(.scanning(adapter: "hci0", commands: .legacy, type: .passive))])
+  }
+
+  func testAWantedScanTypeLeavesAnotherProgramsScanAlone() {
+    var d = ScanDrive(settings: ScanSettings(scanType: .passive))
+    d.on(.start(waitForAdapter: false))
+    d.on(.adapterOpened(name: "hci0", index: 0, commands: .legacy))
+    d.on(.answered(.leSetScanParameters, .success))
+    d.on(.answered(.leSetScanEnable, .commandDisallowed))
+    XCTAssertEqual(d.on(.wantType(.active)), [], "bluetoothd's scan is left alone")
+    XCTAssertEqual(d.s.wantedType, .active, "kept for Earshot's next start")
+  }
+
   func testAWantWhileCommandsAreOutWaitsForThem() {
     var d = ScanDrive()
     d.on(.start(waitForAdapter: false))

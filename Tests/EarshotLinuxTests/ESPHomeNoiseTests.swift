@@ -103,7 +103,8 @@ final class ESPHomeNoiseTests: XCTestCase {
     XCTAssertEqual(server.receive(client.message(1) + client.message(66, [0x08, 0x01])).count, 2)
     server.offer(batch: [0x0A, 0x00])
     let got = try client.receive((server.takeOutput() ?? []) + (server.takeOutput() ?? []))
-    XCTAssertEqual(got.map(\.0), [2, 93])
+    // HelloResponse, the subscription's scanner state, the batch.
+    XCTAssertEqual(got.map(\.0), [2, 126, 93])
     XCTAssertEqual(got.last?.1, [0x0A, 0x00])
   }
 

@@ -131,7 +131,7 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     XCTAssertGreaterThanOrEqual(after, 9.5, "\(closed)")
     XCTAssertLessThan(after, 30, "\(closed)")
     XCTAssertTrue(agent.log.contains("no Hello within 10 s of connecting"), agent.log)
-    XCTAssertEqual(result["bluetooth_proxy_feature_flags"] as? Int, 1 | 32)
+    XCTAssertEqual(result["bluetooth_proxy_feature_flags"] as? Int, 1 | 32 | 64)
     XCTAssertEqual(result["name"] as? String, "earshot-test")
     XCTAssertEqual(result["model"] as? String, "Linux")
     // Presence went on meanwhile: the office's final states.
@@ -286,7 +286,7 @@ final class ESPHomeProxyIntegrationTests: XCTestCase {
     XCTAssertEqual(result["expected"] as? Int, 400)
     XCTAssertEqual(result["received"] as? Int, 400, "\(result)")
     XCTAssertEqual(result["mismatches"] as? Int, 0, "\(result)")
-    XCTAssertEqual(result["bluetooth_proxy_feature_flags"] as? Int, 33)
+    XCTAssertEqual(result["bluetooth_proxy_feature_flags"] as? Int, 1 | 32 | 64)
     XCTAssertEqual(agent.stop(), 0)
   }
 }

@@ -7,7 +7,14 @@
 #   2026.2.3   Debian trixie (Python 3.13)   /var/cache/earshot-test/ha-2026.2.3-trixie
 #   2026.11.0  Debian sid    (Python 3.14)   /var/cache/earshot-test/ha-2026.11.0-sid
 #
-#   install-root.sh VERSION        prints the root's path on the last line
+#   install-root.sh VERSION [INTEGRATION...]   prints the root's path on the last line
+#
+# Each INTEGRATION named (scripts/ha-esphome.sh: esphome bluetooth ibeacon
+# private_ble_device) has its manifest's requirements, with its dependencies',
+# added to the venv once, under HA's constraints: the list's sha256 is kept in
+# the root (.earshot-extra-NAMES.sha256), and a rebuilt venv drops it. A pin
+# the package index does not serve is replaced as scripts/ha/substitutes-
+# VERSION.txt says (2026.11.0's aioesphomeapi 46.25.0 by 46.23.0).
 #
 # Reused when the root holds a hass built from the same requirements file
 # (scripts/ha/requirements-VERSION.txt, with this script's integration list:
@@ -67,7 +74,73 @@ root_want=$(echo "$suite $packages" | sha256sum | cut -d' ' -f1)
 stamp=$root/.earshot-requirements.sha256
 root_stamp=$root/.earshot-root.sha256
 
+extras=("${@:2}")
+in_root() { "$here/chroot.sh" "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "${pip_env[@]}" "$@"; }
+
+# The host's CA bundle and pip settings (see the head of this file), copied
+# into the root before each pip run (the host's may have changed).
+host_pip_settings() {
+  host_ca=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}
+  mkdir -p "$root/etc/earshot-host"
+  cp "$host_ca" "$root/etc/earshot-host/ca.crt"
+  # The host's pip config files merged into one (the user's over the global
+  # one, as pip reads them), with the cert pointing at the copied bundle and
+  # find-links (wheels built for the host's Python) dropped.
+  python3 - "$root/etc/earshot-host/pip.conf" /etc/pip.conf "${HOME:-/root}/.config/pip/pip.conf" <<'EOF'
+import configparser, sys
+merged = configparser.RawConfigParser()
+merged.read(sys.argv[2:])
+for section in merged.sections():
+    merged.remove_option(section, "find-links")
+    if merged.has_option(section, "cert"):
+        merged.set(section, "cert", "/etc/earshot-host/ca.crt")
+with open(sys.argv[1], "w") as f:
+    merged.write(f)
+EOF
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+}
+
+# The extra integrations' requirements (see the head of this file).
+install_extras() {
+  ((${#extras[@]})) || return 0
+  local names extra_want extra_stamp t
+  names=$(printf '%s\n' "${extras[@]}" | sort -u | paste -sd- -)
+  local subst=$here/substitutes-$version.txt
+  extra_want=$( { cat "$stamp"; echo "${extras[*]}"; cat "$subst" 2>/dev/null || true; } | sha256sum | cut -d' ' -f1)
+  extra_stamp=$root/.earshot-extra-$names.sha256
+  [[ -f $extra_stamp && $(cat "$extra_stamp") == "$extra_want" ]] && return 0
+  t=$(date +%s)
+  host_pip_settings
+  in_root /opt/ha/bin/python /opt/ha-integration-requirements.py "${extras[*]}" >"$root/opt/ha-extra-$names.txt"
+  if [[ -f $subst ]]; then
+    local pin replacement
+    while read -r pin replacement; do
+      [[ -z $pin || $pin == \#* ]] && continue
+      sed -i "s/^${pin//./\\.}\$/$replacement/" "$root/opt/ha-extra-$names.txt"
+    done <"$subst"
+  fi
+  echo "ha install: adding $(wc -l <"$root/opt/ha-extra-$names.txt") requirements of ${extras[*]} to $root" >&2
+  local constraints
+  constraints=$(in_root /opt/ha/bin/python -c \
+    'import homeassistant, os; print(os.path.join(os.path.dirname(homeassistant.__file__), "package_constraints.txt"))')
+  in_root /opt/ha/bin/pip install -q -r "/opt/ha-extra-$names.txt" -c "$constraints" "homeassistant==$version" >&2
+  in_root /opt/ha/bin/pip check >&2 || echo "ha install: pip check reports conflicts (above); HA may still run" >&2
+  echo "$extra_want" >"$extra_stamp"
+  echo "ha install: ${extras[*]} added in $(($(date +%s) - t)) s" >&2
+}
+
+pip_env=(PIP_CERT=/etc/earshot-host/ca.crt SSL_CERT_FILE=/etc/earshot-host/ca.crt
+  REQUESTS_CA_BUNDLE=/etc/earshot-host/ca.crt PIP_DISABLE_PIP_VERSION_CHECK=1
+  PIP_CONFIG_FILE=/etc/earshot-host/pip.conf)
+while IFS='=' read -r name value; do
+  case $name in
+  PIP_CERT | PIP_FIND_LINKS | PIP_CONFIG_FILE) ;;
+  PIP_*) pip_env+=("$name=$value") ;;
+  esac
+done < <(env)
+
 if [[ -x $root/opt/ha/bin/hass && -f $stamp && $(cat "$stamp") == "$want" ]]; then
+  install_extras
   echo "$root"
   exit 0
 fi
@@ -86,36 +159,7 @@ if ! [[ -f $root_stamp && $(cat "$root_stamp") == "$root_want" ]]; then
   echo "$root_want" >"$root_stamp"
 fi
 
-# The host's CA bundle and pip settings (see the head of this file).
-host_ca=${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}
-mkdir -p "$root/etc/earshot-host"
-cp "$host_ca" "$root/etc/earshot-host/ca.crt"
-# The host's pip config files merged into one (the user's over the global
-# one, as pip reads them), with the cert pointing at the copied bundle and
-# find-links (wheels built for the host's Python) dropped.
-python3 - "$root/etc/earshot-host/pip.conf" /etc/pip.conf "${HOME:-/root}/.config/pip/pip.conf" <<'EOF'
-import configparser, sys
-merged = configparser.RawConfigParser()
-merged.read(sys.argv[2:])
-for section in merged.sections():
-    merged.remove_option(section, "find-links")
-    if merged.has_option(section, "cert"):
-        merged.set(section, "cert", "/etc/earshot-host/ca.crt")
-with open(sys.argv[1], "w") as f:
-    merged.write(f)
-EOF
-pip_env=(PIP_CERT=/etc/earshot-host/ca.crt SSL_CERT_FILE=/etc/earshot-host/ca.crt
-  REQUESTS_CA_BUNDLE=/etc/earshot-host/ca.crt PIP_DISABLE_PIP_VERSION_CHECK=1
-  PIP_CONFIG_FILE=/etc/earshot-host/pip.conf)
-while IFS='=' read -r name value; do
-  case $name in
-  PIP_CERT | PIP_FIND_LINKS | PIP_CONFIG_FILE) ;;
-  PIP_*) pip_env+=("$name=$value") ;;
-  esac
-done < <(env)
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-
-in_root() { "$here/chroot.sh" "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "${pip_env[@]}" "$@"; }
+host_pip_settings
 
 in_root python3 -c "import sys; sys.exit(sys.version_info < tuple(map(int, '$python_min'.split('.'))))" || {
   echo "ha install: the $suite root's python3 is $(in_root python3 --version), HA $version needs >= $python_min" >&2
@@ -161,5 +205,6 @@ in_root /opt/ha/bin/pip install -q -r /opt/ha-integrations.txt -c "$constraints"
 in_root /opt/ha/bin/pip check >&2 || echo "ha install: pip check reports conflicts (above); HA may still run" >&2
 in_root /opt/ha/bin/hass --version >/dev/null
 echo "$want" >"$stamp"
+install_extras
 echo "ha install: HA $version ready in $root (/opt/ha) in $(($(date +%s) - start)) s" >&2
 echo "$root"

@@ -104,9 +104,10 @@ public struct ESPHomeDeviceInfo: Sendable, Equatable {
   public var projectVersion: String
   public var encrypted: Bool
 
-  /// PASSIVE_SCAN | RAW_ADVERTISEMENTS: no active connections (GATT), no
-  /// scanner state and mode (the agent's scanner is shared).
-  public static let featureFlags: UInt32 = 1 | 32
+  /// PASSIVE_SCAN | RAW_ADVERTISEMENTS | FEATURE_STATE_AND_MODE: no active
+  /// connections (GATT); the scanner's state is reported and its mode
+  /// requests honoured (`ESPHomeScannerStatus`).
+  public static let featureFlags: UInt32 = 1 | 32 | 64
 
   public init(
     name: String, friendlyName: String, macAddress: String, bluetoothMacAddress: String,
@@ -166,15 +167,6 @@ public enum ESPHomeServerMessage {
   }
 
   public static func connectionsFree() -> [UInt8] { [] }  // free 0, limit 0: no GATT
-
-  /// BluetoothScannerStateResponse: running, in the agent's mode.
-  public static func scannerState(active: Bool) -> [UInt8] {
-    var w = ProtobufWriter()
-    w.uint(1, 2)
-    w.uint(2, active ? 1 : 0)
-    w.uint(3, active ? 1 : 0)
-    return w.bytes
-  }
 }
 
 /// One advertising report as the proxy forwards it.

@@ -78,13 +78,21 @@ public struct ESPHomeSession {
   private var pinged = false
   public private(set) var droppedBatches = 0
   public private(set) var sentBatches = 0
+  /// The scanner as the client was last told (the owner updates it with
+  /// `report(scanner:)`).
+  public private(set) var scanner: ESPHomeScannerStatus
+  /// The scanner mode this client asked for last (`nil`: it never asked).
+  public private(set) var requestedActive: Bool?
 
   /// `psk` (32 bytes) and `crypto` for Noise; both `nil` for plaintext.
   public init(
     info: ESPHomeDeviceInfo, serverInfo: String, psk: [UInt8]?, crypto: NoiseCrypto?,
-    limits: Limits = Limits(), connectedAt: MonotonicTime = .zero
+    limits: Limits = Limits(), connectedAt: MonotonicTime = .zero,
+    scanner: ESPHomeScannerStatus = ESPHomeScannerStatus(
+      state: .running, active: false, configuredActive: false)
   ) {
     self.connectedAt = connectedAt
+    self.scanner = scanner
     lastHeard = connectedAt
     precondition((psk == nil) == (crypto == nil), "Noise needs both a key and crypto")
     self.info = info
@@ -250,10 +258,15 @@ public struct ESPHomeSession {
     case .subscribeQuietly, .ignored: break
     case .subscribeAdvertisements(let flags):
       // Only the raw form (flag 1) is offered, as the feature flags say.
-      if flags & 1 != 0, !subscribed {
+      guard flags & 1 != 0 else { break }
+      if !subscribed {
         subscribed = true
         events.append(.subscribed)
       }
+      // Every subscription is answered with the scanner's state, as
+      // ESPHome does: Home Assistant takes the answer as proof that the
+      // subscription landed, and subscribes again until one comes.
+      reply(.bluetoothScannerStateResponse, scanner.body)
     case .unsubscribeAdvertisements:
       if subscribed {
         subscribed = false
@@ -264,6 +277,7 @@ public struct ESPHomeSession {
     case .connectionsFree:
       reply(.bluetoothConnectionsFreeResponse, ESPHomeServerMessage.connectionsFree())
     case .setScannerMode(let active):
+      requestedActive = active
       events.append(.scannerModeRequested(active: active))
     }
     if replies.count > limits.maxQueuedReplyBytes {
@@ -304,6 +318,14 @@ public struct ESPHomeSession {
   public mutating func goodbye() {
     if case .ready = phase { reply(.disconnectRequest, []) }
     if !isClosing { _ = fail("the agent stops", badInput: false) }
+  }
+
+  /// The scanner changed (state or mode): a subscribed client is told, as
+  /// ESPHome pushes a BluetoothScannerStateResponse on each change.
+  public mutating func report(scanner new: ESPHomeScannerStatus) {
+    guard new != scanner else { return }
+    scanner = new
+    if subscribed, !isClosing { reply(.bluetoothScannerStateResponse, new.body) }
   }
 
   /// Queues one BluetoothLERawAdvertisementsResponse body if the client

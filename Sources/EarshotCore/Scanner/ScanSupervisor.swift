@@ -67,6 +67,9 @@ public enum ScanEvent: Equatable, Sendable {
   /// applied to Earshot's own scan at once, to a scan it starts later
   /// otherwise.
   case want(ScanTiming)
+  /// Scan actively or passively from now on (the Bluetooth proxy's
+  /// client asked): applied as `.want` is, the timing kept.
+  case wantType(ScanType)
 }
 
 /// What the shell must do, in order.
@@ -127,7 +130,8 @@ public enum ScanAction: Equatable, Sendable {
 /// - Before `.start` and after `.stop` or `.giveUp` every event but
 ///   `.start` is ignored; `.stop` cancels every timer and closes both
 ///   sockets.
-/// - A wanted timing (`.want`) changes only Earshot's own scan, as the
+/// - A wanted timing (`.want`) or scan type (`.wantType`) changes only
+///   Earshot's own scan, as the
 ///   kernel does: scan disabled, parameters set, scan enabled, one command
 ///   at a time, never while another command of its own awaits an answer.
 ///   `.listening` says the timing reports come with: a lower duty before
@@ -167,12 +171,18 @@ public struct ScanSupervisor: Sendable {
   private var applied: ScanTiming?
   /// The timing the sequence in flight sets.
   private var pending: ScanTiming?
+  /// The scan type asked for (`.wantType`; `settings.scanType` at first),
+  /// the one Earshot's running scan has, and the one the sequence in flight sets.
+  public private(set) var wantedType: ScanType
+  private var appliedType: ScanType?
+  private var pendingType: ScanType?
   /// The last `.listening` said.
   private var listeningTiming: ScanTiming?
 
   public init(settings: ScanSettings) {
     self.settings = settings
     wanted = settings.timing
+    wantedType = settings.scanType
   }
 
   /// The scan running is Earshot's own.
@@ -253,6 +263,9 @@ public struct ScanSupervisor: Sendable {
     case .want(let timing):
       wanted = timing
       changeTimingIfWanted(&actions)
+    case .wantType(let type):
+      wantedType = type
+      changeTimingIfWanted(&actions)
     }
     return actions
   }
@@ -268,25 +281,27 @@ public struct ScanSupervisor: Sendable {
     guard let set = commands else { return }
     retaking = retake
     pending = wanted
+    pendingType = wantedType
     sequence = set.start(
-      type: settings.scanType, timing: wanted, filterDuplicates: settings.filterDuplicates)
+      type: wantedType, timing: wanted, filterDuplicates: settings.filterDuplicates)
     if let first = sequence.first { actions.append(.send(first)) }
   }
 
-  /// Earshot's own scan, idle between commands, gets the wanted timing.
-  /// A failure on the way is the adapter's (as for a retake): it is looked
-  /// for again and the scan started afresh.
+  /// Earshot's own scan, idle between commands, gets the wanted timing and
+  /// type. A failure on the way is the adapter's (as for a retake): it is
+  /// looked for again and the scan started afresh.
   private mutating func changeTimingIfWanted(_ actions: inout [ScanAction]) {
     guard ours, sequence.isEmpty, openIndex != nil, let set = commands, let current = applied,
-      wanted != current
+      wanted != current || wantedType != appliedType
     else { return }
     retaking = true
     pending = wanted
+    pendingType = wantedType
     if wanted.duty < current.duty { say(listening: wanted, &actions) }
     sequence =
       [set.disable]
       + set.start(
-        type: settings.scanType, timing: wanted, filterDuplicates: settings.filterDuplicates)
+        type: wantedType, timing: wanted, filterDuplicates: settings.filterDuplicates)
     actions.append(.send(sequence[0]))
   }
 
@@ -305,6 +320,7 @@ public struct ScanSupervisor: Sendable {
       sequence = []
       ours = false
       applied = nil
+      appliedType = nil
       firstAttempt = false
       setState(.sharing(adapter: name), &actions)
       say(listening: .continuous, &actions)
@@ -318,6 +334,7 @@ public struct ScanSupervisor: Sendable {
     if command.scanEnableValue == true {
       ours = true
       applied = pending
+      appliedType = pendingType
     }
     sequence.removeFirst()
     if let next = sequence.first {
@@ -326,7 +343,7 @@ public struct ScanSupervisor: Sendable {
     }
     firstAttempt = false
     if let set = commands {
-      setState(.scanning(adapter: name, commands: set, type: settings.scanType), &actions)
+      setState(.scanning(adapter: name, commands: set, type: appliedType ?? wantedType), &actions)
     }
     if let applied { say(listening: applied, &actions) }
     // The want may have moved while the commands were out.
@@ -392,6 +409,7 @@ public struct ScanSupervisor: Sendable {
     sequence = []
     ours = false
     applied = nil
+    appliedType = nil
     listeningTiming = nil
     otherScanCommands.removeAll()
   }
@@ -415,6 +433,7 @@ public struct ScanSupervisor: Sendable {
     cancel(.retake, &actions)
     ours = false
     applied = nil
+    appliedType = nil
     if enabled {
       setState(.sharing(adapter: name), &actions)
       say(listening: .continuous, &actions)

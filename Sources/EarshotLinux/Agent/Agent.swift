@@ -244,7 +244,7 @@ public final class Agent {
     do {
       proxy = try ESPHomeProxy(
         loop: monitor.loop, config: config.esphome, hostname: MQTTBridge.Options.hostname(),
-        version: surroundings.version, log: log)
+        version: surroundings.version, configuredActive: !config.scanner.passive, log: log)
     } catch {
       throw AgentError("\(error)")
     }

@@ -20,18 +20,22 @@ public final class ESPHomeProxy {
   private let loop: EventLoop
   private var batcher = ESPHomeAdvertisementBatcher()
   private var flushTimer: EventLoop.TimerID?
+  private let configuredActive: Bool
   /// Reports forwarded, and those left out (no room in 62 bytes, anonymous
   /// address, or unfinished data).
   public private(set) var forwarded = 0
   public private(set) var skipped = 0
 
+  /// `configuredActive`: the agent scans actively by its config (`[scanner]
+  /// passive = false`), whatever the clients ask.
   public init(
     loop: EventLoop, config: ESPHomeConfig, hostname: String, version: String,
-    log: @escaping (String) -> Void
+    configuredActive: Bool = false, log: @escaping (String) -> Void
   )
     throws
   {
     self.loop = loop
+    self.configuredActive = configuredActive
     var psk: [UInt8]? = nil
     if let file = config.keyFile {
       let text: String
@@ -61,6 +65,9 @@ public final class ESPHomeProxy {
       serverInfo: "earshot \(version)")
     server = try ESPHomeServer(loop: loop, options: options)
     server.onLog = log
+    server.report(
+      scanner: ESPHomeScannerStatus(
+        state: .running, active: configuredActive, configuredActive: configuredActive))
     if psk == nil {
       log(
         "esphome: WARNING: serving the Bluetooth proxy WITHOUT encryption on \(config.bind):\(server.port) ([esphome] insecure_plaintext = true): anyone who can connect reads every advertisement heard here"
@@ -93,9 +100,34 @@ public final class ESPHomeProxy {
     announcement = a
   }
 
-  /// Feeds the proxy from the monitor's reports.
+  /// Feeds the proxy from the monitor's reports; the clients' scanner-mode
+  /// requests go to the monitor's live scanner (a replay has none: the
+  /// mode stays as configured), and its state comes back to them.
   public func attach(to monitor: AgentMonitor) {
     monitor.observeReports { [unowned self] report in self.forward(report) }
+    monitor.observeAdapterState { [unowned self] state in
+      self.server.report(scanner: Self.status(state, configuredActive: self.configuredActive))
+    }
+    server.onScannerMode = { [unowned monitor] active in
+      monitor.scanner?.want(type: active ? .active : .passive)
+    }
+  }
+
+  /// The adapter's state as ESPHome's scanner state: running while reports
+  /// flow (another program's scan counts as the configured mode: its
+  /// parameters are not Earshot's to know), failed otherwise.
+  static func status(_ state: AdapterState, configuredActive: Bool) -> ESPHomeScannerStatus {
+    switch state {
+    case .scanning(_, _, let type):
+      ESPHomeScannerStatus(
+        state: .running, active: type == .active, configuredActive: configuredActive)
+    case .sharing:
+      ESPHomeScannerStatus(
+        state: .running, active: configuredActive, configuredActive: configuredActive)
+    case .down, .removed, .failed:
+      ESPHomeScannerStatus(
+        state: .failed, active: configuredActive, configuredActive: configuredActive)
+    }
   }
 
   /// One advertising report, as the scanner delivered it.
@@ -133,6 +165,16 @@ public final class ESPHomeProxy {
       ("skipped", .number(Double(skipped))),
       ("batches_offered", .number(Double(server.batchesOffered))),
       ("batches_dropped", .number(Double(server.batchesDropped))),
+      // The scanner as clients are told, and how many ask for active scanning.
+      (
+        "scanner",
+        .object([
+          ("state", .string("\(server.scanner.state)")),
+          ("mode", .string(server.scanner.active ? "active" : "passive")),
+          ("configured", .string(server.scanner.configuredActive ? "active" : "passive")),
+          ("clients_asking_active", .number(Double(server.clientsAskingActive))),
+        ])
+      ),
       // Connections refused, displaced before their Hello, and the like.
       (
         "bad_input",

@@ -95,8 +95,13 @@ public final class ESPHomeServer {
   /// The port listened on (the chosen one when `options.port` is 0).
   public private(set) var port: Int = 0
   public var onLog: ((String) -> Void)?
-  /// A client asked for another scanner mode (logged; the agent's scanner is shared).
+  /// The scanner mode the clients want changed (a request, or a client
+  /// that asked left): true for active (`ESPHomeScannerStatus.wantsActive`).
   public var onScannerMode: ((Bool) -> Void)?
+  /// The scanner as clients are told (`report(scanner:)`).
+  public private(set) var scanner = ESPHomeScannerStatus(
+    state: .running, active: false, configuredActive: false)
+  private var lastWantsActive: Bool?
   private let loop: EventLoop
   private var stream: StreamServer<ESPHomeServer>!
   private let crypto: LibcryptoNoise?
@@ -160,6 +165,10 @@ public final class ESPHomeServer {
   public var badInputTotals: [String: Int] { badInput.totals }
 
   public var clientCount: Int { stream.clientCount }
+  /// Clients whose last scanner-mode request was for active scanning.
+  public var clientsAskingActive: Int {
+    stream.connections.reduce(0) { $0 + ($1.connection.session.requestedActive == true ? 1 : 0) }
+  }
   public var subscriberCount: Int {
     stream.connections.reduce(0) { $0 + ($1.connection.session.subscribed ? 1 : 0) }
   }
@@ -194,6 +203,28 @@ public final class ESPHomeServer {
       }
       if self.stream.clientCount > 0 { self.scheduleSweep() }
     }
+  }
+
+  /// The scanner's state or mode changed: every client is told (each
+  /// subscriber gets a BluetoothScannerStateResponse), and new ones start
+  /// from it.
+  public func report(scanner new: ESPHomeScannerStatus) {
+    guard new != scanner else { return }
+    scanner = new
+    for (id, connection) in stream.connections {
+      connection.session.report(scanner: new)
+      if stream.queuedBytes(id) == 0 { pump(id, connection) }
+    }
+  }
+
+  /// Tells the owner when the clients' requests change what the scanner should do.
+  private func scannerModeChanged() {
+    let wants = ESPHomeScannerStatus.wantsActive(
+      configuredActive: scanner.configuredActive,
+      requests: stream.connections.map { $0.connection.session.requestedActive })
+    guard wants != lastWantsActive else { return }
+    lastWantsActive = wants
+    onScannerMode?(wants)
   }
 
   // MARK: Writing
@@ -251,7 +282,7 @@ extension ESPHomeServer: StreamService {
       socket.rawValue, SOL_SOCKET, SO_SNDBUF, &sendBuffer, socklen_t(MemoryLayout<Int32>.size))
     let session = ESPHomeSession(
       info: options.info, serverInfo: options.serverInfo, psk: options.psk, crypto: crypto,
-      limits: options.limits, connectedAt: Clock.now())
+      limits: options.limits, connectedAt: Clock.now(), scanner: scanner)
     scheduleSweep()
     let connection = Connection(peer: peer, host: address.host, session: session)
     if case .admitDisplacing(let oldest) = decision {
@@ -277,13 +308,14 @@ extension ESPHomeServer: StreamService {
       case .subscribed: onLog?("esphome: \(connection.peer) subscribed to raw advertisements")
       case .unsubscribed: onLog?("esphome: \(connection.peer) unsubscribed")
       case .scannerModeRequested(let active):
-        // Said once per client: a client can send these as fast as it likes.
-        guard !connection.askedForScannerMode else { break }
-        connection.askedForScannerMode = true
-        onLog?(
-          "esphome: \(connection.peer) asked for \(active ? "active" : "passive") scanning; the scanner follows [scanner] passive (it is shared with presence)"
-        )
-        onScannerMode?(active)
+        // Said once per client: Home Assistant asks at each active window.
+        if !connection.askedForScannerMode {
+          connection.askedForScannerMode = true
+          onLog?(
+            "esphome: \(connection.peer) asks for \(active ? "active" : "passive") scanning (the scan is active while any client or [scanner] passive = false asks)"
+          )
+        }
+        scannerModeChanged()
       case .closing(let reason):
         let line = "esphome: closing \(connection.peer): \(reason)"
         if connection.session.closedOnBadInput {
@@ -301,6 +333,11 @@ extension ESPHomeServer: StreamService {
   func dropped(_ client: ClientID, _ connection: Connection, _ reason: StreamDropReason) {
     admission.leave(client)
     let s = connection.session
+    if s.requestedActive != nil {
+      // Its request goes with it (on the loop's next turn: the client
+      // is still listed while it is being dropped).
+      _ = loop.after(nanos: 0) { [weak self] in self?.scannerModeChanged() }
+    }
     let tally =
       s.subscribed || s.sentBatches > 0
       ? " (\(s.sentBatches) batches sent, \(s.droppedBatches) dropped)" : ""

@@ -34,6 +34,7 @@ public final class AgentMonitor {
   public var onAdapterState: ((AdapterState) -> Void)?
 
   private var observers: [(MonitorEvent) -> Void] = []
+  private var adapterObservers: [(AdapterState) -> Void] = []
   private var telemetryObservers: [(TrackedID, BeaconTelemetry) -> Void] = []
   /// Telemetry goes to observers at most once a minute per beacon, and
   /// into the log once per ten minutes (sooner when the battery moved).
@@ -97,6 +98,12 @@ public final class AgentMonitor {
   /// The report's data is valid only during the call.
   public func observeReports(_ receiver: @escaping (AdvertisingReport) -> Void) {
     reportObservers.append(receiver)
+  }
+
+  /// Adds a receiver of each change of the adapter's state (live only;
+  /// the Bluetooth proxy reports it to its clients).
+  public func observeAdapterState(_ receiver: @escaping (AdapterState) -> Void) {
+    adapterObservers.append(receiver)
   }
 
   /// Adds a receiver of the telemetry of beacons a region names (at most
@@ -223,6 +230,7 @@ public final class AgentMonitor {
   private func adapterChanged(_ state: AdapterState) {
     adapter = state
     onAdapterState?(state)
+    for o in adapterObservers { o(state) }
     clocks?.check()
     let t = Clock.monotonicMicros()
     if state.isReceiving != receiving {

@@ -168,6 +168,12 @@ public final class LiveScanner {
   /// The timing asked for last.
   public var wantedTiming: ScanTiming { nextWant ?? supervisor.wanted }
 
+  /// Scans actively or passively from now (the Bluetooth proxy's clients
+  /// asked), changed as `want` changes the timing, on the loop's next turn.
+  public func want(type: ScanType) {
+    _ = loop.after(nanos: 0) { [weak self] in self?.dispatch(.wantType(type)) }
+  }
+
   /// Pages `address` by name (Remote Name Request); the outcome comes
   /// through `onNameAnswer`, when the page is answered or times out (5.12
   /// s). Refused at once (answered false) when no adapter is open, it

@@ -47,7 +47,8 @@ DOMAIN = "earshot_probe"
 _LOGGER = logging.getLogger(__name__)
 
 CONFIG_SCHEMA = vol.Schema(
-    {DOMAIN: vol.Schema({vol.Required("out"): str})}, extra=vol.ALLOW_EXTRA
+    {DOMAIN: vol.Schema({vol.Required("out"): str, vol.Optional("scanner_area"): str})},
+    extra=vol.ALLOW_EXTRA,
 )
 
 
@@ -97,9 +98,11 @@ def _jsonable(value: Any) -> Any:
 class Probe:
     """Collects what HA's Bluetooth and esphome integrations hold."""
 
-    def __init__(self, hass: HomeAssistant, out: Path) -> None:
+    def __init__(self, hass: HomeAssistant, out: Path, scanner_area: str | None = None) -> None:
         self.hass = hass
         self.out = out
+        self.scanner_area = scanner_area
+        self.area_given: set[str] = set()
         self.first_seen: set[str] = set()
         self.last_quick: dict[str, Any] = {}
         self.flow_busy = False
@@ -146,6 +149,7 @@ class Probe:
                             "name",
                             "friendly_name",
                             "mac_address",
+                            "bluetooth_mac_address",
                             "esphome_version",
                             "compilation_time",
                             "model",
@@ -184,11 +188,11 @@ class Probe:
                 )
         return devices
 
-    def ibeacon_entities(self) -> list[dict[str, Any]]:
+    def ibeacon_entities(self, platform: str = "ibeacon") -> list[dict[str, Any]]:
         registry = er.async_get(self.hass)
         entities = []
         for entity in registry.entities.values():
-            if entity.platform != "ibeacon":
+            if entity.platform != platform:
                 continue
             state = self.hass.states.get(entity.entity_id)
             entities.append(
@@ -210,7 +214,8 @@ class Probe:
         return [
             {
                 k: _jsonable(s.get(k))
-                for k in ("name", "source", "type", "scanning", "connectable")
+                for k in ("name", "source", "type", "scanning", "connectable",
+                          "current_mode", "requested_mode")
                 if k in s
             }
             for s in diagnostics.get("scanners", [])
@@ -250,6 +255,8 @@ class Probe:
             "esphome": self.esphome_entries(),
             "registry": self.registry_devices(),
             "ibeacon": self.ibeacon_entities(),
+            "private_ble_device": self.ibeacon_entities("private_ble_device"),
+            "bermuda": self.ibeacon_entities("bermuda"),
             "devices": self.devices(),
         }
         line = json.dumps(snap, sort_keys=True)
@@ -274,10 +281,13 @@ class Probe:
         # The scanner object of each node: a reconnect makes a new one, even
         # when the count never shows the moment without it.
         for e in entries:
-            source = (e.get("device_info") or {}).get("mac_address")
+            info = e.get("device_info") or {}
+            source = info.get("bluetooth_mac_address") or info.get("mac_address")
             if not source:
                 continue
             scanner = bluetooth.async_scanner_by_source(self.hass, source)
+            if scanner is not None and self.scanner_area and source not in self.area_given:
+                self.give_area(source)
             known = self.scanner_objects.get(source)
             if known is None or known[0] is not scanner:
                 # the object itself is kept, so a new one is never taken for it
@@ -292,6 +302,11 @@ class Probe:
         self.last_quick = now
         if await self.hass.async_add_executor_job(_take, self.out / "reload-esphome"):
             self.hass.async_create_task(self.reload_esphome())
+        mode = await self.hass.async_add_executor_job(
+            _read_request, self.out / "scanning-mode.json"
+        )
+        if mode is not None:
+            self.hass.async_create_task(self.set_scanning_mode(mode["mode"]))
         if not self.flow_busy:
             request = await self.hass.async_add_executor_job(
                 _read_request, self.out / "add-esphome.json"
@@ -299,6 +314,27 @@ class Probe:
             if request is not None:
                 self.flow_busy = True
                 self.hass.async_create_task(self.add_esphome(request))
+
+    def give_area(self, source: str) -> None:
+        """Put the scanner's devices in an area, as a user does on the device
+        page (Bermuda needs it: its issue #455): the device HA's bluetooth
+        integration made for the scanner, and the esphome device."""
+        from homeassistant.helpers import area_registry as ar
+
+        areas = ar.async_get(self.hass)
+        area = areas.async_get_area_by_name(self.scanner_area) or areas.async_create(
+            self.scanner_area
+        )
+        registry = dr.async_get(self.hass)
+        given = []
+        for connection in (("bluetooth", source.upper()), (dr.CONNECTION_NETWORK_MAC, source.lower())):
+            device = registry.async_get_device(connections={connection})
+            if device is not None:
+                registry.async_update_device(device.id, area_id=area.id)
+                given.append({"name": device.name, "connection": list(connection)})
+        if given:
+            self.area_given.add(source)
+            self.event("scanner_area", area=area.name, area_id=area.id, devices=given)
 
     @callback
     def on_advertisement(
@@ -328,6 +364,28 @@ class Probe:
             except Exception as err:  # noqa: BLE001
                 _LOGGER.exception("earshot_probe: reload failed")
                 self.event("reload_error", error=repr(err))
+
+    async def set_scanning_mode(self, mode: str) -> None:
+        """The esphome entry's options flow, as a user sets the Bluetooth
+        scanning mode (HA 2026.4 and later: the proxy offers flag 64); HA
+        reloads the entry and asks the proxy for the mode."""
+        flows = self.hass.config_entries.options
+        for entry in self.hass.config_entries.async_entries("esphome"):
+            try:
+                result = await flows.async_init(entry.entry_id)
+                # The form's fields as the user leaves them (HA's defaults),
+                # the scanning mode chosen.
+                fields = {
+                    "allow_service_calls": entry.options.get("allow_service_calls", False),
+                    "subscribe_logs": entry.options.get("subscribe_logs", False),
+                    "bluetooth_scanning_mode": mode,
+                }
+                result = await flows.async_configure(result["flow_id"], fields)
+                self.event("scanning_mode", mode=mode, result=_flow_summary(result),
+                           options=dict(entry.options))
+            except Exception as err:  # noqa: BLE001
+                _LOGGER.exception("earshot_probe: options flow failed")
+                self.event("scanning_mode_error", error=repr(err))
 
     async def add_esphome(self, request: dict[str, Any]) -> None:
         """The esphome config flow, as a user goes through it."""
@@ -378,7 +436,7 @@ async def async_setup(hass: HomeAssistant, config: dict[str, Any]) -> bool:
     """Set up the probe."""
     out = Path(config[DOMAIN]["out"])
     await hass.async_add_executor_job(lambda: out.mkdir(parents=True, exist_ok=True))
-    probe = Probe(hass, out)
+    probe = Probe(hass, out, config[DOMAIN].get("scanner_area"))
     # esphome is loaded up front (as a configured install has it), so adding
     # the node later measures the node, not the loading of the integration.
     ok = await async_setup_component(hass, "esphome", config)
