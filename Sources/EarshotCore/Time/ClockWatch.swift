@@ -121,7 +121,7 @@ public enum MonitorTimeline: Sendable {
   /// The decision time of a wall time from elsewhere (the state file).
   public func decision(shown wall: WallTime) -> DecisionTime {
     switch self {
-    case .capture: DecisionTime(micros: wall.micros)
+    case .capture: DecisionTime(capture: wall)
     case .live(let read): DecisionTime(micros: LiveTime.decision(shown: wall.micros, at: read()))
     }
   }

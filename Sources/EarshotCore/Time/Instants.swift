@@ -72,6 +72,9 @@ public struct DecisionTime: Hashable, Comparable, Sendable, CustomStringConverti
 
   public init(micros: Int64) { self.micros = micros }
 
+  /// A replay's decision time: the capture's clock, as it is.
+  public init(capture t: WallTime) { micros = t.micros }
+
   /// Seconds since the clock's origin (what MQTT's rate limits count in).
   public var seconds: Double { Double(micros) / 1e6 }
 
