@@ -354,11 +354,11 @@ public final class AgentMonitor {
   /// The same at `pace` times capture time (1 = real time), on the loop:
   /// returns at once (after checking that `path` is a capture) and calls
   /// `done` at the end of the capture, with the error that ended it early
-  /// if any. The capture's first record plays at `startAt` (wall clock,
-  /// µs; default now), so agents started apart can replay in step. Between
+  /// if any. The capture's first record plays at `startAt` (wall clock;
+  /// default now), so agents started apart can replay in step. Between
   /// records, the monitor's deadlines fire when their capture time comes.
   public func replay(
-    path: String, pace: Double, startAt: Int64? = nil, done: @escaping (ReplayError?) -> Void
+    path: String, pace: Double, startAt: WallTime? = nil, done: @escaping (ReplayError?) -> Void
   ) throws {
     let (file, reader) = try openCapture(path)
     var decoding = CaptureReplay()
