@@ -75,6 +75,9 @@ public struct DecisionTime: Hashable, Comparable, Sendable, CustomStringConverti
   /// A replay's decision time: the capture's clock, as it is.
   public init(capture t: WallTime) { micros = t.micros }
 
+  /// A live decision time: the monotonic clock, to the microsecond.
+  public init(monotonic t: MonotonicTime) { micros = Int64(t.nanos / 1000) }
+
   /// Seconds since the clock's origin (what MQTT's rate limits count in).
   public var seconds: Double { Double(micros) / 1e6 }
 
