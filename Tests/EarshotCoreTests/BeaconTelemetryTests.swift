@@ -170,7 +170,7 @@ extension BeaconTelemetryTests {
     }
     let with = try build("2950:21.5").events()
     let without = try build(nil).events()
-    let tlm = with.compactMap { e -> (Int64, EddystoneTLM, BDAddress)? in
+    let tlm = with.compactMap { e -> (WallTime, EddystoneTLM, BDAddress)? in
       if case .telemetry(let t, let f, let a, _) = e { (t, f, a) } else { nil }
     }
     let heard = without.filter {
@@ -187,12 +187,12 @@ extension BeaconTelemetryTests {
     var joined = 0
     for e in with {
       switch e {
-      case .report(let t, let b, let a, _): _ = joiner.beacon(b.id, address: a, at: t)
+      case .report(let t, let b, let a, _): _ = joiner.beacon(b.id, address: a, at: t.micros)
       case .telemetry(let t, let f, let a, _):
         let frame = HCIEventEncoder.eddystoneTLMAdvertisingData(f)
         guard case .telemetry(let decoded)? = decode(frame) else { return XCTFail("\(frame)") }
         XCTAssertEqual(decoded, f)
-        if joiner.telemetry(decoded, address: a, at: t)?.0 == uid { joined += 1 }
+        if joiner.telemetry(decoded, address: a, at: t.micros)?.0 == uid { joined += 1 }
       default: break
       }
     }

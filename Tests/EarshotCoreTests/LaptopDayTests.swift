@@ -31,14 +31,14 @@ final class LaptopDayTests: XCTestCase {
       take(
         monitor.start(
           at: DecisionTime(micros: clock.monotonicMicros), scanning: true,
-          savedTime: { DecisionTime(micros: LiveTime.decision(shown: $0.micros, at: r)) }))
+          savedTime: { LiveTime.decision(shown: $0, at: r) }))
     }
 
     var seconds: Double { Double(clock.monotonicMicros - start) / 1e6 }
 
     mutating func take(_ decided: [MonitorEvent]) {
       let r = clock.reading
-      for e in decided { events.append((seconds, LiveTime.shown(e.decided.micros, at: r), e)) }
+      for e in decided { events.append((seconds, LiveTime.shown(e.decided, at: r).micros, e)) }
     }
 
     /// The loop wakes (a report, a timer, the clock-change timerfd): the
@@ -59,7 +59,7 @@ final class LaptopDayTests: XCTestCase {
       let r = wake()
       take(
         monitor.report(
-          at: DecisionTime(micros: LiveTime.decision(stamp: stamp, at: r)),
+          at: LiveTime.decision(stamp: WallTime(micros: stamp), at: r),
           beacon: TrackedBeacon(
             id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
           address: BDAddress("C1:02:03:04:05:06")!, rssi: -60))
@@ -70,7 +70,7 @@ final class LaptopDayTests: XCTestCase {
       let r = wake()
       take(
         monitor.report(
-          at: DecisionTime(micros: LiveTime.decision(stamp: stamp, at: r)), address: address,
+          at: LiveTime.decision(stamp: WallTime(micros: stamp), at: r), address: address,
           type: .public,
           rssi: -60, txPower: nil))
     }
@@ -179,12 +179,15 @@ final class LaptopDayTests: XCTestCase {
     let stamp = clock.wallMicros
     clock.advance(0.004)
     clock.step(-3600)
-    XCTAssertEqual(LiveTime.decision(stamp: stamp, at: clock.reading), clock.monotonicMicros)
+    XCTAssertEqual(
+      LiveTime.decision(stamp: WallTime(micros: stamp), at: clock.reading).micros,
+      clock.monotonicMicros)
     var clock2 = TestClock()
     let stamp2 = clock2.wallMicros
     clock2.advance(0.004)
     XCTAssertEqual(
-      LiveTime.decision(stamp: stamp2, at: clock2.reading), clock2.monotonicMicros - 4000)
+      LiveTime.decision(stamp: WallTime(micros: stamp2), at: clock2.reading).micros,
+      clock2.monotonicMicros - 4000)
   }
 
   func testIdentityDeviceThroughStepsBothWays() throws {
@@ -334,14 +337,14 @@ final class LaptopDayTests: XCTestCase {
     for k in 0..<100 {  // 10 Hz for 10 s, the clock set back at 5 s
       if k == 50 { clock.step(-7200) }
       let r = clock.reading
-      let decided = LiveTime.decision(stamp: clock.wallMicros, at: r)
+      let decided = LiveTime.decision(stamp: WallTime(micros: clock.wallMicros), at: r).micros
       if let s = publisher.report(
         at: decided,
         beacon: TrackedBeacon(
           id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
         address: BDAddress(raw: 0x0102_0304_0506), rssi: -59)
       {
-        sent.append((s.t, LiveTime.shown(s.t, at: r)))
+        sent.append((s.t, LiveTime.shown(DecisionTime(micros: s.t), at: r).micros))
       }
       clock.advance(0.1)
     }
@@ -358,9 +361,7 @@ final class LaptopDayTests: XCTestCase {
   func testAStateFileFromAnotherBootNeitherDelaysNorHastensTheExit() throws {
     var first = Live(beaconConfig())
     first.run(20, hearing: beaconThere)
-    let saved = first.monitor.snapshot {
-      WallTime(micros: LiveTime.shown($0.micros, at: first.clock.reading))
-    }
+    let saved = first.monitor.snapshot { LiveTime.shown($0, at: first.clock.reading) }
     let seen = try XCTUnwrap(saved.regions.first?.lastSeen)
     XCTAssertEqual(Double(first.clock.wallMicros - seen) / 1e6, 0, accuracy: 0.15)
     // Booted again ten minutes later: monotonic time starts afresh.
@@ -372,7 +373,7 @@ final class LaptopDayTests: XCTestCase {
     // Not heard since: the saved time is written back as it was.
     let r = second.clock.reading
     let back = try XCTUnwrap(
-      second.monitor.snapshot { WallTime(micros: LiveTime.shown($0.micros, at: r)) }.regions.first?
+      second.monitor.snapshot { LiveTime.shown($0, at: r) }.regions.first?
         .lastSeen)
     XCTAssertEqual(back, seen)
   }
@@ -383,9 +384,7 @@ final class LaptopDayTests: XCTestCase {
   func testAStateFileFromAheadOfTheClockCountsAsNow() throws {
     var first = Live(beaconConfig())
     first.run(20, hearing: beaconThere)
-    let saved = first.monitor.snapshot {
-      WallTime(micros: LiveTime.shown($0.micros, at: first.clock.reading))
-    }
+    let saved = first.monitor.snapshot { LiveTime.shown($0, at: first.clock.reading) }
     var clock = first.clock
     clock.step(-3600)  // set back before the restart
     var second = Live(beaconConfig(), snapshot: saved, clock: clock)

@@ -331,9 +331,9 @@ final class MonitorScenarioTests: XCTestCase {
     var reports = s.events()[...]
     var t = s.start
     while t <= s.micros(300) {
-      while let e = reports.first, e.t <= t {
+      while let e = reports.first, e.t.micros <= t {
         if case .report(let rt, let b, let a, let r) = e {
-          polled += m.report(at: DecisionTime(micros: rt), beacon: b, address: a, rssi: r)
+          polled += m.report(at: DecisionTime(capture: rt), beacon: b, address: a, rssi: r)
         }
         reports.removeFirst()
       }

@@ -24,8 +24,8 @@ final class RangingTests: XCTestCase {
     var n = 0
     for e in s.events() {
       guard case .report(let t, _, _, let rssi?) = e else { continue }
-      let v = f.add(Double(rssi), at: t)
-      let sec = Double(t - s.start) / 1e6
+      let v = f.add(Double(rssi), at: t.micros)
+      let sec = Double(t.micros - s.start) / 1e6
       if sec > 10 && sec < 20 {
         steadyError = max(steadyError, abs(v - (-59)))
         n += 1

@@ -37,15 +37,15 @@ func runScenario(
   var m = RegionMonitor(config: config, emitRange: emitRange, snapshot: snapshot, cipher: cipher)
   m.updateBondedKeys(bonded)
   var out = m.start(at: DecisionTime(micros: s.micros(startAt)), scanning: true)
-  for e in events ?? s.events(cipher: cipher) where e.t >= s.micros(startAt) {
+  for e in events ?? s.events(cipher: cipher) where e.t >= s.time(startAt) {
     switch e {
     case .report(let t, let b, let a, let rssi):
-      out += m.report(at: DecisionTime(micros: t), beacon: b, address: a, rssi: rssi)
+      out += m.report(at: DecisionTime(capture: t), beacon: b, address: a, rssi: rssi)
     case .deviceReport(let t, let a, let type, let rssi, let tx):
-      out += m.report(at: DecisionTime(micros: t), address: a, type: type, rssi: rssi, txPower: tx)
-    case .telemetry(let t, _, _, _): out += m.advance(to: DecisionTime(micros: t))
-    case .adapterDown(let t): out += m.adapterDown(at: DecisionTime(micros: t))
-    case .adapterUp(let t): out += m.adapterUp(at: DecisionTime(micros: t))
+      out += m.report(at: DecisionTime(capture: t), address: a, type: type, rssi: rssi, txPower: tx)
+    case .telemetry(let t, _, _, _): out += m.advance(to: DecisionTime(capture: t))
+    case .adapterDown(let t): out += m.adapterDown(at: DecisionTime(capture: t))
+    case .adapterUp(let t): out += m.adapterUp(at: DecisionTime(capture: t))
     }
   }
   out += m.advance(to: DecisionTime(micros: s.micros(until ?? s.duration)))

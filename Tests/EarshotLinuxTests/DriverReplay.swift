@@ -22,14 +22,14 @@ func replayThroughDriver(
     try replay.run(bytes) { t, r in
       guard t <= until else { return }
       if !started {
-        driver.start(at: t, scanning: true)
+        driver.start(at: DecisionTime(micros: t), scanning: true)
         started = true
       }
       last = t
-      driver.report(at: t, r)
+      driver.report(at: DecisionTime(micros: t), r)
     }
   }
-  driver.advance(to: last)
+  driver.advance(to: DecisionTime(micros: last))
   driver.finish()
   inspect(driver)
   return events

@@ -75,12 +75,12 @@ final class MQTTDecisionTimeTests: XCTestCase {
     bridge.start()
     try run(loop) { bridge.isConnected }
 
-    driver.start(at: clocks.monotonicMicros, scanning: true)
+    driver.start(at: DecisionTime(micros: clocks.monotonicMicros), scanning: true)
     let data = HCIEventEncoder.iBeaconAdvertisingData(TrackedBeacon(id: beacon, measuredPower: -59))
     for n in 0...12 {
       data.withUnsafeBytes { d in
         driver.report(
-          at: clocks.monotonicMicros,
+          at: DecisionTime(micros: clocks.monotonicMicros),
           AdvertisingReport(
             pdu: .advNonconnInd, address: BDAddress("C1:02:03:04:05:06")!, addressType: .random,
             rssi: n % 2 == 0 ? -58 : -62, data: d))

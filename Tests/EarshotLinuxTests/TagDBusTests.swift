@@ -321,9 +321,11 @@ final class TagDBusTests: XCTestCase {
       config: config, emitRange: true, stateFile: StateFile(path: dir + "/state.json"),
       runHooks: true, output: { events.append("\($0.kind.rawValue) \($0.state.rawValue)") },
       log: { logs.append($0) })
-    driver.start(at: Clock.realtimeMicros(), scanning: false)
+    driver.start(at: DecisionTime(micros: Clock.realtimeMicros()), scanning: false)
     let tags = TagTransport(tags: [tag], agent: agent, busAddress: bus.address)
-    tags.onPresence = { driver.tag($0, connected: $1, at: Clock.realtimeMicros()) }
+    tags.onPresence = {
+      driver.tag($0, connected: $1, at: DecisionTime(micros: Clock.realtimeMicros()))
+    }
     agent.attach(tags: tags, showStatus: true)
     XCTAssertEqual(driver.monitor.state(of: "keys-home"), .unknown)
     tags.start()
@@ -337,7 +339,7 @@ final class TagDBusTests: XCTestCase {
       path: Self.device, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
       [.string("org.bluez.Device1"), .properties([("Connected", .bool(false))]), .strings([])])
     try run(loop, "outside after the loss") {
-      driver.advance(to: Clock.realtimeMicros())
+      driver.advance(to: DecisionTime(micros: Clock.realtimeMicros()))
       return driver.monitor.state(of: "keys-home") == .outside
     }
     XCTAssertGreaterThanOrEqual(Clock.realtimeMicros() - lostAt, 1_000_000, "not before exit_after")

@@ -40,9 +40,8 @@ public struct MonitorEvent: Sendable, Equatable {
 }
 
 /// Region monitoring as a pure state machine: reports, adapter up/down and
-/// the passing of time go in (time injected, in microseconds of the
-/// decision clock: capture timestamps in a replay, the monotonic clock
-/// live); events come out, each with its decision time and the wall time
+/// the passing of time go in (time injected as a `DecisionTime`: capture
+/// timestamps in a replay, the monotonic clock live); events come out, each with its decision time and the wall time
 /// `timeline` shows for it, and `nextDeadline` says when to call `advance`
 /// next.
 ///

@@ -19,7 +19,7 @@ public struct PlotInput: Sendable {
     offset: @escaping LogTime.Offset = LogTime.utc
   ) {
     self.start = start
-    self.end = max(end, WallTime(micros: start.micros + 1))
+    self.end = max(end, start + .microseconds(1))
     self.title = title
     self.sightings = sightings
     self.segments = segments
@@ -55,7 +55,7 @@ public enum ProximityPlot {
 
     public init(start: WallTime, end: WallTime) {
       self.start = start
-      self.end = max(end, WallTime(micros: start.micros + 1))
+      self.end = max(end, start + .microseconds(1))
     }
 
     public var plotWidth: Double { width - left - right }

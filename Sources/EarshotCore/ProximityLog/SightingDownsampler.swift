@@ -82,7 +82,7 @@ public struct SightingDownsampler: Sendable {
       open[s.beacon]
       ?? Bucket(
         summary: SightingSummary(
-          beacon: s.beacon, start: start, end: WallTime(micros: start.micros + interval), count: 0))
+          beacon: s.beacon, start: start, end: start + .microseconds(interval), count: 0))
     b.summary.count += 1
     if let a = s.address { b.summary.address = a }
     if let r = s.rssi, r.isFinite {

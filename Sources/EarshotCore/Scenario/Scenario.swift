@@ -25,16 +25,17 @@ public struct Scenario: Sendable {
   public init() {}
 
   public enum Event: Sendable, Equatable {
-    case report(t: Int64, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?)
+    case report(t: WallTime, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?)
     /// An advertisement of a device (not an iBeacon).
     case deviceReport(
-      t: Int64, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?)
+      t: WallTime, address: BDAddress, type: AddressType, rssi: Int8?, txPower: Int8?)
     /// An Eddystone-TLM frame of a beacon with `telemetry`.
-    case telemetry(t: Int64, tlm: EddystoneTLM, address: BDAddress, rssi: Int8?)
-    case adapterDown(t: Int64)
-    case adapterUp(t: Int64)
+    case telemetry(t: WallTime, tlm: EddystoneTLM, address: BDAddress, rssi: Int8?)
+    case adapterDown(t: WallTime)
+    case adapterUp(t: WallTime)
 
-    public var t: Int64 {
+    /// On the scenario's capture clock.
+    public var t: WallTime {
       switch self {
       case .report(let t, _, _, _), .deviceReport(let t, _, _, _, _), .telemetry(let t, _, _, _),
         .adapterDown(let t), .adapterUp(let t):
@@ -45,14 +46,17 @@ public struct Scenario: Sendable {
 
   public func micros(_ seconds: Double) -> Int64 { start + Int64((seconds * 1e6).rounded()) }
 
+  /// `seconds` from `start`, on the capture clock the scenario is written in.
+  public func time(_ seconds: Double) -> WallTime { WallTime(micros: micros(seconds)) }
+
   /// Every report and adapter change, in time order. `cipher` makes the
   /// resolvable private addresses of devices with a key (required then).
   public func events(cipher: (any BlockCipher)? = nil) -> [Event] {
     var rng = SplitMix(seed: seed)
     var out: [Event] = []
     for down in adapterDown {
-      out.append(.adapterDown(t: micros(down.lowerBound)))
-      out.append(.adapterUp(t: micros(down.upperBound)))
+      out.append(.adapterDown(t: time(down.lowerBound)))
+      out.append(.adapterUp(t: time(down.upperBound)))
     }
     for b in beacons {
       var s = b.phase
@@ -72,7 +76,7 @@ public struct Scenario: Sendable {
         let clamped = Int8(max(-127, min(20, rssi.rounded())))
         out.append(
           .report(
-            t: micros(t), beacon: TrackedBeacon(id: b.id, measuredPower: b.power),
+            t: time(t), beacon: TrackedBeacon(id: b.id, measuredPower: b.power),
             address: b.address(at: t), rssi: clamped))
         // Every tenth heard event is followed, half an interval later, by a
         // TLM frame from the same address (as Eddystone beacons interleave
@@ -85,7 +89,7 @@ public struct Scenario: Sendable {
             temperatureRaw: Int16((telemetry.temperature * 256).rounded()),
             advertisingCount: sent, uptimeTenths: UInt32((tlmAt * 10).rounded()))
           out.append(
-            .telemetry(t: micros(tlmAt), tlm: tlm, address: b.address(at: t), rssi: clamped))
+            .telemetry(t: time(tlmAt), tlm: tlm, address: b.address(at: t), rssi: clamped))
         }
       }
     }
@@ -107,7 +111,7 @@ public struct Scenario: Sendable {
         let (address, type) = d.address(at: t, seed: seed &+ UInt64(n), cipher: cipher)
         out.append(
           .deviceReport(
-            t: micros(t), address: address, type: type, rssi: clamped, txPower: d.txPower))
+            t: time(t), address: address, type: type, rssi: clamped, txPower: d.txPower))
       }
     }
     return out.enumerated().sorted { ($0.element.t, $0.offset) < ($1.element.t, $1.offset) }
@@ -121,18 +125,19 @@ public struct Scenario: Sendable {
     for e in events(cipher: cipher) {
       switch e {
       case .report(let t, let beacon, let address, let rssi):
-        c.appendBeacon(micros: t, beacon: beacon, address: address, rssi: rssi, extended: extended)
+        c.appendBeacon(
+          micros: t.micros, beacon: beacon, address: address, rssi: rssi, extended: extended)
       case .telemetry(let t, let tlm, let address, let rssi):
         HCIEventEncoder.eddystoneTLMAdvertisingData(tlm).withUnsafeBytes { d in
           c.append(
-            micros: t,
+            micros: t.micros,
             report: AdvertisingReport(
               pdu: .advNonconnInd, address: address, addressType: .random, rssi: rssi, data: d),
             extended: extended)
         }
       case .deviceReport(let t, let address, let type, let rssi, let txPower):
         c.appendDevice(
-          micros: t, address: address, type: type, rssi: rssi, txPower: txPower,
+          micros: t.micros, address: address, type: type, rssi: rssi, txPower: txPower,
           extended: extended)
       case .adapterDown, .adapterUp:
         break

@@ -77,27 +77,28 @@ public enum LiveTime {
   /// as it arrives; that stamp's age at `reading` is taken off the
   /// monotonic now. An age that is negative or over `maxAge` seconds (the
   /// clock stepped between the stamp and the read) counts as none.
-  public static func decision(stamp: Int64, at reading: ClockReading, maxAge: Double = 2)
-    -> Int64
+  public static func decision(stamp: WallTime, at reading: ClockReading, maxAge: Double = 2)
+    -> DecisionTime
   {
-    let now = Int64(reading.monotonic.nanos / 1000)
-    let age = reading.wall.micros - stamp
+    let now = DecisionTime(monotonic: reading.monotonic)
+    let age = reading.wall.micros - stamp.micros
     guard age > 0, Double(age) <= maxAge * 1e6 else { return now }
-    return now - age
+    return DecisionTime(micros: now.micros - age)
   }
 
   /// The wall time of a decision time `t`, for display: as far before
   /// `reading`'s wall time as `t` is before its monotonic time.
-  public static func shown(_ t: Int64, at reading: ClockReading) -> Int64 {
-    reading.wall.micros - (Int64(reading.monotonic.nanos / 1000) - t)
+  public static func shown(_ t: DecisionTime, at reading: ClockReading) -> WallTime {
+    let now = DecisionTime(monotonic: reading.monotonic)
+    return WallTime(micros: reading.wall.micros - (now.micros - t.micros))
   }
 
   /// The decision time of a wall time from elsewhere (the state file of an
   /// earlier run): as far before monotonic now as it is before wall now,
   /// and never later than now (a wall clock set back since).
-  public static func decision(shown wall: Int64, at reading: ClockReading) -> Int64 {
-    let now = Int64(reading.monotonic.nanos / 1000)
-    return now - max(0, reading.wall.micros - wall)
+  public static func decision(shown wall: WallTime, at reading: ClockReading) -> DecisionTime {
+    let now = DecisionTime(monotonic: reading.monotonic)
+    return DecisionTime(micros: now.micros - max(0, reading.wall.micros - wall.micros))
   }
 }
 
@@ -114,15 +115,15 @@ public enum MonitorTimeline: Sendable {
   public func shown(_ t: DecisionTime) -> WallTime {
     switch self {
     case .capture: WallTime(micros: t.micros)
-    case .live(let read): WallTime(micros: LiveTime.shown(t.micros, at: read()))
+    case .live(let read): LiveTime.shown(t, at: read())
     }
   }
 
   /// The decision time of a wall time from elsewhere (the state file).
   public func decision(shown wall: WallTime) -> DecisionTime {
     switch self {
-    case .capture: DecisionTime(micros: wall.micros)
-    case .live(let read): DecisionTime(micros: LiveTime.decision(shown: wall.micros, at: read()))
+    case .capture: DecisionTime(capture: wall)
+    case .live(let read): LiveTime.decision(shown: wall, at: read())
     }
   }
 }

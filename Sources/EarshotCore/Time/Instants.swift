@@ -60,6 +60,16 @@ public struct WallTime: Hashable, Comparable, Sendable, CustomStringConvertible 
   /// Seconds since the Unix epoch (the `t` of JSON lines).
   public var seconds: Double { Double(micros) / 1e6 }
 
+  /// `span` later, to the microsecond.
+  public static func + (t: WallTime, span: Duration) -> WallTime {
+    WallTime(micros: t.micros + span.wholeMicros)
+  }
+
+  /// `span` earlier, to the microsecond.
+  public static func - (t: WallTime, span: Duration) -> WallTime {
+    WallTime(micros: t.micros - span.wholeMicros)
+  }
+
   public var description: String { "\(seconds) s (Unix time)" }
 }
 
@@ -72,10 +82,24 @@ public struct DecisionTime: Hashable, Comparable, Sendable, CustomStringConverti
 
   public init(micros: Int64) { self.micros = micros }
 
+  /// A replay's decision time: the capture's clock, as it is.
+  public init(capture t: WallTime) { micros = t.micros }
+
+  /// A live decision time: the monotonic clock, to the microsecond.
+  public init(monotonic t: MonotonicTime) { micros = Int64(t.nanos / 1000) }
+
   /// Seconds since the clock's origin (what MQTT's rate limits count in).
   public var seconds: Double { Double(micros) / 1e6 }
 
   public static func < (a: DecisionTime, b: DecisionTime) -> Bool { a.micros < b.micros }
 
   public var description: String { "\(Double(micros) / 1e6) s (decision)" }
+}
+
+extension Duration {
+  /// Whole microseconds (a part of one is dropped).
+  var wholeMicros: Int64 {
+    let (seconds, attoseconds) = components
+    return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+  }
 }

@@ -45,14 +45,14 @@ public struct LiveReports: ReportSource {
 /// A capture (btsnoop, pcap, pcapng) replayed through the monitor in
 /// capture time: as fast as it reads before the agent serves, or at `pace`
 /// times capture time on the loop while it serves (its first record at
-/// `startAt`, wall clock µs; default now). The agent then keeps serving
+/// `startAt`, wall clock; default now). The agent then keeps serving
 /// with the states the replay ended in.
 public struct CaptureReports: ReportSource {
   public var path: String
   public var pace: Double?
-  public var startAt: Int64?
+  public var startAt: WallTime?
 
-  public init(path: String, pace: Double? = nil, startAt: Int64? = nil) {
+  public init(path: String, pace: Double? = nil, startAt: WallTime? = nil) {
     self.path = path
     self.pace = pace
     self.startAt = startAt

@@ -37,6 +37,9 @@ public enum Clock {
   /// The monotonic clock in microseconds: the live monitor's decision time.
   public static func monotonicMicros() -> Int64 { Int64(monotonicNanos() / 1000) }
 
+  /// The live monitor's decision time now (the monotonic clock).
+  public static func decisionNow() -> DecisionTime { DecisionTime(monotonic: now()) }
+
   /// The three clocks at once (see `ClockWatch`).
   public static func reading() -> ClockReading {
     ClockReading(

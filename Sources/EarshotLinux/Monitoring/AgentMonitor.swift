@@ -53,7 +53,7 @@ public final class AgentMonitor {
   /// Sleeps and steps of the wall clock (live only).
   private var clocks: ClockChanges?
   /// When the clock watch last saw a sleep or a step (monotonic µs).
-  private var clockChangedAt: Int64 = .min
+  private var clockChangedAt = DecisionTime(micros: .min)
   /// logind's word before a sleep (live, where logind runs).
   private var logind: LogindSleep?
   /// Between logind's PrepareForSleep(true) and (false).
@@ -79,7 +79,7 @@ public final class AgentMonitor {
       self.clocks?.check()
       self.scanner?.readQueued()
       // Never short of the deadline it was armed for.
-      self.driver.advance(to: max(Clock.monotonicMicros(), Int64(deadline.nanos / 1000)))
+      self.driver.advance(to: DecisionTime(monotonic: max(Clock.now(), deadline)))
       self.rearm()
     }
     hookTimer.onFire = { [unowned self] _ in
@@ -171,7 +171,7 @@ public final class AgentMonitor {
     self.clocks = clocks
     driver.timeline = .live(read: { Clock.reading() })
     started = true
-    driver.start(at: Clock.monotonicMicros(), scanning: false)
+    driver.start(at: Clock.decisionNow(), scanning: false)
     let duty =
       schedule.policy == .full
       ? nil : ScanDutyControl(loop: loop, settings: schedule, driver: driver, power: power)
@@ -182,13 +182,14 @@ public final class AgentMonitor {
       onReport: { [unowned self] micros, report in
         for o in self.reportObservers { o(report) }
         let reading = clocks.check()
-        self.driver.report(at: LiveTime.decision(stamp: micros, at: reading), report)
+        self.driver.report(
+          at: LiveTime.decision(stamp: WallTime(micros: micros), at: reading), report)
         self.rearm(reportOnly: true)
       },
       onAdapterState: { [unowned self] state in self.adapterChanged(state) })
     s.onScanPaused = { [unowned self] paused, stamp in
       let reading = clocks.check()
-      var t = Clock.monotonicMicros()
+      var t = Clock.decisionNow()
       // A pause counts from when the kernel turned the scan off (its
       // packet's stamp), not from when it was read: the kernel's suspend
       // turns it off and the freezer can stop Earshot before it reads that
@@ -196,17 +197,19 @@ public final class AgentMonitor {
       // Never before the last sleep or clock step: a stamp's age across
       // one says nothing.
       if paused, let stamp {
-        t = max(LiveTime.decision(stamp: stamp, at: reading, maxAge: 20), self.clockChangedAt)
+        t = max(
+          LiveTime.decision(stamp: WallTime(micros: stamp), at: reading, maxAge: 20),
+          self.clockChangedAt)
       }
       if paused { self.driver.scanPaused(at: t) } else { self.driver.scanResumed(at: t) }
-      duty?.paused(paused, at: t)
+      duty?.paused(paused, at: t.micros)
       self.rearm()
     }
     s.onNameAnswer = { [unowned self] address, found in
       // On the loop's next turn: the answer may come from inside a read.
       self.loop.after(nanos: 0) { [weak self] in
         guard let self, self.live else { return }
-        self.driver.nameAnswered(address, found: found, at: Clock.monotonicMicros())
+        self.driver.nameAnswered(address, found: found, at: Clock.decisionNow())
         self.rearm()
       }
     }
@@ -232,12 +235,12 @@ public final class AgentMonitor {
     onAdapterState?(state)
     for o in adapterObservers { o(state) }
     clocks?.check()
-    let t = Clock.monotonicMicros()
+    let t = Clock.decisionNow()
     if state.isReceiving != receiving {
       receiving = state.isReceiving
       if receiving { driver.adapterUp(at: t) } else { driver.adapterDown(at: t) }
       if receiving { askNamesIfPageable() }
-      if !receiving { duty?.listening(nil, at: t) }
+      if !receiving { duty?.listening(nil, at: t.micros) }
       proximityLog?.record(
         .adapter(
           AdapterLogEvent(
@@ -250,11 +253,11 @@ public final class AgentMonitor {
   /// coming back at the resume: the time asleep is not scanning time. A
   /// step of the wall clock changes nothing the monitor decides.
   private func clockChanged(_ change: ClockWatch.Change) {
-    clockChangedAt = Clock.monotonicMicros()
+    clockChangedAt = Clock.decisionNow()
     driver.log(change.description)
     // A sleep logind announced is taken up at its wake (`woke`).
     guard case .slept = change, !goingToSleep else { return }
-    driver.resumed(at: Clock.monotonicMicros())
+    driver.resumed(at: Clock.decisionNow())
     rearm()
   }
 
@@ -274,7 +277,7 @@ public final class AgentMonitor {
     guard live else { return }
     clocks?.check()
     goingToSleep = true
-    driver.scanPaused(at: Clock.monotonicMicros())
+    driver.scanPaused(at: Clock.decisionNow())
     driver.saveState()
     driver.log("the machine is going to sleep: state saved, decisions paused")
     rearm()
@@ -285,7 +288,7 @@ public final class AgentMonitor {
     // The clock watch's view of this sleep first, so it is taken up once.
     clocks?.check()
     goingToSleep = false
-    let t = Clock.monotonicMicros()
+    let t = Clock.decisionNow()
     driver.scanResumed(at: t)
     driver.resumed(at: t)
     rearm()
@@ -296,7 +299,7 @@ public final class AgentMonitor {
   public func tag(_ name: String, connected: Bool) {
     guard live else { return }
     clocks?.check()
-    driver.tag(name, connected: connected, at: Clock.monotonicMicros())
+    driver.tag(name, connected: connected, at: Clock.decisionNow())
     rearm()
   }
 
@@ -362,11 +365,11 @@ public final class AgentMonitor {
   /// The same at `pace` times capture time (1 = real time), on the loop:
   /// returns at once (after checking that `path` is a capture) and calls
   /// `done` at the end of the capture, with the error that ended it early
-  /// if any. The capture's first record plays at `startAt` (wall clock,
-  /// µs; default now), so agents started apart can replay in step. Between
+  /// if any. The capture's first record plays at `startAt` (wall clock;
+  /// default now), so agents started apart can replay in step. Between
   /// records, the monitor's deadlines fire when their capture time comes.
   public func replay(
-    path: String, pace: Double, startAt: Int64? = nil, done: @escaping (ReplayError?) -> Void
+    path: String, pace: Double, startAt: WallTime? = nil, done: @escaping (ReplayError?) -> Void
   ) throws {
     let (file, reader) = try openCapture(path)
     var decoding = CaptureReplay()
@@ -376,7 +379,7 @@ public final class AgentMonitor {
       nextDeadline: { [unowned self] in self.started ? self.driver.nextDeadline : nil },
       advance: { [unowned self] t in
         self.captureTime = max(self.captureTime ?? t, t)
-        self.driver.advance(to: t)
+        self.driver.advance(to: DecisionTime(micros: t))
       })
     paced.onEnd = { [unowned self] reader in
       defer { self.pacedReplay = nil }
@@ -414,12 +417,12 @@ public final class AgentMonitor {
       report: { t, r in
         self.beginReplay(at: t)
         for o in self.reportObservers { o(r) }
-        self.driver.report(at: t, r)
+        self.driver.report(at: DecisionTime(micros: t), r)
         reported = true
       },
       event: { t, _ in
         self.beginReplay(at: t)
-        self.driver.advance(to: t)
+        self.driver.advance(to: DecisionTime(micros: t))
       })
     if reported { replayRadio?.radio.reported(at: record.timestamp) }
   }
@@ -440,7 +443,7 @@ public final class AgentMonitor {
       let d = driver.nextDeadline
       let r = replayRadio!.radio.nextDue
       if let d, d <= t, r.map({ d <= $0 }) ?? true {
-        driver.advance(to: d)
+        driver.advance(to: DecisionTime(micros: d))
         radioSteps(replayRadio!.radio.decide(at: d, need: need))
         if driver.nextDeadline == d { break }  // cannot happen; guards the loop
       } else if let r, r <= t {
@@ -450,7 +453,7 @@ public final class AgentMonitor {
       }
     }
     guard replayRadio!.hears(record) else {
-      driver.advance(to: t)
+      driver.advance(to: DecisionTime(micros: t))
       return false
     }
     return true
@@ -461,10 +464,10 @@ public final class AgentMonitor {
     for step in steps {
       switch step {
       case .changed(let t, let duty):
-        driver.scanPaused(at: t)
-        driver.scanDutyChanged(to: duty, at: t)
+        driver.scanPaused(at: DecisionTime(micros: t))
+        driver.scanDutyChanged(to: duty, at: DecisionTime(micros: t))
       case .resumed(let t):
-        driver.scanResumed(at: t)
+        driver.scanResumed(at: DecisionTime(micros: t))
       }
     }
   }
@@ -472,14 +475,14 @@ public final class AgentMonitor {
   private func beginReplay(at t: Int64) {
     if !started {
       started = true
-      driver.start(at: t, scanning: true)
+      driver.start(at: DecisionTime(micros: t), scanning: true)
     }
     captureTime = max(captureTime ?? t, t)
   }
 
   /// Fires what is due by the last timestamp.
   private func endReplay() {
-    if started, let captureTime { driver.advance(to: captureTime) }
+    if started, let captureTime { driver.advance(to: DecisionTime(micros: captureTime)) }
   }
 
   /// The devices bonded with this machine, whole (the bond store's
@@ -490,7 +493,7 @@ public final class AgentMonitor {
 
   /// Applies a reloaded config's regions, `[ranging]` and `[monitor]`.
   public func reconfigure(_ config: Config) {
-    driver.reconfigure(config, at: now)
+    driver.reconfigure(config, at: DecisionTime(micros: now))
     askNamesIfPageable()
     rearm()
   }

@@ -92,32 +92,32 @@ public final class MonitorDriver {
     observers.append(receiver)
   }
 
-  public func start(at t: Int64, scanning: Bool) {
+  public func start(at t: DecisionTime, scanning: Bool) {
     let timeline = self.timeline
     handle(
       monitor.start(
-        at: DecisionTime(micros: t), scanning: scanning, savedTime: timeline.decision(shown:)))
+        at: t, scanning: scanning, savedTime: timeline.decision(shown:)))
   }
 
   /// An advertising report: an iBeacon, or any other advertisement, which
   /// counts when it comes from a device a region names (else it only
   /// moves time).
-  public func report(at t: Int64, _ report: AdvertisingReport) {
+  public func report(at t: DecisionTime, _ report: AdvertisingReport) {
     let frame = TrackedFrame.decode(advertisingData: report.data, layouts: layouts)
     if case .beacon(let beacon)? = frame {
-      onBeacon?(t, beacon, report)
-      if let joined = telemetry.beacon(beacon.id, address: report.address, at: t) {
+      onBeacon?(t.micros, beacon, report)
+      if let joined = telemetry.beacon(beacon.id, address: report.address, at: t.micros) {
         onTelemetry?(beacon.id, joined)
       }
       handle(
         monitor.report(
-          at: DecisionTime(micros: t), beacon: beacon, address: report.address, rssi: report.rssi))
+          at: t, beacon: beacon, address: report.address, rssi: report.rssi))
       return
     }
     // A TLM frame names no beacon: joined by address, and otherwise a
     // report like any other (a device's, when its address is one).
     if case .telemetry(let tlm)? = frame,
-      let (id, reading) = telemetry.telemetry(tlm, address: report.address, at: t)
+      let (id, reading) = telemetry.telemetry(tlm, address: report.address, at: t.micros)
     {
       onTelemetry?(id, reading)
     }
@@ -125,13 +125,13 @@ public final class MonitorDriver {
       let tx = ADWalker.txPowerLevel(report.data)
       // Resolved once, for the regions and the rooms alike.
       let n = monitor.resolveDevice(report.address, type: report.addressType)
-      if let onDevice, let n { onDevice(t, monitor.device(at: n), report, tx) }
+      if let onDevice, let n { onDevice(t.micros, monitor.device(at: n), report, tx) }
       handle(
         monitor.report(
-          at: DecisionTime(micros: t), device: n, address: report.address, rssi: report.rssi,
+          at: t, device: n, address: report.address, rssi: report.rssi,
           txPower: tx))
     } else {
-      handle(monitor.advance(to: DecisionTime(micros: t)))
+      handle(monitor.advance(to: t))
     }
   }
 
@@ -142,29 +142,29 @@ public final class MonitorDriver {
   }
 
   /// A tag's link as presence (see `RegionMonitor.tagConnected`, `tagAbsent`).
-  public func tag(_ name: String, connected: Bool, at t: Int64) {
+  public func tag(_ name: String, connected: Bool, at t: DecisionTime) {
     handle(
       connected
-        ? monitor.tagConnected(name, at: DecisionTime(micros: t))
-        : monitor.tagAbsent(name, at: DecisionTime(micros: t)))
+        ? monitor.tagConnected(name, at: t)
+        : monitor.tagAbsent(name, at: t))
   }
 
-  public func adapterUp(at t: Int64) { handle(monitor.adapterUp(at: DecisionTime(micros: t))) }
-  public func adapterDown(at t: Int64) { handle(monitor.adapterDown(at: DecisionTime(micros: t))) }
-  public func advance(to t: Int64) { handle(monitor.advance(to: DecisionTime(micros: t))) }
-  public func resumed(at t: Int64) { handle(monitor.resumed(at: DecisionTime(micros: t))) }
-  public func scanPaused(at t: Int64) { handle(monitor.scanPaused(at: DecisionTime(micros: t))) }
-  public func scanResumed(at t: Int64) { handle(monitor.scanResumed(at: DecisionTime(micros: t))) }
+  public func adapterUp(at t: DecisionTime) { handle(monitor.adapterUp(at: t)) }
+  public func adapterDown(at t: DecisionTime) { handle(monitor.adapterDown(at: t)) }
+  public func advance(to t: DecisionTime) { handle(monitor.advance(to: t)) }
+  public func resumed(at t: DecisionTime) { handle(monitor.resumed(at: t)) }
+  public func scanPaused(at t: DecisionTime) { handle(monitor.scanPaused(at: t)) }
+  public func scanResumed(at t: DecisionTime) { handle(monitor.scanResumed(at: t)) }
   /// Live: ask devices by name before their regions are declared outside
   /// (`[monitor] name_requests`, when the adapter can page).
   public func askNames(_ on: Bool) { monitor.nameRequests = on }
   /// The name requests the monitor wants sent (each once).
   public func takeNameRequests() -> [BDAddress] { monitor.takeNameRequests() }
-  public func nameAnswered(_ address: BDAddress, found: Bool, at t: Int64) {
-    handle(monitor.nameAnswered(address, found: found, at: DecisionTime(micros: t)))
+  public func nameAnswered(_ address: BDAddress, found: Bool, at t: DecisionTime) {
+    handle(monitor.nameAnswered(address, found: found, at: t))
   }
-  public func scanDutyChanged(to duty: Double, at t: Int64) {
-    handle(monitor.scanDutyChanged(to: duty, at: DecisionTime(micros: t)))
+  public func scanDutyChanged(to duty: Double, at t: DecisionTime) {
+    handle(monitor.scanDutyChanged(to: duty, at: t))
   }
 
   /// When `advance` must next be called (capture or wall-clock time).
@@ -214,9 +214,9 @@ public final class MonitorDriver {
 
   /// A reloaded config: see `RegionMonitor.reconfigure`. Hooks and
   /// exit_after follow the new settings; the state file is rewritten.
-  public func reconfigure(_ config: Config, at t: Int64) {
+  public func reconfigure(_ config: Config, at t: DecisionTime) {
     self.config = config
-    handle(monitor.reconfigure(config, at: DecisionTime(micros: t)))
+    handle(monitor.reconfigure(config, at: t))
     saveState()
   }
 

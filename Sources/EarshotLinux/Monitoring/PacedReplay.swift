@@ -10,7 +10,7 @@ final class PacedReplay {
   let loop: EventLoop
   private var reader: CaptureReader
   private let pace: Double
-  private let startAt: Int64?
+  private let startAt: WallTime?
   private let handle: (CaptureRecord) -> Void
   private let nextDeadline: () -> Int64?
   private let advance: (Int64) -> Void
@@ -28,7 +28,7 @@ final class PacedReplay {
   static let batch = 256
 
   init(
-    loop: EventLoop, reader: CaptureReader, pace: Double, startAt: Int64?,
+    loop: EventLoop, reader: CaptureReader, pace: Double, startAt: WallTime?,
     handle: @escaping (CaptureRecord) -> Void, nextDeadline: @escaping () -> Int64?,
     advance: @escaping (Int64) -> Void
   ) {
@@ -59,9 +59,10 @@ final class PacedReplay {
         return
       }
       pending = nil
-      let schedule = self.schedule ?? anchor(at: record.timestamp)
-      let now = Clock.monotonicNanos()
-      let due = schedule.due(record.timestamp)
+      let at = WallTime(micros: record.timestamp)
+      let schedule = self.schedule ?? anchor(at: at)
+      let now = Clock.now()
+      let due = schedule.due(at)
       if due > now {
         pending = record
         wait(until: due, before: record.timestamp, schedule, now: now)
@@ -74,13 +75,16 @@ final class PacedReplay {
 
   /// Sleeps until the pending record is due, or sooner for a monitor
   /// deadline that falls before it.
-  private func wait(until due: UInt64, before t: Int64, _ schedule: ReplayPace, now: UInt64) {
+  private func wait(
+    until due: MonotonicTime, before t: Int64, _ schedule: ReplayPace, now: MonotonicTime
+  ) {
     guard let deadline = nextDeadline(), deadline < t, deadline > lastDeadline else {
-      timer = loop.at(MonotonicTime(nanos: due)) { [self] in step() }
+      timer = loop.at(due) { [self] in step() }
       return
     }
-    let wake = max(now, schedule.due(deadline))
-    timer = loop.at(MonotonicTime(nanos: wake)) { [self] in
+    // A replay decides in capture time: the deadline is a capture time.
+    let wake = max(now, schedule.due(WallTime(micros: deadline)))
+    timer = loop.at(wake) { [self] in
       lastDeadline = deadline
       advance(deadline)
       step()
@@ -88,12 +92,11 @@ final class PacedReplay {
   }
 
   /// The first record plays at `startAt` (wall clock) or now.
-  private func anchor(at t: Int64) -> ReplayPace {
-    let now = Clock.monotonicNanos()
+  private func anchor(at t: WallTime) -> ReplayPace {
+    let now = Clock.now()
     let origin =
-      startAt.map {
-        ReplayPace.monotonic(forWall: $0, wallNow: Clock.realtimeMicros(), monotonicNow: now)
-      } ?? now
+      startAt.map { ReplayPace.monotonic(forWall: $0, wallNow: Clock.wallNow(), monotonicNow: now) }
+      ?? now
     let s = ReplayPace(pace: pace, captureOrigin: t, clockOrigin: origin)
     schedule = s
     return s

@@ -41,7 +41,7 @@ final class ScanDutyControl {
   func listening(_ timing: ScanTiming?, at t: Int64) {
     listening = timing
     meter.set(duty: paused ? nil : timing?.duty, power: meter.power, at: t)
-    if let timing { driver.scanDutyChanged(to: timing.duty, at: t) }
+    if let timing { driver.scanDutyChanged(to: timing.duty, at: DecisionTime(micros: t)) }
   }
 
   /// Nobody scans for a moment (another program's scan ended, Earshot's

@@ -72,7 +72,7 @@ public final class ProximityLogReader {
     -> PlotInput
   {
     let start = q.since ?? WallTime(micros: 0)
-    let end = q.until ?? WallTime(micros: start.micros + 86_400_000_000)
+    let end = q.until ?? start + .seconds(86_400)
     var rows = try store.sightings(since: start, until: end, uuid: q.beacon?.wholeUUID)
     if let f = q.beacon { rows.removeAll { !f.matches($0.beacon) } }
     let membership = try store.beaconRegions()
@@ -81,7 +81,7 @@ public final class ProximityLogReader {
     }
     // States are drawn only as far as the log knows them: an open interval
     // ends at the latest record, not at the end of the day.
-    let known = max(WallTime(micros: start.micros + 1), min(end, try store.lastTime() ?? end))
+    let known = max(start + .microseconds(1), min(end, try store.lastTime() ?? end))
     return PlotInput(
       start: start, end: end, title: title, sightings: rows,
       segments: PresenceTimeline.segments(of: try regionEvents(q), from: start, to: known),

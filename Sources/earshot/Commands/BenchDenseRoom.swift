@@ -86,7 +86,7 @@ enum BenchDenseRoom {
     var rng: UInt64 = 7
     var out: [Minute] = []
     var sink = 0
-    driver.start(at: t0, scanning: true)
+    driver.start(at: DecisionTime(micros: t0), scanning: true)
     var i = 0
     for minute in 1...minutes {
       let start = Clock.monotonicNanos()
@@ -121,7 +121,7 @@ enum BenchDenseRoom {
             as: UInt16.self)
           e[rssiAt] = UInt8(bitPattern: Int8(-45 - Int(r % 50)))
           _ = decoder.decode(event: UnsafeRawBufferPointer(e)) { report in
-            driver.report(at: at, report)
+            driver.report(at: DecisionTime(micros: at), report)
           }
         }
         // What the live agent asks after every report, to arm its timer.

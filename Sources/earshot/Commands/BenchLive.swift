@@ -66,14 +66,14 @@ enum BenchLive {
       micros.map { MonotonicTime(nanos: UInt64(max(0, $0)) * 1000) }
     }
     deadline.onFire = { [unowned deadline] _ in
-      driver.advance(to: Clock.monotonicMicros())
+      driver.advance(to: Clock.decisionNow())
       deadline.arm(at: at(driver.nextDeadline))
     }
     func rearm() { deadline.arm(at: at(driver.nextDeadline)) }
     // As AgentMonitor: the clocks read at each report (sleep and steps).
     var clocks = ClockWatch(Clock.reading())
 
-    driver.start(at: Clock.monotonicMicros(), scanning: true)
+    driver.start(at: Clock.decisionNow(), scanning: true)
     rearm()
     let reader = PacketReader()
     // As LiveScanner reads its HCI socket: in batches, recvmmsg until a
@@ -87,7 +87,7 @@ enum BenchLive {
             loop.stop()
             return false
           }
-          let now = Clock.realtimeMicros()
+          let now = Clock.wallNow()
           // H4: a packet-type byte before the event.
           if packet.count > 1, packet[0] == H4PacketType.event.rawValue {
             _ = decoder.decode(event: UnsafeRawBufferPointer(rebasing: packet[1...])) { report in

@@ -52,15 +52,15 @@ enum BenchMonitor {
         try? replay.run(raw) { t, report in
           let at = t + offset
           if !started {
-            driver.start(at: at, scanning: true)
+            driver.start(at: DecisionTime(micros: at), scanning: true)
             started = true
           }
-          driver.report(at: at, report)
+          driver.report(at: DecisionTime(micros: at), report)
           last = at
           n += 1
         }
       }
-      driver.advance(to: last)
+      driver.advance(to: DecisionTime(micros: last))
       offset = last - (replayStart(bytes) ?? 0) + 1_000
       return n
     }
@@ -116,7 +116,7 @@ enum BenchMonitor {
     var decoder = AdvertisingEventDecoder()
     let step = Int64(1_000_000 / count)
     var t: Int64 = 1_767_225_600_000_000
-    driver.start(at: t, scanning: true)
+    driver.start(at: DecisionTime(micros: t), scanning: true)
     for _ in 0..<rounds {
       for i in 0..<count {
         event[major] = UInt8(i >> 8)
@@ -126,12 +126,14 @@ enum BenchMonitor {
         event[address] = UInt8(i & 0xFF)
         event[address + 1] = UInt8(i >> 8)
         event.withUnsafeBytes { e in
-          _ = decoder.decode(event: e) { report in driver.report(at: t, report) }
+          _ = decoder.decode(event: e) { report in
+            driver.report(at: DecisionTime(micros: t), report)
+          }
         }
         t += step
       }
     }
-    driver.advance(to: t)
+    driver.advance(to: DecisionTime(micros: t))
     let after = ProcStatus.read()
     guard ranged > 0 else { throw CommandFailure("bench: the monitor ranged no beacons") }
     return Memory(

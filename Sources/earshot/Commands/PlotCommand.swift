@@ -58,9 +58,9 @@ func runPlot(_ args: Arguments) throws -> Int32 {
     }
     if title == nil { title = "Proximity, \(name)" }
   } else if let since = q.since {
-    q.until = q.until ?? WallTime(micros: since.micros + day)
+    q.until = q.until ?? since + .microseconds(day)
   } else if let until = q.until {
-    q.since = WallTime(micros: until.micros - day)
+    q.since = until - .microseconds(day)
   } else {
     let latest = ((try? reader.store.lastTime()) ?? nil) ?? now
     let first = ((try? reader.store.firstTime()) ?? nil) ?? latest

@@ -9,8 +9,7 @@ let startAtOption = Option.value(
 
 struct ReplayPacing {
   var pace: Double
-  /// Wall clock, µs since the epoch.
-  var startAt: Int64?
+  var startAt: WallTime?
 
   /// nil without --pace.
   init?(_ args: Arguments) throws {
@@ -25,7 +24,7 @@ struct ReplayPacing {
     self.pace = pace
     if let t = try args.double("start-at") {
       guard t >= 0, t < 1e11 else { throw UsageError("--start-at expects Unix seconds") }
-      startAt = Int64((t * 1e6).rounded())
+      startAt = WallTime(seconds: t)
     }
   }
 }
