@@ -108,6 +108,13 @@ public struct TrackerWatch: Sendable {
     public var places = PlaceSense.Settings()
 
     public init() {}
+
+    /// From `[trackers]`.
+    public init(config: TrackersConfig) {
+      sensitivity = config.sensitivity
+      retention = .milliseconds(Int64((config.retention * 1000).rounded()))
+      trusted = Set(config.trusted)
+    }
   }
 
   public enum Event: Sendable {
@@ -123,6 +130,16 @@ public struct TrackerWatch: Sendable {
     case trust(TrackerNumber, for: Duration?)
     /// The user clears a tracker: its evidence and its alert are gone.
     case clear(TrackerNumber)
+  }
+
+  /// A report as the watch takes it: its tracker frame, or the environment.
+  public static func event(for report: AdvertisingReport) -> Event {
+    if let frame = TrackerFrame.decode(advertisingData: report.data, address: report.address) {
+      return .tracker(frame, address: report.address, rssi: report.rssi)
+    }
+    return .advertiser(
+      report.address, random: report.addressType != .public && report.addressType != .publicIdentity
+    )
   }
 
   public enum Action: Hashable, Sendable {

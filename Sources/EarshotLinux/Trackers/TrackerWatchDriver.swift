@@ -1,0 +1,52 @@
+import EarshotCore
+
+/// The tracker watch on the agent (`[trackers] enabled`): every report the
+/// monitor is given, live or replayed, goes to the core's `TrackerWatch`;
+/// a tracker that follows is logged, and `status` lists what is around.
+/// Live, the watch's clock is CLOCK_BOOTTIME (the 24 hours and the
+/// retention count the laptop's sleep); in a replay, the capture's.
+public final class TrackerWatchDriver {
+  public private(set) var watch: TrackerWatch
+  /// Told of each tracker that follows, once (a test's probe; more later).
+  public var onFollowing: ((TrackerRow) -> Void)?
+  private let log: (String) -> Void
+  private let now: () -> MonotonicTime
+
+  public init(
+    config: TrackersConfig, now: @escaping () -> MonotonicTime, log: @escaping (String) -> Void
+  ) {
+    watch = TrackerWatch(settings: TrackerWatch.Settings(config: config))
+    self.now = now
+    self.log = log
+  }
+
+  /// Takes the monitor's reports; `live` picks the clock.
+  public func attach(to monitor: AgentMonitor, live: Bool) {
+    monitor.observeReports { [unowned self, unowned monitor] report in
+      let t = live ? now() : MonotonicTime(nanos: UInt64(max(0, monitor.now)) &* 1000)
+      for case .following(let row) in watch.handle(TrackerWatch.event(for: report), at: t) {
+        log(
+          "tracker following: \(row.number) \(row.frame), \(row.places) places, \(row.sightings) sightings"
+        )
+        onFollowing?(row)
+      }
+    }
+  }
+
+  /// `status`'s `trackers` section: one object per tracker kept.
+  public var statusJSON: JSONValue {
+    .array(
+      watch.rows.map { row in
+        var o: [(String, JSONValue)] = [
+          ("number", .number(Double(row.number.value))), ("protocol", .string(row.frame.row.name)),
+          ("kind", .string(row.frame.kind.rawValue)), ("state", .string(row.frame.state.rawValue)),
+          ("address", .string(row.address.description)),
+          ("sightings", .number(Double(row.sightings))),
+          ("places", .number(Double(row.places))), ("following", .bool(row.following != nil)),
+        ]
+        if let rssi = row.rssi { o.append(("rssi", .number(Double(rssi)))) }
+        if row.trust != .none { o.append(("trusted", .bool(true))) }
+        return .object(o)
+      })
+  }
+}
