@@ -88,4 +88,82 @@ final class TrackersCommandTests: XCTestCase {
     XCTAssertEqual(shown.first?["protocol"], .string("Find My (separated)"))
     XCTAssertEqual(shown.first?["following"], .bool(false))
   }
+
+  /// 90 minutes at three places (five fixed advertisers each, heard every
+  /// minute) with a separated AirTag throughout, as a btsnoop capture.
+  func writeFollowingCapture(_ path: String) throws {
+    let start: Int64 = 1_767_225_600_000_000  // 2026-01-01 00:00 UTC
+    let tag = BDAddress("C3:11:22:33:44:55")!
+    let tagData = TrackerAirFrame.findMySeparated(kind: 1, key: 42)
+    let envData: [UInt8] = [0x02, 0x01, 0x06, 0x03, 0xFF, 0x59, 0x00]
+    var bytes = BtsnoopWriter.header
+    for minute in 0..<90 {
+      let place = UInt64(minute / 30)
+      var heard: [(BDAddress, [UInt8])] = (0..<5).map {
+        (BDAddress(raw: 0xC100_0000_0000 | place << 8 | UInt64($0)), envData)
+      }
+      heard.append((tag, tagData))
+      for (i, (address, data)) in heard.enumerated() {
+        let event = data.withUnsafeBytes { d in
+          HCIEventEncoder.legacyReport(
+            AdvertisingReport(
+              pdu: .advNonconnInd, address: address, addressType: .random, rssi: -60, data: d))!
+        }
+        let micros = start + Int64(minute) * 60_000_000 + Int64(i) * 100_000
+        bytes += event.withUnsafeBytes { BtsnoopWriter.record(event: $0, micros: micros) }
+      }
+    }
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+  }
+
+  func testAFollowingTagThroughTheCommandAndTheAgent() throws {
+    let dir = try makeTempDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let capture = dir + "/following.btsnoop"
+    try writeFollowingCapture(capture)
+    let r = try runEarshot(["trackers", "--capture", capture, "--sensitivity", "high"])
+    XCTAssertEqual(r.status, 0, r.err)
+    XCTAssertTrue(r.out.hasPrefix("540 reports; 1 tracker(s) kept"), r.out)
+    // The second place is recognised two epochs (10 min) after the move at 30.
+    XCTAssertTrue(
+      r.out.contains("90 sighting(s), -60 dBm, 3 place(s), FOLLOWING since 00:40:00"), r.out)
+    XCTAssertTrue(r.out.hasSuffix("following: 1\n"), r.out)
+    // Medium wants an hour across three places: the third from minute 70.
+    let medium = try runEarshot(["trackers", "--capture", capture])
+    XCTAssertTrue(medium.out.contains("FOLLOWING since 01:10:00"), medium.out)
+
+    // The agent (earshot run --input) with [trackers]: its event, once.
+    var config = Config()
+    config.trackers.enabled = true
+    config.trackers.sensitivity = .high
+    var logged: [String] = []
+    let agent = try Agent(
+      config: config.inTest(dir),
+      surroundings: .test(
+        directory: dir, reports: CaptureReports(path: capture), log: { logged.append($0) }))
+    let events = EventRecorder()
+    agent.daemon.add(events)
+    try agent.start()
+    XCTAssertEqual(events.lines.count, 1, "\(events.lines)")
+    let line = try XCTUnwrap(events.lines.first)
+    XCTAssertTrue(
+      line.hasPrefix(
+        #"{"event":"tracker_following","tracker":{"number":1,"protocol":"Find My (separated)","kind":"airtag","state":"separated","address":"C3:11:22:33:44:55","sightings":41,"places":2,"following":true"#
+      ), line)
+    XCTAssertTrue(logged.contains { $0.hasPrefix("tracker following: tracker 1 ") }, "\(logged)")
+  }
+}
+
+/// A transport that keeps the control socket's lines of tracker events.
+final class EventRecorder: AgentTransport {
+  var lines: [String] = []
+  let name = "recorder"
+  var deviceLink: DeviceLink? { nil }
+  func start() {}
+  func stop() {}
+  func agentEvent(_ event: AgentEvent) {
+    if case .trackerFollowing(let row) = event {
+      lines.append(ControlProtocol.trackerFollowingEvent(row))
+    }
+  }
 }

@@ -1,6 +1,6 @@
 /// Event streams a client can subscribe to.
 public enum ControlTopic: String, CaseIterable, Sendable {
-  case regions, ranging, volume, find, tags
+  case regions, ranging, volume, find, tags, trackers
 }
 
 /// The control protocol's command names: the one table the parser, the
@@ -350,7 +350,26 @@ public enum ControlProtocol {
     JSONValue.object([("event", .string(name))] + fields).encoded
   }
 
+  /// `tracker_following`: a tracker that follows, as `status` lists it.
+  public static func trackerFollowingEvent(_ row: TrackerRow) -> String {
+    event("tracker_following", [("tracker", json(row))])
+  }
+
   // MARK: Shapes shared by responses and events
+
+  /// A tracker the watch keeps (`status`'s `trackers`, `tracker_following`).
+  public static func json(_ row: TrackerRow) -> JSONValue {
+    var o: [(String, JSONValue)] = [
+      ("number", .number(Double(row.number.value))), ("protocol", .string(row.frame.row.name)),
+      ("kind", .string(row.frame.kind.rawValue)), ("state", .string(row.frame.state.rawValue)),
+      ("address", .string(row.address.description)),
+      ("sightings", .number(Double(row.sightings))), ("places", .number(Double(row.places))),
+      ("following", .bool(row.following != nil)),
+    ]
+    if let rssi = row.rssi { o.append(("rssi", .number(Double(rssi)))) }
+    if row.trust != .none { o.append(("trusted", .bool(true))) }
+    return .object(o)
+  }
 
   public static func json(_ v: VolumeSetting) -> JSONValue {
     .object([("level", .number((v.level * 1000).rounded() / 1000)), ("muted", .bool(v.muted))])

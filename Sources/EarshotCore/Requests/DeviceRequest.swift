@@ -123,4 +123,6 @@ public enum AgentEvent: Sendable {
   /// A beacon of a region told its battery and temperature (Eddystone-TLM;
   /// the reading's `t` is wall time), at most once a minute per beacon.
   case telemetry(TrackedID, BeaconTelemetry)
+  /// A tracker the watch found to follow the laptop (once per tracker).
+  case trackerFollowing(TrackerRow)
 }

@@ -173,6 +173,8 @@ public final class ControlSocketTransport: AgentTransport {
       publish(e.kind == .range ? .ranging : .regions, MonitorEventFormatter.json(e))
     case .tag(let e):
       publish(.tags, ControlProtocol.tagEvent(e))
+    case .trackerFollowing(let row):
+      publish(.trackers, ControlProtocol.trackerFollowingEvent(row))
     case .reloaded, .telemetry:
       break
     }

@@ -7,7 +7,7 @@ import EarshotCore
 /// retention count the laptop's sleep); in a replay, the capture's.
 public final class TrackerWatchDriver {
   public private(set) var watch: TrackerWatch
-  /// Told of each tracker that follows, once (a test's probe; more later).
+  /// Told of each tracker that follows, once (the agent's event).
   public var onFollowing: ((TrackerRow) -> Void)?
   private let log: (String) -> Void
   private let now: () -> MonotonicTime
@@ -20,8 +20,10 @@ public final class TrackerWatchDriver {
     self.log = log
   }
 
-  /// Takes the monitor's reports; `live` picks the clock.
+  /// Takes the monitor's reports and its wakes (a move: the place is
+  /// unknown until heard again); `live` picks the clock.
   public func attach(to monitor: AgentMonitor, live: Bool) {
+    monitor.observeWake { [unowned self] in _ = watch.handle(.moved(.resumed), at: now()) }
     monitor.observeReports { [unowned self, unowned monitor] report in
       let t = live ? now() : MonotonicTime(nanos: UInt64(max(0, monitor.now)) &* 1000)
       for case .following(let row) in watch.handle(TrackerWatch.event(for: report), at: t) {
@@ -34,19 +36,5 @@ public final class TrackerWatchDriver {
   }
 
   /// `status`'s `trackers` section: one object per tracker kept.
-  public var statusJSON: JSONValue {
-    .array(
-      watch.rows.map { row in
-        var o: [(String, JSONValue)] = [
-          ("number", .number(Double(row.number.value))), ("protocol", .string(row.frame.row.name)),
-          ("kind", .string(row.frame.kind.rawValue)), ("state", .string(row.frame.state.rawValue)),
-          ("address", .string(row.address.description)),
-          ("sightings", .number(Double(row.sightings))),
-          ("places", .number(Double(row.places))), ("following", .bool(row.following != nil)),
-        ]
-        if let rssi = row.rssi { o.append(("rssi", .number(Double(rssi)))) }
-        if row.trust != .none { o.append(("trusted", .bool(true))) }
-        return .object(o)
-      })
-  }
+  public var statusJSON: JSONValue { .array(watch.rows.map(ControlProtocol.json)) }
 }
