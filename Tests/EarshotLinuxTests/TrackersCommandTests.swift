@@ -60,9 +60,6 @@ final class TrackersCommandTests: XCTestCase {
     let bad = try runEarshot(["trackers", "--capture", path, "--sensitivity", "extreme"])
     XCTAssertNotEqual(bad.status, 0)
     XCTAssertTrue(bad.err.contains("--sensitivity expects high, medium or low"), bad.err)
-    let none = try runEarshot(["trackers"])
-    XCTAssertNotEqual(none.status, 0)
-    XCTAssertTrue(none.err.contains("--capture FILE"), none.err)
   }
 
   /// `earshot run --input` with [trackers] enabled: the capture's reports
@@ -151,6 +148,37 @@ final class TrackersCommandTests: XCTestCase {
         #"{"event":"tracker_following","tracker":{"number":1,"protocol":"Find My (separated)","kind":"airtag","state":"separated","address":"C3:11:22:33:44:55","sightings":41,"places":2,"following":true"#
       ), line)
     XCTAssertTrue(logged.contains { $0.hasPrefix("tracker following: tracker 1 ") }, "\(logged)")
+  }
+}
+
+extension TrackersCommandTests {
+  /// `earshot run --input` as a process, and `earshot trackers` asking it
+  /// over the control socket.
+  func testTheLiveListFromARunningAgent() throws {
+    let dir = try makeTempDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let capture = dir + "/following.btsnoop"
+    try writeFollowingCapture(capture)
+    let agent = try AgentProcess(
+      config: "[trackers]\nenabled = true\nsensitivity = high\n", arguments: ["--input", capture])
+    XCTAssertTrue(agent.waitForLog("tracker following: tracker 1 "), agent.log)
+    let r = try runEarshot(["trackers", "--socket", agent.socket])
+    XCTAssertEqual(r.status, 0, r.err)
+    let lines = r.out.split(separator: "\n").map(String.init)
+    XCTAssertEqual(lines.count, 2, r.out)
+    XCTAssertTrue(
+      lines[0].hasPrefix(
+        "1: Find My (separated): airtag separated at C3:11:22:33:44:55, first 5340 s ago, last 0 s ago, 90 sighting(s), -60 dBm, 3 place(s), FOLLOWING"
+      ), r.out)
+    XCTAssertEqual(lines.last, "following: 1")
+    XCTAssertEqual(agent.stop(), 0, agent.log)
+
+    // An agent without [trackers] says so.
+    let plain = try AgentProcess()
+    let none = try runEarshot(["trackers", "--socket", plain.socket])
+    XCTAssertNotEqual(none.status, 0)
+    XCTAssertTrue(none.err.contains("set [trackers] enabled = true"), none.err)
+    _ = plain.stop()
   }
 }
 

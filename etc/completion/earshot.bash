@@ -30,7 +30,7 @@ _earshot() {
     volume) opts="--card --control --socket --help" ;;
     log) opts="--db --since --until --region --beacon --format --interval --batch --help" ;;
     plot) opts="--db --day --since --until --region --beacon --out --png --title --help" ;;
-    trackers) opts="--capture --config --sensitivity --help" ;;
+    trackers) opts="--socket --capture --config --sensitivity --help" ;;
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in

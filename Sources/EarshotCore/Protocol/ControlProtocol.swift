@@ -357,8 +357,9 @@ public enum ControlProtocol {
 
   // MARK: Shapes shared by responses and events
 
-  /// A tracker the watch keeps (`status`'s `trackers`, `tracker_following`).
-  public static func json(_ row: TrackerRow) -> JSONValue {
+  /// A tracker the watch keeps (`status`'s `trackers`, `tracker_following`);
+  /// with `now`, how long ago it was first and last heard (seconds).
+  public static func json(_ row: TrackerRow, now: MonotonicTime? = nil) -> JSONValue {
     var o: [(String, JSONValue)] = [
       ("number", .number(Double(row.number.value))), ("protocol", .string(row.frame.row.name)),
       ("kind", .string(row.frame.kind.rawValue)), ("state", .string(row.frame.state.rawValue)),
@@ -368,6 +369,11 @@ public enum ControlProtocol {
     ]
     if let rssi = row.rssi { o.append(("rssi", .number(Double(rssi)))) }
     if row.trust != .none { o.append(("trusted", .bool(true))) }
+    if let now {
+      o.append(
+        ("first_seen_s_ago", .number(Double(row.firstSeen.nanos(until: now) / 1_000_000_000))))
+      o.append(("last_seen_s_ago", .number(Double(row.lastSeen.nanos(until: now) / 1_000_000_000))))
+    }
     return .object(o)
   }
 

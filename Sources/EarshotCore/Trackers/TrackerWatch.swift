@@ -186,6 +186,9 @@ public struct TrackerWatch: Sendable {
   public var count: Int { entries.count }
   public var followingCount: Int { entries.values.filter { $0.following != nil }.count }
 
+  /// The latest time the watch was given.
+  public var latest: MonotonicTime { now }
+
   /// A tracker's evidence, oldest first.
   public func evidence(of number: TrackerNumber) -> [TrackerSighting] {
     entries[number]?.evidence ?? []

@@ -36,5 +36,8 @@ public final class TrackerWatchDriver {
   }
 
   /// `status`'s `trackers` section: one object per tracker kept.
-  public var statusJSON: JSONValue { .array(watch.rows.map(ControlProtocol.json)) }
+  public var statusJSON: JSONValue {
+    let t = watch.latest
+    return .array(watch.rows.map { ControlProtocol.json($0, now: t) })
+  }
 }

@@ -4,7 +4,7 @@ import EarshotLinux
 let trackersCommand = Command(
   name: "trackers",
   summary: "List the trackers heard in a capture and those that followed (docs/trackers.md)",
-  arguments: "--capture FILE",
+  arguments: "[--capture FILE]",
   details: """
     Replays a capture (btsnoop, pcap or pcapng, as earshot scan --input reads
     them) through the tracker watch with [trackers] of the config
@@ -12,10 +12,14 @@ let trackersCommand = Command(
     kind and state, first and last seen (capture time, UTC), sightings, last
     signal, the places it was heard in, and whether it followed. Trackers
     without a handle across rotations (Find My near its owner, Find Hub in
-    0x40 mode, DULT) are counted, not listed. The live list from the agent
-    is not built yet: --capture is required.
+    0x40 mode, DULT) are counted, not listed.
+
+    Without --capture: the running agent's list ([trackers] enabled), from
+    its status on the control socket, with how long ago each was first and
+    last heard.
     """,
   options: [
+    socketOption,
     .value("capture", "FILE", "The capture to replay"),
     .value("config", "FILE", "Config file to read [trackers] from"),
     .value("sensitivity", "LEVEL", "high, medium or low (default: [trackers] sensitivity)"),
@@ -23,9 +27,7 @@ let trackersCommand = Command(
   run: runTrackers)
 
 func runTrackers(_ args: Arguments) throws -> Int32 {
-  guard let path = args.value("capture") else {
-    throw UsageError("give --capture FILE (the agent's live list is not built yet)")
-  }
+  guard let path = args.value("capture") else { return try liveTrackers(args) }
   var config = try loadConfigOrDefaults(args).trackers
   if let level = args.value("sensitivity") {
     guard let s = TrackerSensitivity(rawValue: level) else {
@@ -83,4 +85,35 @@ private func clock(_ t: MonotonicTime) -> String {
   let s = t.nanos / 1_000_000_000 % 86_400
   func two(_ v: UInt64) -> String { v < 10 ? "0\(v)" : "\(v)" }
   return "\(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60))"
+}
+
+/// The running agent's trackers, from `status`.
+private func liveTrackers(_ args: Arguments) throws -> Int32 {
+  let client = try connectToAgent(args)
+  let status = try resultFields(client.call(.status))
+  guard case .array(let rows)? = status["trackers"] else {
+    throw CommandFailure("the agent does not watch for trackers: set [trackers] enabled = true")
+  }
+  var following = 0
+  for row in rows {
+    func text(_ key: String) -> String {
+      switch row[key] {
+      case .string(let s)?: s
+      case .number(let n)?: String(Int(n))
+      default: "?"
+      }
+    }
+    var line =
+      "\(text("number")): \(text("protocol")): \(text("kind")) \(text("state")) at \(text("address")), first \(text("first_seen_s_ago")) s ago, last \(text("last_seen_s_ago")) s ago, \(text("sightings")) sighting(s)"
+    if row["rssi"] != nil { line += ", \(text("rssi")) dBm" }
+    line += ", \(text("places")) place(s)"
+    if row["trusted"] == .bool(true) { line += ", trusted" }
+    if row["following"] == .bool(true) {
+      line += ", FOLLOWING"
+      following += 1
+    }
+    Console.line(line)
+  }
+  Console.line("following: \(following)")
+  return 0
 }
