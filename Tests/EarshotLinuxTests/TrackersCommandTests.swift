@@ -182,15 +182,85 @@ extension TrackersCommandTests {
   }
 }
 
+extension TrackersCommandTests {
+  /// The simulated fortnight (docs/trackers.md) written as a capture and
+  /// replayed through the agent at the default sensitivity, as a laptop
+  /// without Wi-Fi scans or resume events would hear it: each follower
+  /// alerts on each working day it follows, at the office (its third place)
+  /// within 15 minutes of arriving, and nothing else alerts. The owner's
+  /// SmartTag is left out: it is trusted by a sighting, which a capture
+  /// cannot carry.
+  func testTheFortnightThroughTheAgent() throws {
+    let dir = try makeTempDirectory()
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let fortnight = TrackerFortnight(seed: 40, wifi: false)
+    let start: Int64 = 1_767_225_600_000_000
+    var roles: [BDAddress: TrackerFortnight.Role] = [:]
+    var bytes = BtsnoopWriter.header
+    var reports = 0
+    fortnight.run { step in
+      guard !step.data.isEmpty, step.role != .ownSmartTag else { return }
+      let address: BDAddress
+      switch step.event {
+      case .tracker(_, let a, _): address = a
+      case .advertiser(let a, _): address = a
+      default: return
+      }
+      if let role = step.role { roles[address] = role }
+      let event = step.data.withUnsafeBytes { d in
+        HCIEventEncoder.legacyReport(
+          AdvertisingReport(
+            pdu: .advNonconnInd, address: address, addressType: .random, rssi: -70, data: d))!
+      }
+      let micros = start + Int64(step.time.nanos / 1000)
+      bytes += event.withUnsafeBytes { BtsnoopWriter.record(event: $0, micros: micros) }
+      reports += 1
+    }
+    let capture = dir + "/fortnight.btsnoop"
+    try Data(bytes).write(to: URL(fileURLWithPath: capture))
+    bytes = []
+
+    var config = Config()
+    config.trackers.enabled = true
+    config.trackers.trusted = [fortnight.ownChipolo]
+    let agent = try Agent(
+      config: config.inTest(dir),
+      surroundings: .test(directory: dir, reports: CaptureReports(path: capture)))
+    let events = EventRecorder()
+    agent.daemon.add(events)
+    try agent.start()
+    var alerts: [TrackerFortnight.Role: [Int]] = [:]
+    for row in events.rows {
+      let role = try XCTUnwrap(roles[row.address], "\(row.address)")
+      let since = Int64(row.following!.nanos / 1000) - start
+      let day = Int(since / 86_400_000_000)
+      let minute = Int(since % 86_400_000_000 / 60_000_000)
+      XCTAssertTrue(role.follows, "\(role) alerted on day \(day) at minute \(minute)")
+      XCTAssertTrue(
+        (9 * 60...9 * 60 + 15).contains(minute), "\(role) on day \(day): minute \(minute)")
+      alerts[role, default: []].append(day)
+    }
+    XCTAssertEqual(alerts[.airTag], [2, 3, 4, 7, 8, 9, 10, 11])
+    XCTAssertEqual(alerts[.findHub], [7, 8, 9, 10, 11])
+    XCTAssertEqual(alerts[.smartTag], [4])
+    // The seeded fortnight's reports, all replayed: the followers are kept to the end.
+    XCTAssertEqual(reports, 377_683)
+    let kept = try XCTUnwrap(agent.trackers).watch.rows
+    XCTAssertEqual(kept.filter { $0.following != nil }.count, 14)
+  }
+}
+
 /// A transport that keeps the control socket's lines of tracker events.
 final class EventRecorder: AgentTransport {
   var lines: [String] = []
+  var rows: [TrackerRow] = []
   let name = "recorder"
   var deviceLink: DeviceLink? { nil }
   func start() {}
   func stop() {}
   func agentEvent(_ event: AgentEvent) {
     if case .trackerFollowing(let row) = event {
+      rows.append(row)
       lines.append(ControlProtocol.trackerFollowingEvent(row))
     }
   }

@@ -42,6 +42,8 @@ public struct TrackerFortnight: Sendable {
   public struct Step: Sendable {
     public let time: MonotonicTime
     public let event: TrackerWatch.Event
+    /// The advertising data of a report (empty for the laptop's own events).
+    public var data: [UInt8] = []
     /// For tracker sightings: whose, and where the laptop truly is.
     public let role: Role?
     public let spot: Spot
@@ -105,7 +107,9 @@ public struct TrackerFortnight: Sendable {
         for a in cast where a.from <= offset && offset < a.to {
           let t = minute + .milliseconds(250 * i)
           i += 1
-          body(Step(time: t, event: a.event(minute), role: a.role, spot: segment.spot))
+          let heard = a.event(minute)
+          body(
+            Step(time: t, event: heard.event, data: heard.data, role: a.role, spot: segment.spot))
         }
         minute = minute + Self.minute
       }
@@ -117,7 +121,7 @@ public struct TrackerFortnight: Sendable {
     var from = 0
     var to = Int.max
     var role: Role?
-    var event: (MonotonicTime) -> TrackerWatch.Event
+    var event: (MonotonicTime) -> Heard
   }
 
   private func advertisers(_ s: Segment, index: Int) -> [Cast] {
@@ -127,7 +131,7 @@ public struct TrackerFortnight: Sendable {
     func fixed(_ n: Int, _ salt: UInt64) {
       for i in 0..<n {
         let a = Self.staticAddress(Self.mix(seed, salt &+ UInt64(i)))
-        cast.append(Cast(event: { _ in .advertiser(a, random: true) }))
+        cast.append(Cast(event: { _ in Self.environment(a) }))
       }
     }
     // Passers-by: a fixed address for part of the stay.
@@ -135,7 +139,7 @@ public struct TrackerFortnight: Sendable {
       for _ in 0..<n {
         let a = Self.staticAddress(rng.next())
         let (from, to) = Self.span(length, minimum: minimum, &rng)
-        cast.append(Cast(from: from, to: to, event: { _ in .advertiser(a, random: true) }))
+        cast.append(Cast(from: from, to: to, event: { _ in Self.environment(a) }))
       }
     }
     // Phones: random private addresses rotating every 15 minutes.
@@ -144,8 +148,7 @@ public struct TrackerFortnight: Sendable {
         let base = rng.next()
         cast.append(
           Cast(event: { t in
-            .advertiser(
-              Self.privateAddress(Self.mix(base, t.nanos / 900_000_000_000)), random: true)
+            Self.environment(Self.privateAddress(Self.mix(base, t.nanos / 900_000_000_000)))
           }))
       }
     }
@@ -182,7 +185,7 @@ public struct TrackerFortnight: Sendable {
     }
     // The owner's smartwatch (a fixed address: it travels) and phone.
     let watch = Self.staticAddress(Self.mix(seed, 0x3A7C))
-    cast.append(Cast(event: { _ in .advertiser(watch, random: true) }))
+    cast.append(Cast(event: { _ in Self.environment(watch) }))
     phones(1)
     // The owner's tags, then the followers from their first day.
     let chipolo = ownChipolo
@@ -209,15 +212,14 @@ public struct TrackerFortnight: Sendable {
       let (from, to) = Self.span(length, minimum: minimum, &rng)
       let salt = rng.next()
       let kind = rng.next() % 100
-      let event: (MonotonicTime) -> TrackerWatch.Event =
+      let event: (MonotonicTime) -> Heard =
         switch kind {
         case 0..<70:
           { t in
             // Near its owner: the address rotates every 15 minutes.
             let a = Self.privateAddress(Self.mix(salt, t.nanos / 900_000_000_000))
             let data = TrackerAirFrame.findMyNearOwner(kind: UInt8(salt % 4))
-            return .tracker(
-              TrackerFrame.decode(advertisingData: data, address: a)!, address: a, rssi: -75)
+            return Self.sighting(data, a, rssi: -75)
           }
         case 70..<80: airTag(salt: salt)
         case 80..<88: smartTag(state: 2 + UInt8(salt % 2), salt: salt)
@@ -228,42 +230,39 @@ public struct TrackerFortnight: Sendable {
     }
   }
 
-  private func frame(_ data: [UInt8], _ address: BDAddress) -> (MonotonicTime) -> TrackerWatch.Event
-  {
-    let decoded = TrackerFrame.decode(advertisingData: data, address: address)!
-    return { _ in .tracker(decoded, address: address, rssi: -70) }
+  private func frame(_ data: [UInt8], _ address: BDAddress) -> (MonotonicTime) -> Heard {
+    let heard = Self.sighting(data, address, rssi: -70)
+    return { _ in heard }
   }
 
-  private func tile(_ address: BDAddress) -> (MonotonicTime) -> TrackerWatch.Event {
+  private func tile(_ address: BDAddress) -> (MonotonicTime) -> Heard {
     frame(TrackerAirFrame.tile, address)
   }
 
   /// A separated AirTag: key and address change daily at 04:00.
-  private func airTag(salt: UInt64) -> (MonotonicTime) -> TrackerWatch.Event {
+  private func airTag(salt: UInt64) -> (MonotonicTime) -> Heard {
     let seed = seed
     return { t in
       let key = Self.mix(seed ^ salt, Self.keyDay(t))
       let address = Self.staticAddress(key)
       let data = TrackerAirFrame.findMySeparated(kind: 1, key: key)
-      return .tracker(
-        TrackerFrame.decode(advertisingData: data, address: address)!, address: address, rssi: -60)
+      return Self.sighting(data, address, rssi: -60)
     }
   }
 
   /// A Find Hub tag in 0x41 mode: the address daily, the EID every 1024 s.
-  private func findHub(salt: UInt64) -> (MonotonicTime) -> TrackerWatch.Event {
+  private func findHub(salt: UInt64) -> (MonotonicTime) -> Heard {
     let seed = seed
     return { t in
       let address = Self.privateAddress(Self.mix(seed ^ salt, Self.keyDay(t)))
       let data = TrackerAirFrame.findHub(
         separated: true, eid: Self.mix(salt, t.nanos / 1_024_000_000_000))
-      return .tracker(
-        TrackerFrame.decode(advertisingData: data, address: address)!, address: address, rssi: -65)
+      return Self.sighting(data, address, rssi: -65)
     }
   }
 
   /// A SmartTag: a new id, address and counter every 15 minutes.
-  private func smartTag(state: UInt8, salt: UInt64) -> (MonotonicTime) -> TrackerWatch.Event {
+  private func smartTag(state: UInt8, salt: UInt64) -> (MonotonicTime) -> Heard {
     let seed = seed
     return { t in
       let step = t.nanos / 900_000_000_000
@@ -271,9 +270,29 @@ public struct TrackerFortnight: Sendable {
       let id = Self.mix(seed ^ salt, step)
       let address = Self.privateAddress(id)
       let data = TrackerAirFrame.smartTag(state: state, counter: counter, id: id)
-      return .tracker(
-        TrackerFrame.decode(advertisingData: data, address: address)!, address: address, rssi: -62)
+      return Self.sighting(data, address, rssi: -62)
     }
+  }
+
+  /// A report the laptop hears: the event the watch gets and the
+  /// advertising data it came from (for a capture of the fortnight).
+  public struct Heard: Sendable {
+    public let event: TrackerWatch.Event
+    public let data: [UInt8]
+  }
+
+  static func sighting(_ data: [UInt8], _ address: BDAddress, rssi: Int8) -> Heard {
+    Heard(
+      event: .tracker(
+        TrackerFrame.decode(advertisingData: data, address: address)!, address: address,
+        rssi: rssi),
+      data: data)
+  }
+
+  /// A device that is not a tracker: flags and a manufacturer's data.
+  static func environment(_ address: BDAddress) -> Heard {
+    Heard(
+      event: .advertiser(address, random: true), data: [0x02, 0x01, 0x06, 0x03, 0xFF, 0x59, 0x00])
   }
 
   private static func keyDay(_ t: MonotonicTime) -> UInt64 {
