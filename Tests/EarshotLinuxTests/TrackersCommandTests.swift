@@ -171,6 +171,17 @@ extension TrackersCommandTests {
         "1: Find My (separated): airtag separated at C3:11:22:33:44:55, first 5340 s ago, last 0 s ago, 90 sighting(s), -60 dBm, 3 place(s), FOLLOWING"
       ), r.out)
     XCTAssertEqual(lines.last, "following: 1")
+    // Trusted for an hour, then cleared; an unknown number is refused.
+    let trusted = try runEarshot([
+      "trackers", "--socket", agent.socket, "--trust", "1", "--for", "3600",
+    ])
+    XCTAssertEqual(trusted.status, 0, trusted.err)
+    XCTAssertTrue(trusted.out.contains("3 place(s), trusted, FOLLOWING\n"), trusted.out)
+    let cleared = try runEarshot(["trackers", "--socket", agent.socket, "--clear", "1"])
+    XCTAssertEqual(cleared.out, "following: 0\n", cleared.err)
+    let unknown = try runEarshot(["trackers", "--socket", agent.socket, "--clear", "1"])
+    XCTAssertNotEqual(unknown.status, 0)
+    XCTAssertTrue(unknown.err.contains("no tracker 1 is kept"), unknown.err)
     XCTAssertEqual(agent.stop(), 0, agent.log)
 
     // An agent without [trackers] says so.

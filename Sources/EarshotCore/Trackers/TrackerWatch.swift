@@ -78,7 +78,8 @@ public struct TrackerRow: Hashable, Sendable {
 ///   without a handle (Find My near its owner, Find Hub 0x40, DULT) are
 ///   never kept, so they never alert.
 /// - An enrolled tracker (`Settings.trusted`) or one trusted by the user
-///   (`Event.trust`, until its time) never alerts and keeps no evidence.
+///   (`Event.trust`, until its time) never alerts and gathers no evidence
+///   (one that alerted before keeps its alert's).
 /// - One number per physical tracker across rotations, by its protocol's
 ///   handle: the address, or SmartTag's aging counter, linked to the one
 ///   earlier id whose counter is a little lower (never when two could be).
@@ -220,7 +221,8 @@ public struct TrackerWatch: Sendable {
     case .trust(let number, let span):
       guard entries[number] != nil else { return [.unknownNumber(number)] }
       entries[number]!.trust = .until(span.map { now + $0 })
-      entries[number]!.evidence = []
+      // An alert's evidence stays until cleared; a stranger's is dropped.
+      if entries[number]!.following == nil { entries[number]!.evidence = [] }
       let held = entries.filter { isHeld($0.value) }
       if held.count > settings.maximumTrusted,
         let oldest = held.filter({ $0.key != number }).min(by: {

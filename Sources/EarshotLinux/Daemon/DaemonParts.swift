@@ -48,6 +48,7 @@ extension Daemon {
 
   /// The tracker watch: shown in `status` (the trackers it keeps).
   public func attach(trackers driver: TrackerWatchDriver) {
+    trackers = driver
     statusSections[.trackers] = { driver.statusJSON }
   }
 

@@ -11,6 +11,7 @@ public final class TrackerWatchDriver {
   public var onFollowing: ((TrackerRow) -> Void)?
   private let log: (String) -> Void
   private let now: () -> MonotonicTime
+  private var live = true
 
   public init(
     config: TrackersConfig, now: @escaping () -> MonotonicTime, log: @escaping (String) -> Void
@@ -23,6 +24,7 @@ public final class TrackerWatchDriver {
   /// Takes the monitor's reports and its wakes (a move: the place is
   /// unknown until heard again); `live` picks the clock.
   public func attach(to monitor: AgentMonitor, live: Bool) {
+    self.live = live
     monitor.observeWake { [unowned self] in _ = watch.handle(.moved(.resumed), at: now()) }
     monitor.observeReports { [unowned self, unowned monitor] report in
       let t = live ? now() : MonotonicTime(nanos: UInt64(max(0, monitor.now)) &* 1000)
@@ -32,6 +34,14 @@ public final class TrackerWatchDriver {
         )
         onFollowing?(row)
       }
+    }
+  }
+
+  /// The user's trust or clear, now; false when the watch keeps no such tracker.
+  public func handle(_ event: TrackerWatch.Event) -> Bool {
+    let t = live ? now() : watch.latest
+    return !watch.handle(event, at: t).contains {
+      if case .unknownNumber = $0 { true } else { false }
     }
   }
 

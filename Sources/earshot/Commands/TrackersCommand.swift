@@ -16,13 +16,18 @@ let trackersCommand = Command(
 
     Without --capture: the running agent's list ([trackers] enabled), from
     its status on the control socket, with how long ago each was first and
-    last heard.
+    last heard. --trust N trusts tracker N (for --for SECONDS, or until it
+    is cleared): it does not alert and keeps no evidence. --clear N forgets
+    tracker N, its evidence and its alert.
     """,
   options: [
     socketOption,
     .value("capture", "FILE", "The capture to replay"),
     .value("config", "FILE", "Config file to read [trackers] from"),
     .value("sensitivity", "LEVEL", "high, medium or low (default: [trackers] sensitivity)"),
+    .value("trust", "N", "Trust the running agent's tracker N"),
+    .value("for", "SECONDS", "With --trust: for this long (default: until cleared)"),
+    .value("clear", "N", "Clear the running agent's tracker N"),
   ],
   run: runTrackers)
 
@@ -90,6 +95,23 @@ private func clock(_ t: MonotonicTime) -> String {
 /// The running agent's trackers, from `status`.
 private func liveTrackers(_ args: Arguments) throws -> Int32 {
   let client = try connectToAgent(args)
+  func number(_ option: String) throws -> Int? {
+    guard let text = args.value(option) else { return nil }
+    guard let n = Int(text), n > 0 else {
+      throw UsageError("--\(option) expects a tracker's number")
+    }
+    return n
+  }
+  let seconds = try args.double("for")
+  if let seconds, !(seconds > 0 && seconds <= 365 * 86_400) {
+    throw UsageError("--for expects seconds, more than 0 and at most a year")
+  }
+  if let n = try number("trust") {
+    _ = try resultFields(client.call(.trackerTrust(number: n, seconds: seconds)))
+  } else if seconds != nil {
+    throw UsageError("--for goes with --trust")
+  }
+  if let n = try number("clear") { _ = try resultFields(client.call(.trackerClear(number: n))) }
   let status = try resultFields(client.call(.status))
   guard case .array(let rows)? = status["trackers"] else {
     throw CommandFailure("the agent does not watch for trackers: set [trackers] enabled = true")
