@@ -21,6 +21,7 @@ public struct Config: Sendable {
   public var layouts: [LayoutConfig] = []
   public var rooms = RoomsConfig()
   public var esphome = ESPHomeConfig()
+  public var trackers = TrackersConfig()
 
   public init(paths: ConfigPaths = .system) {
     control.socket = paths.controlSocket
@@ -295,6 +296,18 @@ public struct ESPHomeConfig: Sendable, Equatable {
   public var bindsLoopback: Bool { bind.hasPrefix("127.") || bind == "::1" }
 }
 
+/// `[trackers]`: watching for unknown trackers that travel with the laptop
+/// (docs/trackers.md); off by default.
+public struct TrackersConfig: Sendable, Equatable {
+  public var enabled = false
+  public var sensitivity = TrackerSensitivity.medium
+  /// Seconds a stranger's tracker is kept after it was last heard.
+  public var retention = 86_400.0
+  /// Enrolled trackers: they never alert.
+  public var trusted: [BDAddress] = []
+  public init() {}
+}
+
 public struct StateConfig: Sendable, Equatable {
   public var path = ""
   public init() {}
@@ -320,6 +333,7 @@ extension Config {
     .make({ $0.log }, { $0.log = $1 }),
     .make({ $0.rooms }, { $0.rooms = $1 }),
     .make({ $0.esphome }, { $0.esphome = $1 }),
+    .make({ $0.trackers }, { $0.trackers = $1 }),
   ]
 }
 
@@ -495,6 +509,27 @@ extension ESPHomeConfig: ConfigSection {
       "mdns",
       "Announce as _esphomelib._tcp through Avahi where avahi-daemon runs (not on a loopback bind).",
       \.mdns),
+  ]
+}
+
+extension TrackersConfig: ConfigSection {
+  public static let section = "trackers"
+  public static let summary =
+    "Unknown trackers travelling with the laptop: which follow (docs/trackers.md)."
+  public static let keys: [ConfigKey<TrackersConfig>] = [
+    .bool("enabled", "Watch the trackers the scanner hears for ones that follow.", \.enabled),
+    .choice(
+      "sensitivity",
+      "high (30 min, 2 places), medium (60 min, 3 places) or low (120 min, 4 places) within 24 h.",
+      \.sensitivity),
+    .seconds(
+      "retention", "Seconds a stranger's tracker is kept after it was last heard.", \.retention,
+      upTo: 7 * 86_400),
+    .init(
+      "trusted",
+      "Addresses of your own trackers (AA:BB:CC:DD:EE:FF), separated by spaces: they never alert.",
+      set: { t, v in t.trusted = v.isEmpty ? [] : try ConfigValue.addresses(v) },
+      show: { $0.trusted.map(\.description).joined(separator: " ") }),
   ]
 }
 

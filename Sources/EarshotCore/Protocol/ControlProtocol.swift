@@ -1,6 +1,6 @@
 /// Event streams a client can subscribe to.
 public enum ControlTopic: String, CaseIterable, Sendable {
-  case regions, ranging, volume, find, tags
+  case regions, ranging, volume, find, tags, trackers
 }
 
 /// The control protocol's command names: the one table the parser, the
@@ -26,6 +26,8 @@ public enum ControlVerb: String, CaseIterable, Sendable {
   case mediaResume = "media.resume"
   case mediaStop = "media.stop"
   case ring
+  case trackerTrust = "tracker.trust"
+  case trackerClear = "tracker.clear"
 }
 
 /// What a control-socket client asks for. The wire name is `cmd`.
@@ -58,6 +60,10 @@ public enum ControlCommand: Equatable, Sendable {
   /// Write Alert Level to a tag's or a bonded device's Immediate Alert
   /// service (`target`: a tag name or an address).
   case ring(target: String, level: AlertLevel)
+  /// Trust a tracker the watch keeps (for `seconds`, or until cleared).
+  case trackerTrust(number: Int, seconds: Double?)
+  /// Forget a tracker, its evidence and its alert.
+  case trackerClear(number: Int)
 
   /// The command's wire name (`cmd`).
   public var name: String { verb.rawValue }
@@ -84,6 +90,8 @@ public enum ControlCommand: Equatable, Sendable {
     case .mediaResume: .mediaResume
     case .mediaStop: .mediaStop
     case .ring: .ring
+    case .trackerTrust: .trackerTrust
+    case .trackerClear: .trackerClear
     }
   }
 
@@ -121,6 +129,10 @@ public struct ControlRequest: Equatable, Sendable {
     case .ring(let target, let level):
       fields.append(("target", .string(target)))
       fields.append(("level", .int(Int(level.rawValue))))
+    case .trackerTrust(let n, let seconds):
+      fields.append(("number", .int(n)))
+      if let seconds { fields.append(("seconds", .number(seconds))) }
+    case .trackerClear(let n): fields.append(("number", .int(n)))
     default: break
     }
     return JSONValue.object(fields).encoded
@@ -322,6 +334,23 @@ public enum ControlProtocol {
         level = parsed
       }
       return .ring(target: target, level: level)
+    case .trackerTrust, .trackerClear:
+      guard let field = v["number"] else {
+        throw ControlError(
+          .missingField, "\(verb.rawValue) needs \"number\" (earshot trackers shows them)")
+      }
+      guard let n = field.integer.flatMap({ Int(exactly: $0) }), n > 0 else {
+        throw ControlError(.invalidRequest, "\"number\" must be a tracker's number, 1 or more")
+      }
+      guard verb == .trackerTrust else { return .trackerClear(number: n) }
+      var seconds: Double? = nil
+      if let s = v["seconds"] {
+        guard let d = s.number, d > 0, d <= 365 * 86_400 else {
+          throw ControlError(.invalidRequest, "\"seconds\" must be more than 0 and at most a year")
+        }
+        seconds = d
+      }
+      return .trackerTrust(number: n, seconds: seconds)
     }
   }
 
@@ -350,7 +379,32 @@ public enum ControlProtocol {
     JSONValue.object([("event", .string(name))] + fields).encoded
   }
 
+  /// `tracker_following`: a tracker that follows, as `status` lists it.
+  public static func trackerFollowingEvent(_ row: TrackerRow) -> String {
+    event("tracker_following", [("tracker", json(row))])
+  }
+
   // MARK: Shapes shared by responses and events
+
+  /// A tracker the watch keeps (`status`'s `trackers`, `tracker_following`);
+  /// with `now`, how long ago it was first and last heard (seconds).
+  public static func json(_ row: TrackerRow, now: MonotonicTime? = nil) -> JSONValue {
+    var o: [(String, JSONValue)] = [
+      ("number", .number(Double(row.number.value))), ("protocol", .string(row.frame.row.name)),
+      ("kind", .string(row.frame.kind.rawValue)), ("state", .string(row.frame.state.rawValue)),
+      ("address", .string(row.address.description)),
+      ("sightings", .number(Double(row.sightings))), ("places", .number(Double(row.places))),
+      ("following", .bool(row.following != nil)),
+    ]
+    if let rssi = row.rssi { o.append(("rssi", .number(Double(rssi)))) }
+    if row.trust != .none { o.append(("trusted", .bool(true))) }
+    if let now {
+      o.append(
+        ("first_seen_s_ago", .number(Double(row.firstSeen.nanos(until: now) / 1_000_000_000))))
+      o.append(("last_seen_s_ago", .number(Double(row.lastSeen.nanos(until: now) / 1_000_000_000))))
+    }
+    return .object(o)
+  }
 
   public static func json(_ v: VolumeSetting) -> JSONValue {
     .object([("level", .number((v.level * 1000).rounded() / 1000)), ("muted", .bool(v.muted))])

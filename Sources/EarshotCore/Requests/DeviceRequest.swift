@@ -36,6 +36,9 @@ public enum DeviceRequest: Equatable, Sendable {
   /// Write Alert Level to a tag's (or a bonded device's) Immediate Alert
   /// service: `target` is a `[tag "NAME"]` name or an address.
   case ring(target: String, level: AlertLevel)
+  /// The tracker watch: trust a tracker for a while (nil: until cleared), or clear it.
+  case trackerTrust(TrackerNumber, for: Duration?)
+  case trackerClear(TrackerNumber)
 }
 
 /// Who asks: a device (one that can ring the laptop and answer notices) or
@@ -81,6 +84,8 @@ public enum RequestOutcome: Equatable, Sendable {
   case media(MediaCoordinator.Phase?)
   /// `ring`: the level was written to `device` (the address rung).
   case rang(target: String, device: BDAddress, level: AlertLevel)
+  /// The trackers kept after a trust or a clear (as `status` lists them).
+  case trackers(JSONValue)
   case refused(RequestError)
 }
 
@@ -123,4 +128,6 @@ public enum AgentEvent: Sendable {
   /// A beacon of a region told its battery and temperature (Eddystone-TLM;
   /// the reading's `t` is wall time), at most once a minute per beacon.
   case telemetry(TrackedID, BeaconTelemetry)
+  /// A tracker the watch found to follow the laptop (once per tracker).
+  case trackerFollowing(TrackerRow)
 }

@@ -13,6 +13,8 @@ public enum StatusSection: String, CaseIterable, Sendable {
   case tags
   /// Bonded devices (identity, IRK or not, last seen), when the agent follows them.
   case devices
+  /// The trackers the watch keeps, when [trackers] is enabled.
+  case trackers
 
   /// What a section says when no part provides it.
   public var absent: JSONValue? {

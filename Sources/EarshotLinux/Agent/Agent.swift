@@ -82,6 +82,8 @@ public final class Agent {
   public let link: BLELinkServer?
   public let notification: FindPhoneNotification
   public let tags: TagTransport
+  /// The tracker watch (`[trackers] enabled`).
+  public private(set) var trackers: TrackerWatchDriver?
   private var reloader: ConfigReloader?
   private var started = false
 
@@ -141,6 +143,14 @@ public final class Agent {
     if config.esphome.enabled, let monitor {
       proxy = try Self.proxy(config: config, surroundings: surroundings, monitor: monitor)
       if let proxy { daemon.attach(esphome: proxy) }
+    }
+    if config.trackers.enabled, let monitor {
+      let driver = TrackerWatchDriver(
+        config: config.trackers, now: { MonotonicTime(nanos: Clock.boottimeNanos()) }, log: log)
+      driver.attach(to: monitor, live: !(surroundings.reports?.capturesTime ?? false))
+      daemon.attach(trackers: driver)
+      driver.onFollowing = { [unowned daemon] in daemon.dispatch(.trackerFollowing($0)) }
+      trackers = driver
     }
     (notification, tags, link) = try Self.attachDeviceParts(
       to: daemon, config: config, surroundings: surroundings, audio: alert != nil,
@@ -207,11 +217,15 @@ public final class Agent {
       throw AgentError(
         "[rooms] track needs [mqtt] host: sightings go to the aggregator through the broker")
     }
-    // The Bluetooth proxy needs the scanner even with nothing to monitor.
-    guard !config.regions.isEmpty || rooms != nil || config.esphome.enabled else {
+    // The Bluetooth proxy and the tracker watch need the scanner even with
+    // nothing to monitor.
+    guard
+      !config.regions.isEmpty || rooms != nil || config.esphome.enabled || config.trackers.enabled
+    else {
       if replay {
         throw AgentError(
-          "--input needs [region \"NAME\"]s, [rooms] track or [esphome] enabled in the config")
+          "--input needs [region \"NAME\"]s, [rooms] track, [esphome] or [trackers] enabled in the config"
+        )
       }
       return (nil, mqtt)
     }

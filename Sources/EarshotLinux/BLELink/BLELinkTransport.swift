@@ -169,7 +169,7 @@ public final class BLELinkTransport: AgentTransport {
       return .ok(.shutter(s), to: frame)
     case .mediaCompleted(_, let response, _):
       return LinkResponse(opcode: .playMedia, seq: frame.seq, status: linkStatus(response))
-    case .status, .findStatus, .found, .media, .rang:
+    case .status, .findStatus, .found, .media, .rang, .trackers:
       // Not link requests: never asked for by a frame.
       return .error(.failure, to: frame)
     }
@@ -194,7 +194,7 @@ public final class BLELinkTransport: AgentTransport {
       guard link.ready else { return }
       server.notify(.volumeChanged(LinkVolume(level: v.level, muted: v.muted)))
       server.sendLegacyVolume(v.level)
-    case .noticeResult, .monitor, .tag, .reloaded, .telemetry:
+    case .noticeResult, .monitor, .tag, .reloaded, .telemetry, .trackerFollowing:
       break
     }
   }

@@ -86,6 +86,10 @@ public final class ControlSocketTransport: AgentTransport {
     case .mediaResume: deviceRequest = .mediaResume
     case .mediaStop: deviceRequest = .mediaStop
     case .ring(let target, let level): deviceRequest = .ring(target: target, level: level)
+    case .trackerTrust(let n, let seconds):
+      deviceRequest = .trackerTrust(
+        TrackerNumber(n), for: seconds.map { .milliseconds(Int64(($0 * 1000).rounded())) })
+    case .trackerClear(let n): deviceRequest = .trackerClear(TrackerNumber(n))
     }
     let requester = Requester(device: link.device(of: client), name: "socket client \(client)")
     agent.perform(deviceRequest, from: requester) { [weak self] outcome in
@@ -146,6 +150,8 @@ public final class ControlSocketTransport: AgentTransport {
       return ControlProtocol.success(id: id, fields)
     case .media(let phase):
       return ControlProtocol.success(id: id, [("media", ControlProtocol.json(phase))])
+    case .trackers(let list):
+      return ControlProtocol.success(id: id, [("trackers", list)])
     case .rang(let target, let device, let level):
       return ControlProtocol.success(
         id: id,
@@ -173,6 +179,8 @@ public final class ControlSocketTransport: AgentTransport {
       publish(e.kind == .range ? .ranging : .regions, MonitorEventFormatter.json(e))
     case .tag(let e):
       publish(.tags, ControlProtocol.tagEvent(e))
+    case .trackerFollowing(let row):
+      publish(.trackers, ControlProtocol.trackerFollowingEvent(row))
     case .reloaded, .telemetry:
       break
     }

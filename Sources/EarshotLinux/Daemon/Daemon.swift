@@ -54,6 +54,7 @@ public final class Daemon {
   var media: MediaDriver?
   var proximityLog: ProximityLogWriter?
   var tags: TagTransport?
+  var trackers: TrackerWatchDriver?
   /// Bonded devices' keys, followed for the monitor (BondedKeysPart.swift).
   var bondedKeys: BondedKeysFollower?
   /// Each part's `status` section.

@@ -46,6 +46,12 @@ extension Daemon {
     statusSections[.esphome] = { proxy.statusJSON }
   }
 
+  /// The tracker watch: shown in `status` (the trackers it keeps).
+  public func attach(trackers driver: TrackerWatchDriver) {
+    trackers = driver
+    statusSections[.trackers] = { driver.statusJSON }
+  }
+
   /// Media: play requests go to this driver, each answered by its one
   /// completion; pause, resume and stop act on what plays; find-phone
   /// pauses it while ringing.

@@ -106,6 +106,19 @@ extension Daemon {
         throw RequestError(.unavailable, "ringing devices is not set up in this agent")
       }
       tags.ring(target, level, reply: reply)
+    case .trackerTrust(let number, _), .trackerClear(let number):
+      guard let trackers else {
+        throw RequestError(
+          .unavailable, "the agent does not watch for trackers: set [trackers] enabled = true")
+      }
+      let event: TrackerWatch.Event =
+        if case .trackerTrust(_, let span) = request { .trust(number, for: span) } else {
+          .clear(number)
+        }
+      guard trackers.handle(event) else {
+        throw RequestError(.failed, "no \(number) is kept (earshot trackers lists them)")
+      }
+      reply(.trackers(trackers.statusJSON))
     }
   }
 

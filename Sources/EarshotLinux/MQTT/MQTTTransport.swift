@@ -133,6 +133,9 @@ public final class MQTTTransport: AgentTransport {
       reloaded(regions)
     case .telemetry(let id, let reading):
       bridge.telemetry(id, reading)
+    case .trackerFollowing:
+      // Strangers' trackers leave the machine only when configured (not yet).
+      break
     }
   }
 

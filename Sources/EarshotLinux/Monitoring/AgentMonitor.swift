@@ -41,6 +41,7 @@ public final class AgentMonitor {
   private var observedTelemetry = TelemetryThrottle(interval: 60)
   private var loggedTelemetry = TelemetryThrottle(interval: 600)
   private var reportObservers: [(AdvertisingReport) -> Void] = []
+  private var wakeObservers: [() -> Void] = []
   private var started = false
   private var receiving = false
   private var live = false
@@ -104,6 +105,12 @@ public final class AgentMonitor {
   /// the Bluetooth proxy reports it to its clients).
   public func observeAdapterState(_ receiver: @escaping (AdapterState) -> Void) {
     adapterObservers.append(receiver)
+  }
+
+  /// Adds a receiver told when the machine woke from a sleep (live, with
+  /// logind): the laptop may have moved (the tracker watch).
+  public func observeWake(_ receiver: @escaping () -> Void) {
+    wakeObservers.append(receiver)
   }
 
   /// Adds a receiver of the telemetry of beacons a region names (at most
@@ -292,6 +299,7 @@ public final class AgentMonitor {
     driver.scanResumed(at: t)
     driver.resumed(at: t)
     rearm()
+    for o in wakeObservers { o() }
   }
 
   /// A tag's link went up or down (`TagTransport.onPresence`): regions

@@ -12,7 +12,7 @@ let eventsCommand = Command(
     socketOption,
     .value(
       "topics", "LIST",
-      "Comma-separated topics: regions, ranging, volume, find, tags (default: regions,ranging,volume,find)"
+      "Comma-separated topics: regions, ranging, volume, find, tags, trackers (default: regions,ranging,volume,find)"
     ),
   ],
   run: { args in

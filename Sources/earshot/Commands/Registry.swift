@@ -25,5 +25,6 @@ let commands: [Command] = [
   volumeCommand,
   logCommand,
   plotCommand,
+  trackersCommand,
   bleAgentCommand,
 ]

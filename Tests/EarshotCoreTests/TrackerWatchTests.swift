@@ -1,0 +1,212 @@
+import EarshotTestSupport
+import XCTest
+
+@testable import EarshotCore
+
+/// Sightings and places for the watch's tests.
+enum WatchKit {
+  static let minute = Duration.seconds(60)
+  static let tagAddress = BDAddress("C1:AA:BB:CC:DD:01")!
+
+  static func at(_ minutes: Int) -> MonotonicTime { .zero + minute * minutes }
+
+  static func airTag(_ address: BDAddress = tagAddress) -> TrackerWatch.Event {
+    let data = TrackerAirFrame.findMySeparated(kind: 1, key: address.raw)
+    return .tracker(
+      TrackerFrame.decode(advertisingData: data, address: address)!, address: address, rssi: -60)
+  }
+
+  static func smartTag(state: UInt8, counter: UInt32, id: UInt64) -> TrackerWatch.Event {
+    let address = BDAddress(raw: id & 0x3FFF_FFFF_FFFF | 0x4000_0000_0000)
+    let data = TrackerAirFrame.smartTag(state: state, counter: counter, id: id)
+    return .tracker(
+      TrackerFrame.decode(advertisingData: data, address: address)!, address: address, rssi: -60)
+  }
+
+  /// Access points naming place `n` (three, enough on their own).
+  static func wifi(_ n: Int) -> TrackerWatch.Event {
+    .accessPoints(Set((0..<3).map { "ap-\(n)-\($0)" }))
+  }
+}
+
+final class TrackerWatchTests: XCTestCase {
+  typealias K = WatchKit
+
+  /// A tag heard every minute while the laptop goes to `places` (Wi-Fi named),
+  /// `stay` minutes each; the alerts with their minute.
+  func walk(
+    _ settings: TrackerWatch.Settings, places: [Int], stay: Int,
+    tag: (Int) -> TrackerWatch.Event = { _ in K.airTag() }
+  ) -> (TrackerWatch, [(Int, TrackerRow)]) {
+    var w = TrackerWatch(settings: settings)
+    var alerts: [(Int, TrackerRow)] = []
+    for (i, p) in places.enumerated() {
+      let start = i * stay
+      _ = w.handle(.moved(.resumed), at: K.at(start))
+      _ = w.handle(K.wifi(p), at: K.at(start))
+      for m in start..<start + stay {
+        for case .following(let row) in w.handle(tag(m), at: K.at(m) + .seconds(1)) {
+          alerts.append((m, row))
+        }
+      }
+    }
+    return (w, alerts)
+  }
+
+  func testEachSensitivityAlertsAtItsPlacesAndSpan() {
+    for s in TrackerSensitivity.allCases {
+      var settings = TrackerWatch.Settings()
+      settings.sensitivity = s
+      // 40 minutes a place: the last place needed decides (its span is met).
+      let (_, alerts) = walk(settings, places: [1, 2, 3, 4, 5], stay: 40)
+      let placesMinute = (s.places - 1) * 40
+      let spanMinute = Int(s.span / K.minute)
+      XCTAssertEqual(alerts.map(\.0), [max(placesMinute, spanMinute)], "\(s)")
+      XCTAssertEqual(alerts.first?.1.places, s.places, "\(s)")
+    }
+  }
+
+  func testOnePlaceNeverAlertsHoweverLong() {
+    let (_, alerts) = walk(TrackerWatch.Settings(), places: [1, 1, 1, 1], stay: 600)
+    XCTAssertTrue(alerts.isEmpty)
+  }
+
+  func testComingBackHomeIsTheSamePlace() {
+    // Home, office, home, office: two places, whatever the hours.
+    let (w, alerts) = walk(TrackerWatch.Settings(), places: [1, 2, 1, 2, 1], stay: 60)
+    XCTAssertTrue(alerts.isEmpty)
+    XCTAssertEqual(w.place.placeCount, 2)
+  }
+
+  func testNearOwnerAndUnknownNeverAlertAndNearOwnerWipesEvidence() {
+    var settings = TrackerWatch.Settings()
+    settings.sensitivity = .high
+    let (_, near) = walk(settings, places: [1, 2, 3, 4], stay: 60) { m in
+      K.smartTag(state: 5, counter: 100, id: 7)
+    }
+    XCTAssertTrue(near.isEmpty)
+    let (_, tile) = walk(settings, places: [1, 2, 3, 4], stay: 60) { _ in
+      let a = BDAddress("C2:00:00:00:00:01")!
+      return .tracker(
+        TrackerFrame.decode(advertisingData: TrackerAirFrame.tile, address: a)!, address: a,
+        rssi: nil)
+    }
+    XCTAssertTrue(tile.isEmpty)
+    // Separated, but its owner shows up each time just before it would alert.
+    let (_, wiped) = walk(settings, places: [1, 2, 3, 4], stay: 60) { m in
+      K.smartTag(state: m % 60 == 59 ? 5 : 2, counter: 100, id: 7)
+    }
+    XCTAssertTrue(wiped.isEmpty)
+  }
+
+  func testEnrolledNeverAlertsAndTrustRunsOut() {
+    var settings = TrackerWatch.Settings()
+    settings.trusted = [K.tagAddress]
+    let (w, enrolled) = walk(settings, places: [1, 2, 3, 4, 5], stay: 60)
+    XCTAssertTrue(enrolled.isEmpty)
+    XCTAssertEqual(w.rows.first?.trust, .enrolled)
+
+    var t = TrackerWatch(settings: TrackerWatch.Settings())
+    _ = t.handle(K.wifi(1), at: K.at(0))
+    _ = t.handle(K.airTag(), at: K.at(0))
+    let number = t.rows[0].number
+    XCTAssertEqual(t.handle(.trust(number, for: .seconds(3 * 3600)), at: K.at(1)), [])
+    XCTAssertEqual(
+      t.handle(.trust(TrackerNumber(99), for: nil), at: K.at(1)),
+      [.unknownNumber(TrackerNumber(99))])
+    var alerts: [Int] = []
+    for m in 1..<(8 * 60) {
+      if m % 40 == 0 {
+        _ = t.handle(.moved(.networkChanged), at: K.at(m))
+        _ = t.handle(K.wifi(m / 40 % 4), at: K.at(m))
+      }
+      if !t.handle(K.airTag(), at: K.at(m) + .seconds(1)).isEmpty { alerts.append(m) }
+    }
+    // Trusted for three hours (to minute 181); then an hour of new evidence
+    // across three places (from 160, 200, 240).
+    XCTAssertEqual(alerts, [181 + 60])
+  }
+
+  func testSmartTagRotationsKeepOneNumber() {
+    var w = TrackerWatch(settings: TrackerWatch.Settings())
+    var numbers: Set<TrackerNumber> = []
+    for step in 0..<10 {
+      // A new id every 15 minutes, the counter one up; one rotation missed.
+      let counter = UInt32(500 + step + (step > 5 ? 1 : 0))
+      _ = w.handle(
+        K.smartTag(state: 2, counter: counter, id: UInt64(1000 + step)), at: K.at(step * 15))
+      numbers.formUnion(w.rows.map(\.number))
+    }
+    XCTAssertEqual(numbers.count, 1)
+    XCTAssertEqual(w.count, 1)
+    XCTAssertEqual(w.rows.first?.sightings, 10)
+    // Two tags a counter below: no guess, a new number.
+    _ = w.handle(K.smartTag(state: 2, counter: 509, id: 5000), at: K.at(151))
+    _ = w.handle(K.smartTag(state: 2, counter: 511, id: 6000), at: K.at(152))
+    XCTAssertEqual(w.count, 3)
+  }
+
+  func testStrangersForgottenAfterRetentionFollowersKeptUntilCleared() {
+    var settings = TrackerWatch.Settings()
+    settings.sensitivity = .high
+    var (w, alerts) = walk(settings, places: [1, 2], stay: 40)
+    XCTAssertEqual(alerts.count, 1)
+    let follower = alerts[0].1.number
+    _ = w.handle(K.airTag(BDAddress("C3:00:00:00:00:01")!), at: K.at(100))
+    XCTAssertEqual(w.count, 2)
+    w.advance(to: K.at(100 + 24 * 60 + 1))
+    XCTAssertEqual(w.rows.map(\.number), [follower], "the stranger is gone, the follower stays")
+    XCTAssertFalse(w.evidence(of: follower).isEmpty)
+    XCTAssertEqual(w.handle(.clear(follower), at: K.at(2000)), [])
+    XCTAssertEqual(w.count, 0)
+  }
+
+  func testStrangersAndFollowersBounded() {
+    var settings = TrackerWatch.Settings()
+    settings.maximumStrangers = 3
+    var w = TrackerWatch(settings: settings)
+    for i in 0..<10 {
+      _ = w.handle(K.airTag(BDAddress(raw: 0xC400_0000_0000 + UInt64(i))), at: K.at(i))
+    }
+    XCTAssertEqual(w.count, 3)
+    XCTAssertEqual(w.rows.map(\.address.raw), [7, 8, 9].map { 0xC400_0000_0000 + $0 })
+  }
+
+  func testPlaceSenseFixedAddressesOnly() {
+    var p = PlaceSense()
+    let home = (0..<5).map { BDAddress(raw: 0xC500_0000_0000 + UInt64($0)) }
+    // Random private addresses say nothing; public and random static do.
+    for m in 0..<10 {
+      for (i, a) in home.enumerated() { p.heard(a, random: i != 0, at: K.at(m)) }
+      p.heard(BDAddress(raw: 0x4000_0000_0000 + UInt64(m)), random: true, at: K.at(m))
+    }
+    p.advance(to: K.at(10))
+    XCTAssertEqual(p.current, PlaceID(1))
+    p.moved(.resumed, at: K.at(11))
+    XCTAssertNil(p.current, "a move makes the place unknown")
+    // Two fixed marks only: unknown, not a guess.
+    for m in 11..<25 {
+      for a in home.prefix(2) { p.heard(a, random: false, at: K.at(m)) }
+    }
+    p.advance(to: K.at(25))
+    XCTAssertNil(p.current)
+  }
+
+  func testPlaceSenseCompanionsAreDropped() {
+    var p = PlaceSense()
+    let watch = BDAddress(raw: 0xC6FF_0000_0000)
+    func stay(_ base: UInt64, from: Int) {
+      p.moved(.resumed, at: K.at(from))
+      for m in from..<from + 12 {
+        for i in 0..<4 { p.heard(BDAddress(raw: base + UInt64(i)), random: false, at: K.at(m)) }
+        p.heard(watch, random: true, at: K.at(m))
+      }
+    }
+    stay(0x1000, from: 0)
+    stay(0x2000, from: 20)
+    XCTAssertEqual(p.current, PlaceID(2))
+    XCTAssertEqual(p.companionCount, 1)
+    stay(0x1000, from: 40)
+    XCTAssertEqual(p.current, PlaceID(1), "home again, the watch no longer part of it")
+  }
+}
