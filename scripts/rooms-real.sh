@@ -9,7 +9,9 @@
 # and the longest first placement of the group's sequences.
 # Usage: scripts/rooms-real.sh DIR [BINARY]
 #   SPHERE_ARGS="--upstairs" scores the upstairs rooms as one room (the
-#   landing gateway's); RULE="key = value;..." adds [rooms] settings.
+#   landing gateway's), SPHERE_ARGS="--every 6" keeps a report in 6 s of
+#   each gateway (a sparse receiver); RULE="key = value;..." adds [rooms]
+#   settings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: scripts/rooms-real.sh DIR [BINARY]" >&2; exit 2; }

@@ -3,7 +3,7 @@
 evaluate` input (docs/rooms.md, "Real houses"). Standard library only; it
 fetches nothing: give it the sequences you have.
 
-    scripts/rooms-real/sphere.py TRAIN_DIR OUT_DIR [--annotator N] [--upstairs]
+    scripts/rooms-real/sphere.py TRAIN_DIR OUT_DIR [--annotator N] [--upstairs] [--every S]
 
 TRAIN_DIR holds the sequences (00001 ... 00010), each with acceleration.csv
 (the wrist tag's packets and the RSSI each gateway heard them at:
@@ -20,6 +20,9 @@ when shorter than 2 s, else the tag is in "unlabelled" (no receiver's room,
 so left out of the score), and after the last label too. The landing gateway's room, "upstairs", is no
 label, so upstairs time is left out too; --upstairs labels bath, bed1, bed2,
 toilet and stairs "upstairs" instead (the upstairs rooms as one).
+--every S keeps one report in S seconds of each gateway (the first heard
+after the previous kept one plus S), as a sparse receiver would report
+(ESPresense nodes and phones: every 5-10 s).
 Sequence N starts at 2026-01-01 00:00:00 UTC plus N - 1 hours (its times
 are relative), so sequences never overlap and a group of them is scored
 together: OUT_DIR/group-FIRST-LAST holds the sequences heard by the same
@@ -115,7 +118,16 @@ def read_truth(path, upstairs):
     return merged
 
 
-def convert(seq_dir, out_dir, number, annotator, upstairs):
+def thin(reports, gateway, every):
+    """The gateway's reports, one in `every` seconds at most."""
+    kept = []
+    for t, seen in reports:
+        if gateway in seen and (not kept or t - kept[-1][0] >= every):
+            kept.append((t, seen))
+    return kept
+
+
+def convert(seq_dir, out_dir, number, annotator, upstairs, every):
     reports, skipped = read_reports(os.path.join(seq_dir, "acceleration.csv"))
     base = BASE + (number - 1) * 3600
     truth = read_truth(os.path.join(seq_dir, f"location_{annotator}.csv"), upstairs)
@@ -125,7 +137,7 @@ def convert(seq_dir, out_dir, number, annotator, upstairs):
     counts = {}
     for gateway, room in GATEWAYS.items():
         records = [btsnoop_record(report_event(address, data, seen[gateway]), base + t)
-                   for t, seen in reports if gateway in seen]
+                   for t, seen in thin(reports, gateway, every)]
         if not records:
             continue
         with open(os.path.join(out_dir, room + ".btsnoop"), "wb") as f:
@@ -171,6 +183,8 @@ def main():
                    help="whose labels are the truth: location_N.csv (default 0)")
     p.add_argument("--upstairs", action="store_true",
                    help="label the upstairs rooms 'upstairs', the landing gateway's room")
+    p.add_argument("--every", type=float, default=0,
+                   help="keep one report in S seconds of each gateway (a sparse receiver)")
     a = p.parse_args()
     sequences = sorted(d for d in os.listdir(a.train)
                        if d.isdigit() and os.path.isfile(os.path.join(a.train, d, "acceleration.csv")))
@@ -183,7 +197,7 @@ def main():
             print(f"{s}: no location_{a.annotator}.csv (a test sequence?), skipped", file=sys.stderr)
             continue
         counts, skipped, lines = convert(os.path.join(a.train, s), os.path.join(a.out, s),
-                                         int(s), a.annotator, a.upstairs)
+                                         int(s), a.annotator, a.upstairs, a.every)
         done.append((s, list(counts)))
         heard = ", ".join(f"{r} {n}" for r, n in counts.items())
         extra = f", {skipped} malformed rows skipped" if skipped else ""

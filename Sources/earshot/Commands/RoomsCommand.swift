@@ -62,6 +62,9 @@ let roomsCommand = Command(
       "baseline",
       "evaluate: also score the simple rules on the raw reports (strongest receiver over 5 s and 15 s, Home Assistant's mqtt_room fed a 1 Hz 5 s mean)"
     ),
+    .flag(
+      "changes",
+      "evaluate: also print the rule's room changes, one JSON line each, as the aggregator does"),
     .value("truth", "FILE", "score: the ground truth (truth.jsonl)"),
     .value("covered", "ROOM,...", "score: rooms with a receiver (default: the rooms decided)"),
     .value("end", "SECONDS", "score: Unix time the truth ends (default: the last time in either)"),
@@ -309,6 +312,7 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
     baseline += last.naive
   }
   let cpuSeconds = Double(Clock.processCPUNanos() - cpu) / 1e9
+  if args.has("changes") { for c in decided { Console.line(c.json) } }
   Console.line(
     "\(dir): \(captures.count) receivers, \(sightings.count) sightings, rule run in \(JSONLine.format(cpuSeconds * 1000, decimals: 1)) ms CPU (both rules)"
   )
