@@ -48,6 +48,26 @@ final class RoomBaselineTests: XCTestCase {
     XCTAssertEqual(RoomBaseline.Kind.strongest(window: .seconds(15)).name, "strongest-15s")
   }
 
+  func testAFastReceiverIsMeanedOverTheWholeWindow() {
+    // 100 reports a second from the kitchen at -70, one a second from the
+    // lounge at -66; for 10 s of the 15 s window the kitchen reads -60:
+    // its 15 s mean is -63.3, ahead of the lounge only if all 1,500 of its
+    // reports count (the last 5 s alone, -70, would lose).
+    var rule = RoomBaseline(kind: .strongest(window: .seconds(15)), subject: .beacon(tag))
+    var out: [RoomChange] = []
+    for k in 0..<3000 {
+      let t = Int64(k) * 10_000
+      out += rule.report(
+        at: WallTime(micros: t), room: "kitchen", rssi: t < 15_000_000 && t >= 5_000_000 ? -60 : -70
+      )
+      if k % 100 == 50 { out += rule.report(at: WallTime(micros: t), room: "living", rssi: -66) }
+    }
+    // At 20 s the kitchen's mean over (5, 20] s: 10 s at -60, 5 s at -70.
+    XCTAssertEqual(out.last { $0.t <= 20_000_000 }?.room, "kitchen", "\(out)")
+    // By 27 s its -60 seconds have mostly left the window.
+    XCTAssertEqual(out.last { $0.t <= 29_000_000 }?.room, "living", "\(out)")
+  }
+
   func testMqttRoomTakesACloserRoomAtOnceAndASilentRoomAfterItsTimeout() {
     // The study leads from 0 s to 40 s, then goes silent; the kitchen is
     // 5 dB weaker throughout, so mqtt_room takes it only after 5 s without

@@ -37,12 +37,15 @@ public struct RoomBaseline: Sendable {
   /// The mean each receiver sends mqtt_room once a second.
   static let mqttMean: Duration = .seconds(5)
   static let tick: Int64 = 1_000_000
-  /// Reports kept per receiver: 15 s at 10 a second, and more.
-  static let reportsPerRoom = 256
+  /// Reports kept per receiver at most (memory stays bounded whatever a
+  /// capture holds): 15 s of reports 200 a second.
+  static let reportsPerRoom = 3000
 
   public let kind: Kind
   public let subject: RoomSubject
   let awayAfter: Int64
+  /// The longest mean this rule takes (microseconds).
+  let span: Int64
   private var reports: [String: [(t: Int64, rssi: Double)]] = [:]
   private var nextTick: Int64? = nil
   private var lastHeard: Int64 = .min
@@ -57,13 +60,21 @@ public struct RoomBaseline: Sendable {
     self.kind = kind
     self.subject = subject
     self.awayAfter = awayAfter.micros
+    switch kind {
+    case .strongest(let window): span = max(window.micros, Self.tick)
+    case .mqttRoom: span = Self.mqttMean.micros
+    }
   }
 
   /// One report heard by `room`'s receiver at `t` (in the order heard).
   public mutating func report(at t: WallTime, room: String, rssi: Double) -> [RoomChange] {
     let out = advance(to: t)
     var list = reports[room, default: []]
-    if list.count >= Self.reportsPerRoom { list.removeFirst(list.count - Self.reportsPerRoom + 1) }
+    // Only the last `span` counts: older reports go, and the oldest past
+    // the bound.
+    let old = list.prefix { $0.t <= t.micros - span }.count
+    let over = max(0, list.count - old - Self.reportsPerRoom + 1)
+    if old + over > 0 { list.removeFirst(old + over) }
     list.append((t.micros, rssi))
     reports[room] = list
     lastHeard = t.micros
