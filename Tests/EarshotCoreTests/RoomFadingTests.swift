@@ -259,11 +259,21 @@ final class RoomFadingTests: XCTestCase {
     XCTAssertEqual(steady.value, 0)
     XCTAssertGreaterThan(fading.value, 9)
     XCTAssertLessThan(fading.value, 25)
-    // Until half a minute is learnt the prior stands (a link is thought to
-    // stray 5 dB): a new link does not start out sure of itself.
+    // Until half a minute is learnt the prior (a link is thought to stray
+    // 3 dB) counts for the seconds still missing: a new link does not start
+    // out sure of itself, nor does its first stray count as its whole spread.
     var new = RoomRule.Spread()
+    XCTAssertEqual(new.value, 9)
     for _ in 0..<10 { new.learn(0, dt: 1) }
-    XCTAssertEqual(new.value, 25)
+    XCTAssertEqual(new.value, 6, accuracy: 1e-6)
+    var first = RoomRule.Spread()
+    first.learn(8, dt: 1)
+    XCTAssertEqual(first.value, (64 + 29 * 9) / 30, accuracy: 1e-4)
+    // A first stray beyond 2.5 times 4 dB is a move even before any is
+    // learnt (the walk in that preceded the first placement): skipped.
+    var walkIn = RoomRule.Spread()
+    for _ in 0..<20 { walkIn.learn(15, dt: 1) }
+    XCTAssertEqual(walkIn.value, 9)
   }
 
   func testAMoveTheRuleMissedDoesNotWidenTheSpread() {

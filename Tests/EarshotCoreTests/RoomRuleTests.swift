@@ -248,6 +248,56 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(run(1), run(7))
     XCTAssertEqual(run(1).map(\.room), ["kitchen", "hall", nil])
   }
+
+  /// Path loss `db` dB above 1 m (n = 2) as a distance.
+  func metres(_ db: Double) -> Double { pow(10, db / 20) }
+
+  func testAClearLeadCorrectsTheFirstPlacementWithinSeconds() {
+    // Walking in: the hall reads 12 dB better for 20 s and the beacon is
+    // placed there. Then the kitchen leads by 16 dB, with ±1 dB of jitter:
+    // the walk in taught no spread (a stray of more than 10 dB before any
+    // is learnt is a move), so the prior (3 dB a link) stands and the
+    // kitchen wins within 10 s. The rule before issue 41 (a prior of 5 dB,
+    // and the walk in learnt as spread) needed some 25 dB.
+    var rule = RoomRule(settings: .init())
+    var changes: [RoomChange] = []
+    for tenth in stride(from: 0, to: 600, by: 5) {
+      let sec = Double(tenth) / 10
+      let jitter = tenth % 10 == 0 ? 1.0 : -1.0
+      let (hall, kitchen) = sec < 20 ? (50.0, 62.0) : (66.0, 50.0)
+      changes += rule.sighting(s(sec, "hall", metres(hall + jitter)))
+      changes += rule.sighting(s(sec + 0.2, "kitchen", metres(kitchen - jitter)))
+    }
+    XCTAssertEqual(changes.map(\.room), ["hall", "kitchen"])
+    XCTAssertLessThanOrEqual(changes[1].t, 30_000_000, "\(changes)")
+    // A short lead twice the margin moves nothing in the first minute: the
+    // kitchen 6 dB better for 10 s.
+    var early = RoomRule(settings: .init())
+    var none: [RoomChange] = []
+    for sec in 0..<60 {
+      let (hall, kitchen) = (20..<30).contains(sec) ? (56.0, 50.0) : (50.0, 58.0)
+      none += early.sighting(s(Double(sec), "hall", metres(hall)))
+      none += early.sighting(s(Double(sec) + 0.2, "kitchen", metres(kitchen)))
+    }
+    XCTAssertEqual(none.map(\.room), ["hall"])
+  }
+
+  func testSparseReceiversPlaceAndMoveABeacon() {
+    // ESPresense-like nodes: a sighting every 6 s from each, the two 3 s
+    // apart (5 s windows then hold one of each, or only the newest). The
+    // kitchen leads by 18 dB, from 120 s the hall by 18 dB.
+    var rule = RoomRule(settings: .init())
+    var changes: [RoomChange] = []
+    for k in 0..<60 {
+      let t = Double(k) * 6
+      let (hall, kitchen) = t < 120 ? (68.0, 50.0) : (50.0, 68.0)
+      changes += rule.sighting(s(t, "kitchen", metres(kitchen)))
+      changes += rule.sighting(s(t + 3, "hall", metres(hall)))
+    }
+    XCTAssertEqual(changes.map(\.room), ["kitchen", "hall"], "\(changes)")
+    XCTAssertLessThanOrEqual(changes[0].t, 6_000_000)
+    XCTAssertLessThanOrEqual(changes[1].t, 140_000_000, "\(changes)")
+  }
 }
 
 final class RoomSightingTests: XCTestCase {

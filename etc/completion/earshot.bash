@@ -17,7 +17,7 @@ _earshot() {
     pause) opts="--config --socket --help" ;;
     stop) opts="--config --socket --help" ;;
     run) opts="--config --socket --no-audio --state-dir --input --pace --start-at --help" ;;
-    rooms) opts="--config --naive --pace --offsets --skew --drift --message-time --truth --covered --end --stats --agents --beacons --seconds --first-agent --help" ;;
+    rooms) opts="--config --naive --pace --offsets --skew --drift --message-time --baseline --changes --truth --covered --end --stats --agents --beacons --seconds --first-agent --help" ;;
     status) opts="--socket --help" ;;
     keys) opts="--store --output --group --follow --help" ;;
     devices) opts="--socket --keys --store --format --help" ;;

@@ -10,15 +10,21 @@ extension RoomRule {
   /// A beacon's moves must not teach it (a spread widened by a move that
   /// was missed would hide the next one): a distance beyond `clip` standard
   /// deviations, or `clip` times `floor` dB, is skipped, and nothing is
-  /// learnt while a room change is unconfirmed.
+  /// learnt while a room change is unconfirmed. That holds from the first
+  /// sighting (measured against the prior until the link is learnt): the
+  /// walk that brings a new beacon in happens before its first placement,
+  /// and learnt as spread it hid the room it came to for a minute.
   struct Spread: Sendable {
     /// Seconds of sightings averaged over (about ten minutes).
     static let memory: Float = 600
     /// Seconds of sightings needed before the learnt value counts alone.
     static let learnt: Float = 30
-    /// Until then, at least this (dB²): a link is thought to stray 5 dB,
-    /// as indoor shadowing does.
-    static let prior: Float = 25
+    /// Until then this (dB²) counts for the seconds still missing: a link
+    /// is thought to stray 3 dB, so that a room 15 dB ahead wins in a
+    /// beacon's first minute (3.5 standard errors of two links), as it does
+    /// in real houses; 5 dB (a lead of 25 dB) kept beacons in the room of
+    /// their first seconds for a minute (issue 41, SPHERE sequence 1).
+    static let prior: Float = 9
     /// A distance beyond this many standard deviations is a move: skipped.
     static let clip: Float = 2.5
     /// …but never one under `clip` times this (dB): a spread learnt in a
@@ -32,16 +38,18 @@ extension RoomRule {
     /// A mean's distance (dB) from the link's settled level, `dt` seconds
     /// after the previous one (a second at most: a silence teaches nothing).
     mutating func learn(_ distance: Float, dt: Float) {
-      let limit = Self.clip * max(variance.squareRoot(), Self.floor)
-      if seconds >= Self.learnt, abs(distance) > limit { return }
+      let limit = Self.clip * max(Float(value).squareRoot(), Self.floor)
+      if abs(distance) > limit { return }
       let w = max(min(dt, 1), 0.01)
       seconds = min(seconds + w, Self.memory)
       variance += (distance * distance - variance) * w / seconds
     }
 
-    /// The variance to use (dB²).
+    /// The variance to use (dB²): the learnt one, blended with the prior
+    /// until `learnt` seconds are in (a first stray alone is no spread).
     var value: Double {
-      Double(seconds >= Self.learnt ? variance : max(variance, Self.prior))
+      guard seconds < Self.learnt else { return Double(variance) }
+      return Double((seconds * variance + (Self.learnt - seconds) * Self.prior) / Self.learnt)
     }
   }
 

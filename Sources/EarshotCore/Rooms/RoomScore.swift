@@ -7,7 +7,13 @@
 /// - room changes per hour of beacons that never move;
 /// - confirm latency: from a true change into a covered room to the
 ///   first decision naming it (before the next true change);
-/// - away latency: from leaving (truth `null`) to the decision `null`.
+/// - away latency: from leaving (truth `null`) to the decision `null`;
+/// - changes per hour during stays: of every beacon, in each stay of
+///   `stayAtLeast` (90 s) or more in a covered room, the decided changes after
+///   the settle window but for the one that names the stay's room;
+/// - the first placement: from the start of a beacon's first stay in a covered
+///   room to the first decision of that room (0 if it was already named;
+///   the stay's length if it never is).
 public struct RoomScore: Sendable, Equatable {
   public var scoredSeconds = 0.0
   public var wrongSeconds = 0.0
@@ -18,10 +24,22 @@ public struct RoomScore: Sendable, Equatable {
   public var unconfirmed = 0
   public var awayLatencies: [Double] = []
   public var awayMissed = 0
+  public var stayHours = 0.0
+  public var stayChanges = 0
+  /// Per beacon, seconds from its first stay in a covered room to the first
+  /// decision naming it.
+  public var firstRight: [Double] = []
+  /// Of those, beacons whose first stay ended before it was named.
+  public var firstNeverRight = 0
+  /// Stays at least this long count for `stayChangesPerHour`.
+  public static let stayAtLeast = 90.0
 
   public var wrongShare: Double { scoredSeconds > 0 ? wrongSeconds / scoredSeconds : 0 }
   public var changesPerHour: Double? {
     stationaryHours > 0 ? Double(stationaryChanges) / stationaryHours : nil
+  }
+  public var stayChangesPerHour: Double? {
+    stayHours > 0 ? Double(stayChanges) / stayHours : nil
   }
   public var medianConfirm: Double? { Self.median(confirmLatencies) }
   public var maxAway: Double? { awayLatencies.max() }
@@ -82,6 +100,35 @@ public struct RoomScore: Sendable, Equatable {
           last = .some(p.room)
         }
       }
+      // Stays: changes after the settle window, but for the one naming
+      // the stay's room.
+      for (k, l) in truthLine.enumerated() {
+        guard let r = l.room, covered.contains(r) else { continue }
+        let until = k + 1 < truthLine.count ? truthLine[k + 1].t : end
+        guard Double(until - l.t) / 1e6 >= Self.stayAtLeast else { continue }
+        out.stayHours += Double(until - l.t) / 3.6e9
+        var named = predicted(at: l.t + settleMicros - 1) == .some(r)
+        for p in pred where p.t >= l.t + settleMicros && p.t < until {
+          if !named && p.room == r {
+            named = true
+          } else {
+            out.stayChanges += 1
+          }
+        }
+      }
+      // The first placement.
+      if let k = truthLine.firstIndex(where: { $0.room.map(covered.contains) ?? false }) {
+        let (a, r) = (truthLine[k].t, truthLine[k].room)
+        let until = k + 1 < truthLine.count ? truthLine[k + 1].t : end
+        if predicted(at: a) == .some(r) {
+          out.firstRight.append(0)
+        } else if let hit = pred.first(where: { $0.t >= a && $0.t < until && $0.room == r }) {
+          out.firstRight.append(Double(hit.t - a) / 1e6)
+        } else {
+          out.firstRight.append(Double(until - a) / 1e6)
+          out.firstNeverRight += 1
+        }
+      }
       // Latencies.
       for (k, l) in truthLine.enumerated() where k > 0 {
         guard truthLine[k - 1].room != l.room else { continue }
@@ -116,6 +163,9 @@ public struct RoomScore: Sendable, Equatable {
     s += ", away latency max \(f(maxAway)) s"
     if awayMissed > 0 { s += " (\(awayMissed) never away)" }
     if let awayAfter { s += " (goal ≤ \(f(awayAfter + 5, 0)) s)" }
+    s += ", stay changes/h \(f(stayChangesPerHour, 2)) (stays ≥ \(f(Self.stayAtLeast, 0)) s)"
+    s += ", first placement \(f(firstRight.max())) s"
+    if firstNeverRight > 0 { s += " (\(firstNeverRight) never placed right)" }
     return s
   }
 }

@@ -23,7 +23,9 @@ let roomsCommand = Command(
     earshot rooms evaluate DIR  replays DIR/*.btsnoop (one capture per receiver, as 'earshot
                                 simulate house' writes them) through each receiver's sightings and
                                 the rule, with the naive baseline beside it, and scores both against
-                                DIR/truth.jsonl. No broker.
+                                DIR/truth.jsonl. No broker. --baseline scores the simple rules
+                                too (strongest receiver over 5 s, over 15 s, Home Assistant's
+                                mqtt_room), one line each.
     earshot rooms score FILE    scores an aggregator's printed timeline (FILE or - for standard
                                 input; lines with "rule":"naive" from --naive scored apart) against
                                 --truth.
@@ -56,6 +58,13 @@ let roomsCommand = Command(
     .flag(
       "message-time",
       "evaluate: judge on the sightings' own t (the old way, for comparison), not their arrival"),
+    .flag(
+      "baseline",
+      "evaluate: also score the simple rules on the raw reports (strongest receiver over 5 s and 15 s, Home Assistant's mqtt_room fed a 1 Hz 5 s mean)"
+    ),
+    .flag(
+      "changes",
+      "evaluate: also print the rule's room changes, one JSON line each, as the aggregator does"),
     .value("truth", "FILE", "score: the ground truth (truth.jsonl)"),
     .value("covered", "ROOM,...", "score: rooms with a receiver (default: the rooms decided)"),
     .value("end", "SECONDS", "score: Unix time the truth ends (default: the last time in either)"),
@@ -227,6 +236,9 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
     track = Array(Set(truth.compactMap { $0.beacon?.uuid })).map { TrackedMatch(uuid: $0) }
   }
   var sightings: [RoomSighting] = []
+  // --baseline: every tracked report, its receiver's offset applied.
+  let baselines = args.has("baseline")
+  var reports: [(t: Int64, room: String, subject: RoomSubject, rssi: Double)] = []
   var end: Int64 = 0
   for name in captures {
     let room = String(name.dropLast(".btsnoop".count))
@@ -245,8 +257,11 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
           raw,
           report: { t, r in
             end = max(end, t)
-            guard let b = TrackedBeacon.iBeacon(advertisingData: r.data),
-              let s = publisher.report(at: t, beacon: b, address: r.address, rssi: r.rssi)
+            guard let b = TrackedBeacon.iBeacon(advertisingData: r.data) else { return }
+            if baselines, let rssi = r.rssi, track.contains(where: { $0.matches(b.id) }) {
+              reports.append((t, room, .beacon(b.id), Double(rssi) + c.ranging.rssiOffset))
+            }
+            guard let s = publisher.report(at: t, beacon: b, address: r.address, rssi: r.rssi)
             else { return }
             sightings.append(s)
           })
@@ -297,6 +312,7 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
     baseline += last.naive
   }
   let cpuSeconds = Double(Clock.processCPUNanos() - cpu) / 1e9
+  if args.has("changes") { for c in decided { Console.line(c.json) } }
   Console.line(
     "\(dir): \(captures.count) receivers, \(sightings.count) sightings, rule run in \(JSONLine.format(cpuSeconds * 1000, decimals: 1)) ms CPU (both rules)"
   )
@@ -304,6 +320,24 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
     RoomScore.score(truth: truth, decided: decided, covered: covered, end: end),
     RoomScore.score(truth: truth, decided: baseline, covered: covered, end: end),
     awayAfter: config.rooms.awayAfter)
+  if baselines {
+    reports.sort { ($0.t, $0.room) < ($1.t, $1.room) }
+    let away: Duration =
+      if case .seconds(let s) = config.rooms.awayAfter { .seconds(s) } else { .seconds(30) }
+    for kind in RoomBaseline.standard {
+      var rules: [RoomSubject: RoomBaseline] = [:]
+      var changes: [RoomChange] = []
+      for r in reports {
+        changes += rules[
+          r.subject, default: RoomBaseline(kind: kind, subject: r.subject, awayAfter: away)
+        ]
+        .report(at: WallTime(micros: r.t), room: r.room, rssi: r.rssi)
+      }
+      for k in rules.keys { changes += rules[k]!.advance(to: WallTime(micros: end)) }
+      let score = RoomScore.score(truth: truth, decided: changes, covered: covered, end: end)
+      Console.line("\(kind.name): " + score.summary(awayAfter: nil))
+    }
+  }
   return 0
 }
 
