@@ -28,27 +28,36 @@ extension MQTTBridgeTests {
       bytes: [0xED, 0xD1, 0xEB, 0xEA, 0xC0, 0x4E, 0x5D, 0xEF, 0xA0, 0x17]
         + [0xAB, 0xCD, 0xEF, 0x01, 0x23, 0x45])
 
-    bridge.volume(0.37, muted: false)
-    bridge.findState("ringing", requesters: ["ble:phone", "mqtt:button \"x\""])
-    bridge.regionState("Desk", state: "inside")
-    bridge.regionState("Lab Room", state: "unknown")
-    bridge.regionState("Phone/Watch", state: "outside", tracksDevices: true)
-    bridge.regionState("Kitchen ü", state: "inside", tracksDevices: true)
-    bridge.beacon(ibeacon, distance: 1.84, proximity: "near", rssi: -67, at: 100)
-    bridge.beacon(alt, distance: nil, proximity: "unknown", rssi: nil, at: 100)
-    bridge.beacon(eddystone, distance: 12.3456, proximity: "far", rssi: -90, at: 100)
-    bridge.telemetry(
-      eddystone,
-      BeaconTelemetry(
-        t: 1_234_567_891, batteryMillivolts: 2950, temperature: 21.5, advertisingCount: 4242,
-        uptimeSeconds: 3600.5))
-    bridge.telemetry(
-      ibeacon,
-      BeaconTelemetry(
-        t: 5, batteryMillivolts: nil, temperature: nil, advertisingCount: 0, uptimeSeconds: 0))
-    bridge.tag("Keys", state: "connected", battery: 87)
-    bridge.tag("Bag Tag", state: "waiting", battery: nil)
-    bridge.scanDuty(
+    let at = DecisionTime(micros: 100_000_000)
+    bridge.show(MQTTEntities.controls, VolumeShown(level: 0.37, muted: false))
+    bridge.show(
+      MQTTEntities.findPhone, FindShown(.ringing, requesters: ["ble:phone", "mqtt:button \"x\""]))
+    bridge.show(MQTTEntities.region, RegionShown("Desk", .inside))
+    bridge.show(MQTTEntities.region, RegionShown("Lab Room", .unknown))
+    bridge.show(MQTTEntities.region, RegionShown("Phone/Watch", .outside, tracksDevices: true))
+    bridge.show(MQTTEntities.region, RegionShown("Kitchen ü", .inside, tracksDevices: true))
+    bridge.beacon(BeaconShown(ibeacon, distance: 1.84, proximity: .near, rssi: -67), at: at)
+    bridge.beacon(BeaconShown(alt, distance: nil, proximity: .unknown, rssi: nil), at: at)
+    bridge.beacon(BeaconShown(eddystone, distance: 12.3456, proximity: .far, rssi: -90), at: at)
+    bridge.show(
+      MQTTEntities.telemetry,
+      (
+        eddystone,
+        BeaconTelemetry(
+          t: 1_234_567_891, batteryMillivolts: 2950, temperature: 21.5, advertisingCount: 4242,
+          uptimeSeconds: 3600.5)
+      ))
+    bridge.show(
+      MQTTEntities.telemetry,
+      (
+        ibeacon,
+        BeaconTelemetry(
+          t: 5, batteryMillivolts: nil, temperature: nil, advertisingCount: 0, uptimeSeconds: 0)
+      ))
+    bridge.show(MQTTEntities.tag, TagShown("Keys", state: "connected", battery: 87))
+    bridge.show(MQTTEntities.tag, TagShown("Bag Tag", state: "waiting", battery: nil))
+    bridge.show(
+      MQTTEntities.scanDuty,
       ScanDutyReport(
         policy: .automatic, power: .battery, timing: ScanTiming(interval: 0x03C0, window: 0x0060),
         mean: [.battery: 0.1634, .mains: 0.25]))
