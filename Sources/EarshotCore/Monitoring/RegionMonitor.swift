@@ -858,9 +858,9 @@ public struct RegionMonitor: Sendable {
       if auto { return b.track.lastSeen + Int64((beaconTimeout(b) * 1e6).rounded()) >= t }
       return b.track.lastSeen >= horizon
     }
-    // Counted first, so the event's array is allocated once at its size: grown
-    // by doubling it took up to twice that and left the smaller copies freed
-    // but resident (10,000 beacons: ~1.2 MB of VmRSS, docs/performance.md).
+    // Counted first, so the event's array is allocated once at its size:
+    // grown by doubling it took up to twice that, and copies (10,000
+    // beacons: ~1 MB of heap peak, docs/performance.md).
     var count = 0
     for position in 0..<beacons.count where beacons.withRecord(at: position, keeps) { count += 1 }
     var out: [RangedBeacon] = []

@@ -7,10 +7,10 @@ import EarshotCore
 ///
 /// A deadline that moves later keeps the loop timer where it is: when that
 /// fires early it is set again for the deadline, without `onFire`. The
-/// monitor's exit deadline moves with nearly every report of a device (its
-/// last report plus `exit_after`), and re-arming the loop timer each time
-/// cost two `timerfd_settime` calls a report; this costs one wakeup per
-/// deadline that passed (docs/performance.md).
+/// monitor's exit deadline moves with a device's reports (its last report
+/// plus `exit_after`); each move re-armed the loop timer, a cancel and a new
+/// timer, two `timerfd_settime` calls; now a deadline that passed costs one
+/// wakeup (docs/performance.md).
 public final class MovingDeadline<Instant: Comparable> {
   private let loop: EventLoop
   /// How long from now until an instant, in the loop's nanoseconds.
