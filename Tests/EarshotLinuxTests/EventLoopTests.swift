@@ -64,6 +64,26 @@ final class EventLoopTests: XCTestCase {
     XCTAssertEqual(lateFired, [past])
   }
 
+  /// A deadline moved later keeps its earlier loop timer (no re-arm per
+  /// move), yet `onFire` comes once, at the last deadline, never before it.
+  func testAMovingDeadlineMovedLaterFiresOnceAtTheLastDeadline() throws {
+    let loop = try EventLoop()
+    let timer = MovingDeadline(monotonicOn: loop)
+    var fired: [(deadline: MonotonicTime, at: MonotonicTime)] = []
+    timer.onFire = {
+      fired.append(($0, Clock.now()))
+      loop.after(nanos: 20_000_000) { loop.stop() }
+    }
+    let now = Clock.now()
+    for ms in 1...30 { timer.arm(at: now + .milliseconds(ms)) }
+    XCTAssertEqual(timer.deadline, now + .milliseconds(30))
+    loop.after(seconds: 10) { loop.stop() }
+    try loop.run()
+    XCTAssertEqual(fired.map(\.deadline), [now + .milliseconds(30)])
+    XCTAssertGreaterThanOrEqual(fired.first?.at ?? now, now + .milliseconds(30))
+    XCTAssertNil(timer.deadline)
+  }
+
   func testReadableDescriptorCallsItsHandler() throws {
     let loop = try EventLoop()
     var fds: [Int32] = [0, 0]

@@ -185,12 +185,14 @@ final class MQTTBridgeTests: XCTestCase {
     let loop = try EventLoop()
     let bridge = try makeBridge(loop, broker)
     bridge.start()
-    bridge.regionState("desk", state: "unknown")
+    bridge.show(MQTTEntities.region, RegionShown("desk", .unknown))
     try run(loop) { bridge.isConnected }
-    bridge.regionState("desk", state: "inside")
-    bridge.regionState("Lab Room", state: "unknown")
-    bridge.beacon(beacon, distance: 1.84, proximity: "near", rssi: -67, at: 100)
-    bridge.volume(0.37, muted: false)
+    bridge.show(MQTTEntities.region, RegionShown("desk", .inside))
+    bridge.show(MQTTEntities.region, RegionShown("Lab Room", .unknown))
+    bridge.beacon(
+      BeaconShown(beacon, distance: 1.84, proximity: .near, rssi: -67),
+      at: DecisionTime(micros: 100_000_000))
+    bridge.show(MQTTEntities.controls, VolumeShown(level: 0.37, muted: false))
     try settle(loop)
 
     let r = try broker.retained()
@@ -245,7 +247,8 @@ final class MQTTBridgeTests: XCTestCase {
     bridge.start()
     try run(loop) { bridge.isConnected }
     let sampled = ScanTiming(interval: 0x03C0, window: 0x0060)
-    bridge.scanDuty(
+    bridge.show(
+      MQTTEntities.scanDuty,
       ScanDutyReport(
         policy: .automatic, power: .battery, timing: sampled, mean: [.battery: 0.1634]))
     try settle(loop)
@@ -261,7 +264,9 @@ final class MQTTBridgeTests: XCTestCase {
       r["earshot/testhost/scan/attributes"],
       #"{"policy":"automatic","power":"battery","duty":0.1,"window_ms":60,"interval_ms":600,"mean_duty":{"mains":null,"battery":0.1634}}"#
     )
-    bridge.scanDuty(ScanDutyReport(policy: .automatic, power: .battery, timing: nil, mean: [:]))
+    bridge.show(
+      MQTTEntities.scanDuty,
+      ScanDutyReport(policy: .automatic, power: .battery, timing: nil, mean: [:]))
     try settle(loop)
     r = try broker.retained()
     XCTAssertEqual(r["earshot/testhost/scan/duty"], "None", "no scan: Home Assistant's unknown")
@@ -277,8 +282,8 @@ final class MQTTBridgeTests: XCTestCase {
     let bridge = try makeBridge(loop, broker)
     bridge.start()
     try run(loop) { bridge.isConnected }
-    bridge.regionState("alice", state: "unknown", tracksDevices: true)
-    bridge.regionState("desk", state: "inside")
+    bridge.show(MQTTEntities.region, RegionShown("alice", .unknown, tracksDevices: true))
+    bridge.show(MQTTEntities.region, RegionShown("desk", .inside))
     try settle(loop)
     var r = try broker.retained()
     let payload = try XCTUnwrap(
@@ -297,7 +302,7 @@ final class MQTTBridgeTests: XCTestCase {
     XCTAssertEqual(r["earshot/testhost/region/alice/available"], "offline", "unknown: unavailable")
     XCTAssertNotNil(r["homeassistant/binary_sensor/earshot_testhost/region_alice/config"])
     XCTAssertNil(r["homeassistant/device_tracker/earshot_testhost/tracker_desk/config"])
-    bridge.regionState("alice", state: "inside", tracksDevices: true)
+    bridge.show(MQTTEntities.region, RegionShown("alice", .inside, tracksDevices: true))
     try settle(loop)
     r = try broker.retained()
     XCTAssertEqual(r["earshot/testhost/region/alice/state"], "inside")
@@ -399,7 +404,7 @@ final class MQTTBridgeTests: XCTestCase {
     let broker = try Broker()
     let loop = try EventLoop()
     let (bridge, received) = try subscribedBridge(loop, broker) {
-      $0.tag("keys", state: "connected", battery: 87)
+      $0.show(MQTTEntities.tag, TagShown("keys", state: "connected", battery: 87))
     }
     try broker.publish("earshot/testhost/command/ring_tag/keys", "PRESS")
     try broker.publish("earshot/testhost/command/ring_tag/keys", "loud")
@@ -429,13 +434,13 @@ final class MQTTBridgeTests: XCTestCase {
     let bridge = try makeBridge(loop, broker)
     bridge.start()
     try run(loop) { bridge.isConnected }
-    bridge.regionState("desk", state: "inside")
+    bridge.show(MQTTEntities.region, RegionShown("desk", .inside))
     try settle(loop)
     XCTAssertEqual(try broker.retained()["earshot/testhost/region/desk/state"], "inside")
 
     broker.stop()  // persistence is off: the broker forgets everything
     try run(loop) { !bridge.isConnected }
-    bridge.regionState("desk", state: "outside")  // changes while the broker is away
+    bridge.show(MQTTEntities.region, RegionShown("desk", .outside))  // changes while the broker is away
     try broker.start()
     try run(loop, limit: 15) { bridge.isConnected }
     try settle(loop)

@@ -26,7 +26,7 @@ public struct IdentityResolver<Cipher: BlockCipher, Identity: Hashable> {
   public let capacity: Int
   public private(set) var keys: [(identity: Identity, key: IdentityResolvingKey)] = []
   private var direct: [IdentityAddress: Identity] = [:]
-  private var answers: AnswerCache<BDAddress, Identity>
+  private var answers: AnswerCache<Identity>
 
   /// `addresses`: the identity addresses that match directly, and what each names.
   public init(
@@ -73,7 +73,7 @@ public struct IdentityResolver<Cipher: BlockCipher, Identity: Hashable> {
         return direct[IdentityAddress(address: address, isPublic: false)]
       }
       guard address.isResolvablePrivate, !keys.isEmpty else { return nil }
-      if let answer = answers[address] { return answer }
+      if let answer = answers.lookup(address) { return answer }
       for (identity, key) in keys where key.resolves(address, cipher: cipher) {
         answers.insert(identity, for: address)
         return identity
@@ -111,11 +111,23 @@ extension IdentityResolver where Identity == IdentityAddress {
 /// no key resolves. Each kind has its own fixed capacity and forgets its
 /// oldest entry to make room (its keys sit in a ring in the order they
 /// came), so a crowd of strangers cannot push out the known devices.
-struct AnswerCache<Key: Hashable, Value> {
+///
+/// In front of the table, the latest answers by a multiplicative hash of
+/// the address (one slot each, 1,024 slots, 24 kB): an address heard again
+/// is found without hashing it for the dictionary (SipHash was most of a
+/// resolved report's cost in the live identity path, docs/performance.md).
+/// A slot only ever holds what the table holds.
+struct AnswerCache<Value> {
+  typealias Key = BDAddress
   let capacity: Int
   private var answers: [Key: Value?] = [:]
   private var resolved: Ring<Key>
   private var unresolved: Ring<Key>
+  static var recentBits: Int { 10 }
+  /// An address's raw value per slot; `empty` (never a 48-bit address) for none.
+  private var recentKeys = [UInt64](repeating: empty, count: 1 << recentBits)
+  private var recentValues = [Value?](repeating: nil, count: 1 << recentBits)
+  private static var empty: UInt64 { .max }
 
   init(capacity: Int) {
     self.capacity = capacity
@@ -127,20 +139,39 @@ struct AnswerCache<Key: Hashable, Value> {
   var resolvedCount: Int { resolved.count }
   var unresolvedCount: Int { unresolved.count }
 
+  private static func slot(_ key: Key) -> Int {
+    Int(truncatingIfNeeded: (key.raw &* 0x9E37_79B9_7F4A_7C15) >> UInt64(64 - recentBits))
+  }
+
   /// `.some(nil)`: remembered as resolving to nothing; `nil`: not remembered.
-  subscript(key: Key) -> Value?? { answers[key] }
+  mutating func lookup(_ key: Key) -> Value?? {
+    let s = Self.slot(key)
+    if recentKeys[s] == key.raw { return .some(recentValues[s]) }
+    guard let answer = answers[key] else { return nil }
+    recentKeys[s] = key.raw
+    recentValues[s] = answer
+    return .some(answer)
+  }
 
   /// Adds the answer for a key not yet present.
   mutating func insert(_ value: Value?, for key: Key) {
     let evicted = value == nil ? unresolved.push(key) : resolved.push(key)
-    if let evicted { answers[evicted] = nil }
+    if let evicted {
+      answers[evicted] = nil
+      let s = Self.slot(evicted)
+      if recentKeys[s] == evicted.raw { recentKeys[s] = Self.empty }
+    }
     answers[key] = .some(value)
+    let s = Self.slot(key)
+    recentKeys[s] = key.raw
+    recentValues[s] = value
   }
 
   mutating func removeAll() {
     answers.removeAll(keepingCapacity: true)
     resolved.removeAll()
     unresolved.removeAll()
+    for s in recentKeys.indices { recentKeys[s] = Self.empty }
   }
 }
 
@@ -177,6 +208,6 @@ struct Ring<Key> {
 
 extension IdentityResolver: Sendable where Cipher: Sendable, Identity: Sendable {}
 
-extension AnswerCache: Sendable where Key: Sendable, Value: Sendable {}
+extension AnswerCache: Sendable where Value: Sendable {}
 
 extension Ring: Sendable where Key: Sendable {}

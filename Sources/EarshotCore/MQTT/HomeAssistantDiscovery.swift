@@ -24,7 +24,7 @@ public struct HomeAssistantDiscovery: Sendable {
     public let payload: String
   }
 
-  private func topic(_ component: String, _ object: String) -> String {
+  func topic(_ component: String, _ object: String) -> String {
     "\(prefix)/\(component)/\(nodeID)/\(object)/config"
   }
 
@@ -58,7 +58,7 @@ public struct HomeAssistantDiscovery: Sendable {
   }
 
   /// Fields every entity shares: ids, device block, origin, agent availability.
-  private func common(_ j: inout JSONLine, _ component: String, object: String, name: String) {
+  func common(_ j: inout JSONLine, _ component: String, object: String, name: String) {
     j.add("name", name)
     Self.addIDs(&j, component: component, object: "\(nodeID)_\(object)")
     var device = JSONLine()
@@ -74,7 +74,7 @@ public struct HomeAssistantDiscovery: Sendable {
     j.addRaw("origin", origin.line)
   }
 
-  private func availability(_ extra: [String] = []) -> String {
+  func availability(_ extra: [String] = []) -> String {
     let entries = ([topics.availability] + extra).map { t in
       "{\"topic\":\(JSONLine.quoted(t)),\"payload_available\":\"online\",\"payload_not_available\":\"offline\"}"
     }
@@ -86,200 +86,63 @@ public struct HomeAssistantDiscovery: Sendable {
     id.kind.row.label(id)
   }
 
-  /// Occupancy per region. Unknown is unavailable (not off): the region's
-  /// own availability topic goes offline while its state is unknown.
+  // The configs of each kind, one by one (the rows are in MQTTEntityKind.swift).
+
+  /// A region's occupancy binary_sensor.
   public func region(_ name: String) -> Message {
-    let object = "region_" + MQTTTopics.slug(name)
-    var j = JSONLine()
-    common(&j, "binary_sensor", object: object, name: "\(name) occupancy")
-    j.add("device_class", "occupancy")
-    j.add("state_topic", topics.regionState(name))
-    j.add("payload_on", "inside")
-    j.add("payload_off", "outside")
-    j.addRaw("availability", availability([topics.regionAvailability(name)]))
-    j.add("availability_mode", "all")
-    return Message(topic: topic("binary_sensor", object), payload: j.line)
+    config(MQTTEntities.region.configs[0], slug: MQTTTopics.slug(name), name: name)
   }
 
-  /// Presence of an identity region's devices (a person's phone and
-  /// watch) as a tracker: home while inside, not_home while outside,
-  /// unavailable while unknown. It reads the region's own state topic.
+  /// An identity region's device_tracker.
   public func deviceTracker(_ name: String) -> Message {
-    let object = "tracker_" + MQTTTopics.slug(name)
-    var j = JSONLine()
-    common(&j, "device_tracker", object: object, name: name)
-    j.add("state_topic", topics.regionState(name))
-    j.add("payload_home", "inside")
-    j.add("payload_not_home", "outside")
-    j.add("source_type", "bluetooth_le")
-    j.addRaw("availability", availability([topics.regionAvailability(name)]))
-    j.add("availability_mode", "all")
-    return Message(topic: topic("device_tracker", object), payload: j.line)
+    config(MQTTEntities.region.configs[1], slug: MQTTTopics.slug(name), name: name)
   }
 
-  /// Distance per tracked beacon, from its JSON state.
-  public func beacon(_ id: TrackedID, label: String? = nil) -> Message {
-    let object = "beacon_" + MQTTTopics.slug(id)
-    var j = JSONLine()
-    common(&j, "sensor", object: object, name: "\(label ?? Self.name(id)) distance")
-    j.add("device_class", "distance")
-    j.add("unit_of_measurement", "m")
-    j.add("state_class", "measurement")
-    j.add("state_topic", topics.beaconState(id))
-    j.add("value_template", "{{ value_json.distance }}")
-    j.addRaw("json_attributes_topic", JSONLine.quoted(topics.beaconState(id)))
-    j.addRaw("availability", availability())
-    return Message(topic: topic("sensor", object), payload: j.line)
+  /// A beacon's distance sensor.
+  public func beacon(_ id: TrackedID) -> Message {
+    config(MQTTEntities.beacon.configs[0], slug: MQTTTopics.slug(id), name: Self.name(id))
   }
 
-  /// A beacon's telemetry: its battery voltage (diagnostic, mV), and its
-  /// temperature when it has a sensor. Eddystone-TLM gives volts, not a
-  /// charge level, so the sensor is a voltage: a percentage would be a
-  /// guess about the cell.
-  public func beaconTelemetry(_ id: TrackedID, label: String? = nil, temperature: Bool)
-    -> [Message]
-  {
-    let object = "beacon_" + MQTTTopics.slug(id)
-    let name = label ?? Self.name(id)
-    var battery = JSONLine()
-    common(&battery, "sensor", object: object + "_battery", name: "\(name) battery")
-    battery.add("device_class", "voltage")
-    battery.add("unit_of_measurement", "mV")
-    battery.add("state_class", "measurement")
-    battery.add("entity_category", "diagnostic")
-    battery.add("state_topic", topics.beaconTelemetry(id))
-    battery.add("value_template", "{{ value_json.battery_mv }}")
-    battery.addRaw("json_attributes_topic", JSONLine.quoted(topics.beaconTelemetry(id)))
-    battery.addRaw("availability", availability())
-    var out = [Message(topic: topic("sensor", object + "_battery"), payload: battery.line)]
-    if temperature {
-      var t = JSONLine()
-      common(&t, "sensor", object: object + "_temperature", name: "\(name) temperature")
-      t.add("device_class", "temperature")
-      t.add("unit_of_measurement", "°C")
-      t.add("state_class", "measurement")
-      t.add("state_topic", topics.beaconTelemetry(id))
-      t.add("value_template", "{{ value_json.temperature }}")
-      t.addRaw("availability", availability())
-      out.append(Message(topic: topic("sensor", object + "_temperature"), payload: t.line))
+  /// A beacon's battery sensor, and its temperature sensor when it has one.
+  public func beaconTelemetry(_ id: TrackedID, temperature: Bool) -> [Message] {
+    MQTTEntities.telemetry.configs.prefix(temperature ? 2 : 1).map {
+      config($0, slug: MQTTTopics.slug(id), name: Self.name(id))
     }
-    return out
   }
 
-  /// A key-finder tag: a "Ring NAME" button and its battery level.
+  /// A key-finder tag's ring button, battery and link.
   public func tag(_ name: String) -> [Message] {
-    let object = "tag_" + MQTTTopics.slug(name)
-    var ring = JSONLine()
-    common(&ring, "button", object: object + "_ring", name: "Ring \(name)")
-    ring.add("command_topic", topics.ringTagCommand(name))
-    ring.add("payload_press", "PRESS")
-    ring.addRaw("availability", availability())
-    var battery = JSONLine()
-    common(&battery, "sensor", object: object + "_battery", name: "\(name) battery")
-    battery.add("device_class", "battery")
-    battery.add("unit_of_measurement", "%")
-    battery.add("state_class", "measurement")
-    battery.add("state_topic", topics.tagBattery(name))
-    battery.addRaw("availability", availability())
-    var link = JSONLine()
-    common(&link, "binary_sensor", object: object + "_connected", name: "\(name) in reach")
-    link.add("device_class", "connectivity")
-    link.add("state_topic", topics.tagState(name))
-    link.add("payload_on", "connected")
-    link.add("value_template", "{{ 'connected' if value == 'connected' else 'off' }}")
-    link.add("payload_off", "off")
-    link.addRaw("availability", availability())
-    return [
-      Message(topic: topic("button", object + "_ring"), payload: ring.line),
-      Message(topic: topic("sensor", object + "_battery"), payload: battery.line),
-      Message(topic: topic("binary_sensor", object + "_connected"), payload: link.line),
-    ]
+    MQTTEntities.tag.configs.map { config($0, slug: MQTTTopics.slug(name), name: name) }
   }
 
-  /// Find-phone's state (idle, starting, ringing, stopping, recovering),
-  /// with the devices it rings for as attributes.
   public func findPhone() -> Message {
-    var j = JSONLine()
-    common(&j, "sensor", object: "find_phone", name: "Find phone")
-    j.add("device_class", "enum")
-    j.addRaw(
-      "options",
-      "[" + FindStatus.State.allCases.map { JSONLine.quoted($0.rawValue) }.joined(separator: ",")
-        + "]")
-    j.add("icon", "mdi:cellphone-sound")
-    j.add("state_topic", topics.findState)
-    j.add("json_attributes_topic", topics.findAttributes)
-    j.addRaw("availability", availability())
-    return Message(topic: topic("sensor", "find_phone"), payload: j.line)
+    config(MQTTEntities.findPhone.configs[0], slug: "", name: "")
   }
 
-  /// The radio time the scan takes now (a diagnostic sensor, in percent),
-  /// with the policy, power source, timing and mean duties as attributes.
-  public func scanDuty() -> Message {
-    var j = JSONLine()
-    common(&j, "sensor", object: "scan_duty", name: "Scan duty")
-    j.add("entity_category", "diagnostic")
-    j.add("unit_of_measurement", "%")
-    j.add("state_class", "measurement")
-    j.add("icon", "mdi:radar")
-    j.add("state_topic", topics.scanDuty)
-    j.add("json_attributes_topic", topics.scanAttributes)
-    j.addRaw("availability", availability())
-    return Message(topic: topic("sensor", "scan_duty"), payload: j.line)
-  }
+  public func scanDuty() -> Message { config(MQTTEntities.scanDuty.configs[0], slug: "", name: "") }
 
-  /// The fixed entities: ring and found buttons, volume number, mute switch.
+  /// The fixed controls: ring and found buttons, volume number, mute switch.
   public func controls() -> [Message] {
-    var ring = JSONLine()
-    common(&ring, "button", object: "ring", name: "Ring this laptop")
-    ring.add("command_topic", topics.ringCommand)
-    ring.add("payload_press", "PRESS")
-    ring.addRaw("availability", availability())
-
-    var found = JSONLine()
-    common(&found, "button", object: "found", name: "Found")
-    found.add("command_topic", topics.foundCommand)
-    found.add("payload_press", "PRESS")
-    found.addRaw("availability", availability())
-
-    var volume = JSONLine()
-    common(&volume, "number", object: "volume", name: "Volume")
-    volume.add("command_topic", topics.volumeCommand)
-    volume.add("state_topic", topics.volumeState)
-    volume.add("min", 0)
-    volume.add("max", 100)
-    volume.add("step", 1)
-    volume.add("unit_of_measurement", "%")
-    volume.add("mode", "slider")
-    volume.addRaw("availability", availability())
-
-    var mute = JSONLine()
-    common(&mute, "switch", object: "mute", name: "Mute")
-    mute.add("command_topic", topics.muteCommand)
-    mute.add("state_topic", topics.muteState)
-    mute.add("payload_on", "ON")
-    mute.add("payload_off", "OFF")
-    mute.addRaw("availability", availability())
-
-    return [
-      Message(topic: topic("button", "ring"), payload: ring.line),
-      Message(topic: topic("button", "found"), payload: found.line),
-      Message(topic: topic("number", "volume"), payload: volume.line),
-      Message(topic: topic("switch", "mute"), payload: mute.line),
-    ]
+    MQTTEntities.controls.configs.map { config($0, slug: "", name: "") }
   }
 }
 
 /// Limits per-beacon publications to one per `interval` seconds each, and
-/// always lets a proximity change through (people automate on it).
+/// always lets a proximity change through (people automate on it). Counts
+/// on the monitor's decision time, so a step of the wall clock (or when the
+/// bridge runs) changes nothing.
 public struct BeaconRateLimiter: Sendable {
   public let interval: Double
-  private var last: [TrackedID: (time: Double, proximity: String)] = [:]
+  private var last: [TrackedID: (time: DecisionTime, proximity: Proximity)] = [:]
 
   public init(interval: Double) { self.interval = interval }
 
-  public mutating func shouldPublish(_ id: TrackedID, proximity: String, at time: Double) -> Bool {
-    if let prev = last[id], time - prev.time < interval, prev.proximity == proximity {
+  public mutating func shouldPublish(_ id: TrackedID, proximity: Proximity, at time: DecisionTime)
+    -> Bool
+  {
+    if let prev = last[id], time.seconds - prev.time.seconds < interval,
+      prev.proximity == proximity
+    {
       return false
     }
     last[id] = (time, proximity)

@@ -1,23 +1,3 @@
-/// One thing Earshot shows on MQTT, owning its retained topics: what a
-/// config reload removes is every topic of an entity, and nothing else.
-public enum MQTTEntity: Hashable, Sendable {
-  /// The ring and found buttons, the volume number and the mute switch.
-  case controls
-  /// Find-phone's state sensor.
-  case findPhone
-  /// The live scan's duty (a diagnostic sensor).
-  case scanDuty
-  case region(String)
-  /// An identity region's device_tracker (its state is the region's).
-  case tracker(String)
-  case beacon(TrackedID)
-  case tag(String)
-  /// A retained record of another part (rooms' agent record).
-  case record(String)
-  /// The rooms aggregator's answer for one beacon or device.
-  case room(RoomSubject)
-}
-
 /// What this agent shows on MQTT, as the broker should hold it: each
 /// retained topic with its payload, the entity it belongs to and the layer
 /// that orders its publication; and the events raised while the broker was

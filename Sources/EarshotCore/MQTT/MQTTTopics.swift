@@ -13,45 +13,19 @@ public struct MQTTTopics: Sendable, Equatable {
   /// Region events and find-phone states as JSON lines (not retained).
   public var events: String { base + "/events" }
 
-  public func regionState(_ region: String) -> String {
-    base + "/region/" + Self.slug(region) + "/state"
-  }
-  /// `online` while the region's state is known, `offline` while unknown,
-  /// so Home Assistant shows unknown as unavailable rather than off.
-  public func regionAvailability(_ region: String) -> String {
-    base + "/region/" + Self.slug(region) + "/available"
-  }
+  // The entities' topics are in their rows (`MQTTEntities`); these few
+  // are read elsewhere too.
+
   public func beaconState(_ id: TrackedID) -> String {
     base + "/beacon/" + Self.slug(id) + "/state"
   }
-  /// The beacon's own telemetry (Eddystone-TLM) as JSON: `battery_mv`,
-  /// `temperature`, `adv_count`, `uptime` (s), `t`.
-  public func beaconTelemetry(_ id: TrackedID) -> String {
-    base + "/beacon/" + Self.slug(id) + "/telemetry"
-  }
-
   public var volumeState: String { base + "/volume/state" }
   public var muteState: String { base + "/mute/state" }
-  public var findState: String { base + "/find/state" }
-  /// `{"requesters":[…]}`: who find-phone rings for (the sensor's attributes).
-  public var findAttributes: String { base + "/find/attributes" }
-  /// The scan's duty now in percent; its attributes are `status`'s `scan`.
-  public var scanDuty: String { base + "/scan/duty" }
-  public var scanAttributes: String { base + "/scan/attributes" }
-
-  /// A key-finder tag: `connected`, `connecting`, `waiting` (out of reach)...
-  public func tagState(_ tag: String) -> String { base + "/tag/" + Self.slug(tag) + "/state" }
-  /// Its battery level in percent.
-  public func tagBattery(_ tag: String) -> String { base + "/tag/" + Self.slug(tag) + "/battery" }
-  /// Ring a tag: PRESS (or empty, ON, high, 2) rings it, STOP (OFF, none, 0) silences it.
-  public func ringTagCommand(_ tag: String) -> String { ringTagPrefix + Self.slug(tag) }
-  public var ringTagPrefix: String { commandPrefix + "ring_tag/" }
 
   public var commandPrefix: String { base + "/command/" }
-  public var ringCommand: String { commandPrefix + "ring" }
-  public var foundCommand: String { commandPrefix + "found" }
-  public var volumeCommand: String { commandPrefix + "volume" }
-  public var muteCommand: String { commandPrefix + "mute" }
+  /// Ring a tag: `command/ring_tag/SLUG`; PRESS (or empty, ON, high, 2)
+  /// rings it, STOP (OFF, none, 0) silences it.
+  public var ringTagPrefix: String { commandPrefix + "ring_tag/" }
 
   /// Lower case letters, digits, `-` and `_`; everything else becomes `_`.
   public static func slug(_ name: String) -> String {

@@ -31,10 +31,11 @@ public struct AdvertisingIntervalEstimator: Sendable {
   public static let missChance = 1e-6
 
   private var gaps = InlineArray<128, UInt16>(repeating: 0)
-  // Small counters: this struct is stored once per tracked beacon.
+  private var lastReport: Int64? = nil
+  // Small counters: this struct is stored once per tracked beacon (here,
+  // in the padding after the optional: 8 bytes less than before it).
   private var count: UInt8 = 0
   private var next: UInt8 = 0
-  private var lastReport: Int64? = nil
 
   public init() {}
 

@@ -21,9 +21,10 @@ public enum PowerSource: String, Sendable, Equatable {
 /// device, whichever advertiser address its reports come from.
 public struct BeaconTrack: Sendable {
   public let id: TrackKey
-  public private(set) var address: BDAddress
+  // The two one-byte fields first, in the padding after the id.
   public private(set) var measuredPower: Int8
   public private(set) var powerSource: PowerSource
+  public private(set) var address: BDAddress
   public private(set) var lastSeen: Int64
   /// Last report that carried an RSSI.
   public private(set) var lastRSSITime: Int64? = nil

@@ -26,11 +26,22 @@ public struct RSSIFilter: Sendable {
   /// allocation per report.
   private var times = InlineArray<5, Int64>(repeating: 0)
   private var samples = InlineArray<5, Double>(repeating: 0)
-  private var count = 0
   private var estimate: Double? = nil
+  // One byte each, in the padding after `estimate` (this struct is stored
+  // once per tracked beacon): 16 bytes less than two `Int`s.
+  private var storedCount: UInt8 = 0
+  private var storedSign: Int8 = 0
   private var variance = 0.0
   private var lastTime: Int64 = 0
-  private var lastInnovationSign = 0
+
+  private var count: Int {
+    get { Int(storedCount) }
+    set { storedCount = UInt8(newValue) }
+  }
+  private var lastInnovationSign: Int {
+    get { Int(storedSign) }
+    set { storedSign = Int8(newValue) }
+  }
 
   public init() {}
 

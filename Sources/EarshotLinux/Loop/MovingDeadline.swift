@@ -3,12 +3,21 @@ import EarshotCore
 /// One loop timer kept on a deadline that keeps moving (the monitor's next
 /// exit, the next hook to reap): `arm(at:)` re-arms it only when the
 /// deadline changed, and `nil` cancels it. Each fires `onFire` once, with
-/// the deadline it was armed for.
-public final class MovingDeadline<Instant: Equatable> {
+/// the deadline it was armed for, never before it.
+///
+/// A deadline that moves later keeps the loop timer where it is: when that
+/// fires early it is set again for the deadline, without `onFire`. The
+/// monitor's exit deadline moves with a device's reports (its last report
+/// plus `exit_after`); each move re-armed the loop timer, a cancel and a new
+/// timer, two `timerfd_settime` calls; now a deadline that passed costs one
+/// wakeup (docs/performance.md).
+public final class MovingDeadline<Instant: Comparable> {
   private let loop: EventLoop
   /// How long from now until an instant, in the loop's nanoseconds.
   private let nanosUntil: (Instant) -> UInt64
+  /// The loop timer: at `wanted`, or earlier while `wanted` moved later.
   private var armed: (id: EventLoop.TimerID, at: Instant)?
+  private var wanted: Instant?
   public var onFire: ((Instant) -> Void)?
 
   public init(loop: EventLoop, nanosUntil: @escaping (Instant) -> UInt64) {
@@ -19,22 +28,35 @@ public final class MovingDeadline<Instant: Equatable> {
   deinit { cancel() }
 
   /// The instant the timer is armed for, if it is.
-  public var deadline: Instant? { armed?.at }
+  public var deadline: Instant? { wanted }
 
   public func arm(at deadline: Instant?) {
-    guard armed?.at != deadline else { return }
-    cancel()
-    guard let deadline else { return }
-    let id = loop.after(nanos: nanosUntil(deadline)) { [unowned self] in
-      self.armed = nil
-      self.onFire?(deadline)
-    }
-    armed = (id, deadline)
+    guard wanted != deadline else { return }
+    guard let deadline else { return cancel() }
+    wanted = deadline
+    if let armed, armed.at <= deadline { return }
+    schedule(deadline)
   }
 
   public func cancel() {
     if let armed { loop.cancel(armed.id) }
     armed = nil
+    wanted = nil
+  }
+
+  private func schedule(_ at: Instant) {
+    if let armed { loop.cancel(armed.id) }
+    let id = loop.after(nanos: nanosUntil(at)) { [unowned self] in
+      self.armed = nil
+      guard let wanted = self.wanted else { return }
+      if wanted == at {
+        self.wanted = nil
+        self.onFire?(at)
+      } else {
+        self.schedule(wanted)
+      }
+    }
+    armed = (id, at)
   }
 }
 

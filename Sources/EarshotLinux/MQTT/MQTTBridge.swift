@@ -93,24 +93,12 @@ public final class MQTTBridge {
 
   // MARK: What Earshot reports
 
-  /// `tracksDevices`: an identity region, which is also a device_tracker.
-  /// Unknown is said by the region's availability alone: its state topic
-  /// keeps the last known state (Home Assistant has no payload for unknown).
-  public func regionState(_ region: String, state: String, tracksDevices: Bool = false) {
-    let t = settings.topics
-    if let d = settings.discovery {
-      let m = d.region(region)
-      send(shown.show(.region(region), [.init(m.topic, m.payload, .discovery)]))
-      if tracksDevices {
-        let m = d.deviceTracker(region)
-        send(shown.show(.tracker(region), [.init(m.topic, m.payload, .discovery)]))
-      }
+  /// Shows a state of an entity kind (a row of `MQTTEntities`): its Home
+  /// Assistant discovery configs the first time, then its retained topics.
+  public func show<State>(_ kind: MQTTEntityKind<State>, _ state: State) {
+    for group in kind.items(state, topics: settings.topics, discovery: settings.discovery) {
+      send(shown.show(group.entity, group.items))
     }
-    var items: [MQTTShownState.Item] = []
-    if state != "unknown" { items.append(.init(t.regionState(region), state, .state)) }
-    items.append(
-      .init(t.regionAvailability(region), state == "unknown" ? "offline" : "online", .availability))
-    send(shown.show(.region(region), items))
   }
 
   /// Takes a region off the broker and out of Home Assistant (a reload
@@ -137,40 +125,11 @@ public final class MQTTBridge {
     send(shown.event(json))
   }
 
-  /// A ranged beacon; rate-limited per beacon except on proximity changes.
-  public func beacon(
-    _ id: TrackedID, distance: Double?, proximity: String, rssi: Int?, at time: Double
-  ) {
-    guard limiter.shouldPublish(id, proximity: proximity, at: time) else { return }
-    var items: [MQTTShownState.Item] = []
-    if let d = settings.discovery {
-      let m = d.beacon(id)
-      items.append(.init(m.topic, m.payload, .discovery))
-    }
-    var j = JSONLine()
-    if let distance { j.add("distance", distance, decimals: 2) } else { j.addNull("distance") }
-    j.add("proximity", proximity)
-    if let rssi { j.add("rssi", rssi) }
-    id.addFields(to: &j)
-    items.append(.init(settings.topics.beaconState(id), j.line, .state))
-    send(shown.show(.beacon(id), items))
-  }
-
-  /// A beacon's telemetry (retained), with its battery and temperature
-  /// sensors the first time; it belongs to the beacon, so removing the
-  /// beacon removes them too.
-  public func telemetry(_ id: TrackedID, _ reading: BeaconTelemetry) {
-    var items: [MQTTShownState.Item] = []
-    if let d = settings.discovery {
-      items += d.beaconTelemetry(id, temperature: reading.temperature != nil).map {
-        .init($0.topic, $0.payload, .discovery)
-      }
-    }
-    var j = JSONLine()
-    reading.addFields(to: &j)
-    j.add("t", Double(reading.t) / 1e6, decimals: 3)
-    items.append(.init(settings.topics.beaconTelemetry(id), j.line, .state))
-    send(shown.show(.beacon(id), items))
+  /// A ranged beacon; rate-limited per beacon except on proximity changes,
+  /// on the time the monitor decided it.
+  public func beacon(_ beacon: BeaconShown, at time: DecisionTime) {
+    guard limiter.shouldPublish(beacon.id, proximity: beacon.proximity, at: time) else { return }
+    show(MQTTEntities.beacon, beacon)
   }
 
   /// A message of a stream (rooms' sightings): QoS 0, never retained,
@@ -191,59 +150,11 @@ public final class MQTTBridge {
   /// The topics this bridge publishes and listens on.
   public var topics: MQTTTopics { settings.topics }
 
-  public func volume(_ level: Double, muted: Bool) {
-    send(
-      shown.show(
-        .controls,
-        [
-          .init(settings.topics.volumeState, String(Int((level * 100).rounded())), .state),
-          .init(settings.topics.muteState, muted ? "ON" : "OFF", .state),
-        ]))
-  }
-
   /// Sends the volume and mute states again: a refused command leaves
   /// Home Assistant's number and switch where the agent really is.
   public func resendVolume() {
     send(shown.resend(settings.topics.volumeState))
     send(shown.resend(settings.topics.muteState))
-  }
-
-  /// A tag's link state and battery; its Home Assistant entities the first time.
-  public func tag(_ name: String, state: String, battery: Int?) {
-    var items: [MQTTShownState.Item] = []
-    if let d = settings.discovery {
-      items += d.tag(name).map { .init($0.topic, $0.payload, .discovery) }
-    }
-    items.append(.init(settings.topics.tagState(name), state, .state))
-    if let battery {
-      items.append(.init(settings.topics.tagBattery(name), String(battery), .state))
-    }
-    send(shown.show(.tag(name), items))
-  }
-
-  /// The live scan's duty now and its attributes (`status`'s `scan`); the
-  /// sensor's discovery config goes with the first.
-  public func scanDuty(_ report: ScanDutyReport) {
-    var items: [MQTTShownState.Item] = []
-    if let d = settings.discovery {
-      items.append(.init(d.scanDuty().topic, d.scanDuty().payload, .discovery))
-    }
-    items.append(.init(settings.topics.scanDuty, report.percent, .state))
-    items.append(.init(settings.topics.scanAttributes, report.json.encoded, .state))
-    send(shown.show(.scanDuty, items))
-  }
-
-  /// Find-phone's state, and who asked (the sensor's attributes).
-  public func findState(_ state: String, requesters: [String] = []) {
-    var j = JSONLine()
-    j.addRaw("requesters", "[" + requesters.map(JSONLine.quoted).joined(separator: ",") + "]")
-    send(
-      shown.show(
-        .findPhone,
-        [
-          .init(settings.topics.findState, state, .state),
-          .init(settings.topics.findAttributes, j.line, .state),
-        ]))
   }
 
   // MARK: Internals

@@ -26,12 +26,18 @@ public final class MQTTTransport: AgentTransport {
   /// Publishes what is known now, then connects (in the background, with backoff).
   public func start() {
     findChanged(agent.find.status)
-    if let v = agent.currentVolume() { bridge.volume(v.level, muted: v.muted) }
-    for t in agent.tags?.snapshots ?? [] { bridge.tag(t.name, state: t.state, battery: t.battery) }
+    if let v = agent.currentVolume() {
+      bridge.show(MQTTEntities.controls, VolumeShown(level: v.level, muted: v.muted))
+    }
+    for t in agent.tags?.snapshots ?? [] {
+      bridge.show(MQTTEntities.tag, TagShown(t.name, state: t.state, battery: t.battery))
+    }
     for r in agent.monitor?.regionStates ?? [] {
-      bridge.regionState(
-        r.region, state: r.state.rawValue,
-        tracksDevices: agent.monitor?.tracksDevices(region: r.region) ?? false)
+      bridge.show(
+        MQTTEntities.region,
+        RegionShown(
+          r.region, r.state, tracksDevices: agent.monitor?.tracksDevices(region: r.region) ?? false
+        ))
     }
     bridge.start()
     publishScanDuty(after: 1)
@@ -46,7 +52,9 @@ public final class MQTTTransport: AgentTransport {
   private func publishScanDuty(after seconds: Double) {
     scanTimer = agent.loop.after(seconds: seconds) { [weak self] in
       guard let self else { return }
-      if let report = self.agent.monitor?.scanReport { self.bridge.scanDuty(report) }
+      if let report = self.agent.monitor?.scanReport {
+        self.bridge.show(MQTTEntities.scanDuty, report)
+      }
       self.publishScanDuty(after: Self.scanDutySeconds)
     }
   }
@@ -103,11 +111,11 @@ public final class MQTTTransport: AgentTransport {
     case .noticeResult(let id, let device, let result):
       bridge.event(ControlProtocol.noticeResultEvent(id, device, result))
     case .volume(let v):
-      bridge.volume(v.level, muted: v.muted)
+      bridge.show(MQTTEntities.controls, VolumeShown(level: v.level, muted: v.muted))
     case .tag(let e):
       bridge.event(ControlProtocol.tagEvent(e))
       if let t = agent.tags?.snapshots.first(where: { $0.name == e.tag }) {
-        bridge.tag(t.name, state: t.state, battery: t.battery)
+        bridge.show(MQTTEntities.tag, TagShown(t.name, state: t.state, battery: t.battery))
       }
     case .monitor(let e):
       switch e.kind {
@@ -115,24 +123,26 @@ public final class MQTTTransport: AgentTransport {
         // beacon_interval counts on the monitor's decision clock (live: the
         // monotonic clock, which no step of the wall clock moves; a replay:
         // capture time), as the event was decided, whenever this runs.
-        let decided = e.decided.seconds
         // Devices have their region's device_tracker, not a sensor of their own.
         for b in e.beacons {
           guard let id = b.id.beacon else { continue }
           bridge.beacon(
-            id, distance: b.accuracy, proximity: b.proximity.rawValue,
-            rssi: b.rssi.map { Int($0.rounded()) }, at: decided)
+            BeaconShown(
+              id, distance: b.accuracy, proximity: b.proximity,
+              rssi: b.rssi.map { Int($0.rounded()) }), at: e.decided)
         }
       case .state, .enter, .exit:
-        bridge.regionState(
-          e.region, state: e.state.rawValue,
-          tracksDevices: agent.monitor?.tracksDevices(region: e.region) ?? false)
+        bridge.show(
+          MQTTEntities.region,
+          RegionShown(
+            e.region, e.state,
+            tracksDevices: agent.monitor?.tracksDevices(region: e.region) ?? false))
         bridge.event(MonitorEventFormatter.json(e))
       }
     case .reloaded(let regions):
       reloaded(regions)
     case .telemetry(let id, let reading):
-      bridge.telemetry(id, reading)
+      bridge.show(MQTTEntities.telemetry, (id, reading))
     case .trackerFollowing:
       // Strangers' trackers leave the machine only when configured (not yet).
       break
@@ -140,7 +150,9 @@ public final class MQTTTransport: AgentTransport {
   }
 
   private func findChanged(_ status: FindStatus) {
-    bridge.findState(status.state.rawValue, requesters: status.requesters.map(\.description))
+    bridge.show(
+      MQTTEntities.findPhone,
+      FindShown(status.state, requesters: status.requesters.map(\.description)))
   }
 
   /// Regions a reload removed leave the broker and Home Assistant, and so
