@@ -84,6 +84,8 @@ public final class Agent {
   public let tags: TagTransport
   /// The tracker watch (`[trackers] enabled`).
   public private(set) var trackers: TrackerWatchDriver?
+  /// The desktop notification for a tracker that follows.
+  public private(set) var trackerNotification: TrackerNotification?
   private var reloader: ConfigReloader?
   private var started = false
 
@@ -151,6 +153,11 @@ public final class Agent {
       daemon.attach(trackers: driver)
       driver.onFollowing = { [unowned daemon] in daemon.dispatch(.trackerFollowing($0)) }
       trackers = driver
+      let notification = TrackerNotification(
+        agent: daemon, address: surroundings.sessionBus,
+        now: { [unowned driver] in driver.watch.latest })
+      daemon.add(notification)
+      trackerNotification = notification
     }
     (notification, tags, link) = try Self.attachDeviceParts(
       to: daemon, config: config, surroundings: surroundings, audio: alert != nil,

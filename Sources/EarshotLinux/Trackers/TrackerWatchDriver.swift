@@ -12,6 +12,8 @@ public final class TrackerWatchDriver {
   private let log: (String) -> Void
   private let now: () -> MonotonicTime
   private var live = true
+  private let onFollowingHook: [String]?
+  private let hookTimeout: Double
 
   public init(
     config: TrackersConfig, now: @escaping () -> MonotonicTime, log: @escaping (String) -> Void
@@ -19,6 +21,8 @@ public final class TrackerWatchDriver {
     watch = TrackerWatch(settings: TrackerWatch.Settings(config: config))
     self.now = now
     self.log = log
+    onFollowingHook = config.onFollowing
+    hookTimeout = config.hookTimeout
   }
 
   /// Takes the monitor's reports and its wakes (a move: the place is
@@ -33,6 +37,12 @@ public final class TrackerWatchDriver {
           "tracker following: \(row.number) \(row.frame), \(row.places) places, \(row.sightings) sightings"
         )
         onFollowing?(row)
+        // The monitor's runner: it reaps on SIGCHLD and a replay waits for it.
+        if let argv = onFollowingHook, let hooks = monitor.driver.hooks {
+          hooks.spawn(
+            argv, environment: TrackerAlert.environment(row, now: t), timeout: hookTimeout,
+            label: "trackers on_following \(argv[0])")
+        }
       }
     }
   }
