@@ -132,8 +132,11 @@ extension TrackersCommandTests {
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let capture = dir + "/following.btsnoop"
     try writeFollowingCapture(capture)
+    let db = dir + "/log.sqlite"
     let agent = try AgentProcess(
-      config: "[trackers]\nenabled = true\nsensitivity = high\n", arguments: ["--input", capture])
+      config:
+        "[trackers]\nenabled = true\nsensitivity = high\n[log]\nenabled = true\npath = \(db)\n",
+      arguments: ["--input", capture])
     XCTAssertTrue(agent.waitForLog("tracker following: tracker 1 "), agent.log)
     let r = try runEarshot(["trackers", "--socket", agent.socket])
     XCTAssertEqual(r.status, 0, r.err)
@@ -156,6 +159,15 @@ extension TrackersCommandTests {
     XCTAssertNotEqual(unknown.status, 0)
     XCTAssertTrue(unknown.err.contains("no tracker 1 is kept"), unknown.err)
     XCTAssertEqual(agent.stop(), 0, agent.log)
+    // The proximity log: when it started to follow (capture time), and the clear.
+    let log = try runEarshot(["log", "--db", db, "--format", "json"])
+    XCTAssertEqual(log.status, 0, log.err)
+    let rows = log.out.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+      .filter { $0["type"]?.string == "tracker" }
+    XCTAssertEqual(rows.map { $0["event"]?.string }, ["following", "cleared"], log.out)
+    XCTAssertEqual(rows.first?["t"]?.number, 1_767_225_600 + 2400.5)
+    XCTAssertEqual(rows.map { $0["count"]?.number }, [41, 90])
+    XCTAssertEqual(rows.first?["address"]?.string, "C3:11:22:33:44:55")
 
     // An agent without [trackers] says so.
     let plain = try AgentProcess()

@@ -151,6 +151,7 @@ public final class Agent {
         config: config.trackers, now: { MonotonicTime(nanos: Clock.boottimeNanos()) }, log: log)
       driver.attach(to: monitor, live: !(surroundings.reports?.capturesTime ?? false))
       daemon.attach(trackers: driver)
+      driver.proximityLog = daemon.proximityLog
       driver.onFollowing = { [unowned daemon] in daemon.dispatch(.trackerFollowing($0)) }
       trackers = driver
       let notification = TrackerNotification(
