@@ -74,9 +74,7 @@ final class TrackerAlertTests: XCTestCase {
       XCTAssertTrue(menu.contains("#\(action) (\(summary))"), menu)
     }
     // Details replaces it with the tracker as `earshot trackers` lists it.
-    spin(agent.loop, "the details are shown") {
-      notification.waiting == 0 && desktop.displayed() == 1
-    }
+    spin(agent.loop, "the details are shown") { notification.answered == 2 }
     _ = try desktop.ctl(["close-all"])
     spin(agent.loop, "closed") { desktop.displayed() == 0 }
     let history = try desktop.ctl(["history"]).stdout
@@ -111,6 +109,26 @@ final class TrackerAlertTests: XCTestCase {
     XCTAssertEqual(
       watch.watch.rows.first?.trust, .until(latest + TrackerAlert.ignoreFor), "a day")
     spin(agent.loop, "the notification is gone") { desktop.displayed() == 0 }
+  }
+
+  func testRingItSaysEarshotCannotRingYet() throws {
+    let desktop = try DesktopSession()
+    let agent = try agent(address: desktop.bus.address)
+    let notification = try XCTUnwrap(agent.trackerNotification)
+    notification.start()
+    defer { notification.stop() }
+    try agent.start()
+    spin(agent.loop, "dunst shows the notification") { desktop.displayed() == 1 }
+    _ = try desktop.pick("#Ring it")
+    spin(agent.loop, "the answer is shown") {
+      self.logs.contains("tracker notification: ring tracker 1: not built yet")
+        && notification.waiting == 0 && desktop.displayed() == 1
+    }
+    _ = try desktop.ctl(["close-all"])
+    spin(agent.loop, "closed") { desktop.displayed() == 0 }
+    let history = try desktop.ctl(["history"]).stdout
+    XCTAssertTrue(history.contains("Earshot cannot ring trackers yet"), history)
+    XCTAssertEqual(agent.trackers?.watch.rows.first?.trust, TrackerTrust.none, "not ignored")
   }
 
   func testWithoutANotificationServerOneLogLine() throws {

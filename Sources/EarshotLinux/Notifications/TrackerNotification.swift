@@ -22,6 +22,8 @@ public final class TrackerNotification: AgentTransport {
   private var warned = false
   /// Notify calls waiting for their answer.
   public private(set) var waiting = 0
+  /// Notify calls the server has answered (shown or replaced).
+  public private(set) var answered = 0
 
   static let service = FindPhoneNotification.service
   static let path = FindPhoneNotification.path
@@ -84,6 +86,7 @@ public final class TrackerNotification: AgentTransport {
     ) { [weak self] result in
       guard let self else { return }
       self.waiting -= 1
+      self.answered += 1
       switch result {
       case .success(let values):
         guard let first = values.first, case .uint32(let id) = first else { break }
