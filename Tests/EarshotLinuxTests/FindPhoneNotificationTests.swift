@@ -24,7 +24,7 @@ private final class TestDevices: AgentTransport, DeviceLink {
 /// session bus. Its context menu ("dunstctl context") runs `dmenu`, here a
 /// script that saves the menu it is shown and picks the line holding the
 /// text in `choice` (so a test clicks an action the way a user does).
-private final class DesktopSession {
+final class DesktopSession {
   let bus: PrivateBus
   let directory: String
   private var processes: [Process] = []

@@ -395,7 +395,7 @@ final class ProximityLogTests: XCTestCase {
     XCTAssertTrue(writer.close())
 
     let reader = try ProximityLogReader(path: db)
-    XCTAssertEqual(try reader.store.version(), 3)
+    XCTAssertEqual(try reader.store.version(), ProximityLogStore.schemaVersion)
     XCTAssertEqual(
       try reader.store.telemetry(since: nil, until: nil),
       [
@@ -861,4 +861,63 @@ func XMLElements(_ text: String) throws -> [(name: String, attributes: [String: 
     return []
   }
   return c.elements
+}
+
+extension ProximityLogTests {
+  /// A tracker that follows and is cleared: two rows, in a version-3 file
+  /// the writer migrates, and `earshot log` shows them in each format.
+  func testTrackerRowsAreLoggedAndOldFilesMigrate() throws {
+    let db = dir + "/trackers.sqlite"
+    let old = try SQLiteConnection(path: db, create: true, busyTimeoutMillis: 100)
+    for m in ProximityLogStore.migrations[0..<3] { try old.exec(m) }
+    try old.exec("PRAGMA user_version = 3")
+    try old.exec("INSERT INTO volume_events(t, volume, muted) VALUES (\(t0 * s), 0.5, 0)")
+    // A reader of the old file: no tracker table yet, and no error.
+    let before = try ProximityLogStore.openForReading(path: db)
+    XCTAssertEqual(try before.agentEvents(since: nil, until: nil).count, 1)
+
+    let address = BDAddress("C3:11:22:33:44:55")!
+    let writer = ProximityLogWriter(settings: .init(path: db), report: { _ in }, clock: nil)
+    for (offset, kind, places, sightings) in [
+      (2400, TrackerLogEvent.Kind.following, 2, 41), (5400, .cleared, 3, 90),
+    ] {
+      writer.record(
+        .tracker(
+          TrackerLogEvent(
+            t: WallTime(micros: (t0 + Int64(offset)) * s), kind: kind, number: 1,
+            protocolName: "Find My (separated)", trackerKind: "airtag", address: address,
+            places: places, sightings: sightings)))
+    }
+    XCTAssertTrue(writer.close())
+    let reader = try ProximityLogReader(path: db)
+    XCTAssertEqual(try reader.store.version(), 4)
+    XCTAssertEqual(ProximityLogStore.schemaVersion, 4)
+    let trackers = try reader.records(LogQuery()).compactMap {
+      if case .tracker(let e) = $0 { e } else { nil }
+    }
+    XCTAssertEqual(trackers.map(\.kind), [.following, .cleared])
+    XCTAssertEqual(trackers.map(\.places), [2, 3])
+    XCTAssertEqual(trackers.first?.address, address)
+
+    let table = try Earshot.run(["log", "--db", db])
+    XCTAssertEqual(table.status, 0, table.stderr)
+    let rows = table.stdout.split(separator: "\n").filter { $0.contains("tracker 1") }
+    XCTAssertEqual(rows.count, 2, table.stdout)
+    XCTAssertTrue(rows.first?.contains("tracker 1 C3:11:22:33:44:55 ") == true, table.stdout)
+    XCTAssertTrue(
+      rows.first?.hasSuffix("following  Find My (separated): airtag, 2 places  n=41") == true,
+      table.stdout)
+    let json = try jsonLines(try Earshot.run(["log", "--db", db, "--format", "json"]).stdout)
+      .filter { $0["type"] as? String == "tracker" }
+    XCTAssertEqual(json.map { $0["event"] as? String }, ["following", "cleared"])
+    XCTAssertEqual(json.first?["address"] as? String, "C3:11:22:33:44:55")
+    XCTAssertEqual(json.first?["device"] as? String, "tracker 1")
+    XCTAssertEqual((json.last?["count"] as? NSNumber)?.intValue, 90)
+    let csv = try Earshot.run(["log", "--db", db, "--format", "csv"]).stdout
+      .split(separator: "\n").filter { $0.contains(",tracker,") }
+    XCTAssertEqual(csv.count, 2)
+    XCTAssertTrue(
+      csv.first?.contains(
+        ",tracker,,following,,,,,C3:11:22:33:44:55,,41,") == true, "\(csv)")
+  }
 }

@@ -86,33 +86,6 @@ final class TrackersCommandTests: XCTestCase {
     XCTAssertEqual(shown.first?["following"], .bool(false))
   }
 
-  /// 90 minutes at three places (five fixed advertisers each, heard every
-  /// minute) with a separated AirTag throughout, as a btsnoop capture.
-  func writeFollowingCapture(_ path: String) throws {
-    let start: Int64 = 1_767_225_600_000_000  // 2026-01-01 00:00 UTC
-    let tag = BDAddress("C3:11:22:33:44:55")!
-    let tagData = TrackerAirFrame.findMySeparated(kind: 1, key: 42)
-    let envData: [UInt8] = [0x02, 0x01, 0x06, 0x03, 0xFF, 0x59, 0x00]
-    var bytes = BtsnoopWriter.header
-    for minute in 0..<90 {
-      let place = UInt64(minute / 30)
-      var heard: [(BDAddress, [UInt8])] = (0..<5).map {
-        (BDAddress(raw: 0xC100_0000_0000 | place << 8 | UInt64($0)), envData)
-      }
-      heard.append((tag, tagData))
-      for (i, (address, data)) in heard.enumerated() {
-        let event = data.withUnsafeBytes { d in
-          HCIEventEncoder.legacyReport(
-            AdvertisingReport(
-              pdu: .advNonconnInd, address: address, addressType: .random, rssi: -60, data: d))!
-        }
-        let micros = start + Int64(minute) * 60_000_000 + Int64(i) * 100_000
-        bytes += event.withUnsafeBytes { BtsnoopWriter.record(event: $0, micros: micros) }
-      }
-    }
-    try Data(bytes).write(to: URL(fileURLWithPath: path))
-  }
-
   func testAFollowingTagThroughTheCommandAndTheAgent() throws {
     let dir = try makeTempDirectory()
     defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -159,8 +132,11 @@ extension TrackersCommandTests {
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let capture = dir + "/following.btsnoop"
     try writeFollowingCapture(capture)
+    let db = dir + "/log.sqlite"
     let agent = try AgentProcess(
-      config: "[trackers]\nenabled = true\nsensitivity = high\n", arguments: ["--input", capture])
+      config:
+        "[trackers]\nenabled = true\nsensitivity = high\n[log]\nenabled = true\npath = \(db)\n",
+      arguments: ["--input", capture])
     XCTAssertTrue(agent.waitForLog("tracker following: tracker 1 "), agent.log)
     let r = try runEarshot(["trackers", "--socket", agent.socket])
     XCTAssertEqual(r.status, 0, r.err)
@@ -183,6 +159,15 @@ extension TrackersCommandTests {
     XCTAssertNotEqual(unknown.status, 0)
     XCTAssertTrue(unknown.err.contains("no tracker 1 is kept"), unknown.err)
     XCTAssertEqual(agent.stop(), 0, agent.log)
+    // The proximity log: when it started to follow (capture time), and the clear.
+    let log = try runEarshot(["log", "--db", db, "--format", "json"])
+    XCTAssertEqual(log.status, 0, log.err)
+    let rows = log.out.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+      .filter { $0["type"]?.string == "tracker" }
+    XCTAssertEqual(rows.map { $0["event"]?.string }, ["following", "cleared"], log.out)
+    XCTAssertEqual(rows.first?["t"]?.number, 1_767_225_600 + 2400.5)
+    XCTAssertEqual(rows.map { $0["count"]?.number }, [41, 90])
+    XCTAssertEqual(rows.first?["address"]?.string, "C3:11:22:33:44:55")
 
     // An agent without [trackers] says so.
     let plain = try AgentProcess()
@@ -275,4 +260,31 @@ final class EventRecorder: AgentTransport {
       lines.append(ControlProtocol.trackerFollowingEvent(row))
     }
   }
+}
+
+/// 90 minutes at three places (five fixed advertisers each, heard every
+/// minute) with a separated AirTag throughout, as a btsnoop capture.
+func writeFollowingCapture(_ path: String) throws {
+  let start: Int64 = 1_767_225_600_000_000  // 2026-01-01 00:00 UTC
+  let tag = BDAddress("C3:11:22:33:44:55")!
+  let tagData = TrackerAirFrame.findMySeparated(kind: 1, key: 42)
+  let envData: [UInt8] = [0x02, 0x01, 0x06, 0x03, 0xFF, 0x59, 0x00]
+  var bytes = BtsnoopWriter.header
+  for minute in 0..<90 {
+    let place = UInt64(minute / 30)
+    var heard: [(BDAddress, [UInt8])] = (0..<5).map {
+      (BDAddress(raw: 0xC100_0000_0000 | place << 8 | UInt64($0)), envData)
+    }
+    heard.append((tag, tagData))
+    for (i, (address, data)) in heard.enumerated() {
+      let event = data.withUnsafeBytes { d in
+        HCIEventEncoder.legacyReport(
+          AdvertisingReport(
+            pdu: .advNonconnInd, address: address, addressType: .random, rssi: -60, data: d))!
+      }
+      let micros = start + Int64(minute) * 60_000_000 + Int64(i) * 100_000
+      bytes += event.withUnsafeBytes { BtsnoopWriter.record(event: $0, micros: micros) }
+    }
+  }
+  try Data(bytes).write(to: URL(fileURLWithPath: path))
 }

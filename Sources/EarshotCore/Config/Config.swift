@@ -305,6 +305,9 @@ public struct TrackersConfig: Sendable, Equatable {
   public var retention = 86_400.0
   /// Enrolled trackers: they never alert.
   public var trusted: [BDAddress] = []
+  /// Run when a tracker starts to follow, as the region hooks are.
+  public var onFollowing: [String]? = nil
+  public var hookTimeout = 10.0
   public init() {}
 }
 
@@ -530,6 +533,15 @@ extension TrackersConfig: ConfigSection {
       "Addresses of your own trackers (AA:BB:CC:DD:EE:FF), separated by spaces: they never alert.",
       set: { t, v in t.trusted = v.isEmpty ? [] : try ConfigValue.addresses(v) },
       show: { $0.trusted.map(\.description).joined(separator: " ") }),
+    .init(
+      "on_following",
+      "Command run when a tracker starts to follow, split like a shell would, run without one; empty = none.",
+      set: { t, v in t.onFollowing = v.isEmpty ? nil : try ConfigValue.command(v) },
+      show: { $0.onFollowing.map(ShellWords.join) ?? "" }),
+    .init(
+      "hook_timeout", "Seconds the on_following hook may run before it is killed.",
+      set: { t, v in t.hookTimeout = try ConfigValue.double(v, in: 0.1...3600) },
+      show: { ConfigValue.show($0.hookTimeout) }),
   ]
 }
 

@@ -65,8 +65,18 @@ public enum LogFormatter {
         ("adv_count", .int(Int(e.reading.advertisingCount))),
         ("uptime", .number(e.reading.uptimeSeconds, 1)),
       ]
+    case .tracker(let e):
+      // The existing columns: the tracker's number as the device, its
+      // sightings as the count, protocol, kind and places in the detail.
+      f += [("type", .text("tracker")), ("event", .text(e.kind.rawValue))]
+      f += [("address", .text(e.address.description)), ("count", .int(e.sightings))]
+      f += [("device", .text("tracker \(e.number)")), ("detail", .text(trackerDetail(e)))]
     }
     return f
+  }
+
+  static func trackerDetail(_ e: TrackerLogEvent) -> String {
+    "\(e.protocolName): \(e.trackerKind), \(e.places) places"
   }
 
   public enum Field: Sendable, Equatable {
@@ -137,6 +147,10 @@ public enum LogFormatter {
       if let c = e.reading.temperature { d += "  \(JSONLine.format(c, decimals: 1)) °C" }
       d += "  up \(LogTime.duration(Int64(e.reading.uptimeSeconds * 1e6)))"
       detail = d
+    case .tracker(let e):
+      type = "tracker"
+      subject = "tracker \(e.number) \(e.address)"
+      detail = e.kind.rawValue + "  " + trackerDetail(e) + "  n=\(e.sightings)"
     }
     return "\(time)  \(column(type, 10))  \(column(subject, 43))  \(detail)"
   }

@@ -25,6 +25,7 @@ public enum LogRecord: Sendable, Equatable {
   case findPhone(FindPhoneLogEvent)
   case volume(VolumeLogEvent)
   case telemetry(TelemetryLogEvent)
+  case tracker(TrackerLogEvent)
 
   public var t: WallTime {
     switch self {
@@ -34,6 +35,7 @@ public enum LogRecord: Sendable, Equatable {
     case .findPhone(let e): e.t
     case .volume(let e): e.t
     case .telemetry(let e): e.t
+    case .tracker(let e): e.t
     }
   }
 
@@ -46,6 +48,7 @@ public enum LogRecord: Sendable, Equatable {
     case .findPhone: 3
     case .volume: 4
     case .telemetry: 5
+    case .tracker: 6
     }
   }
 }

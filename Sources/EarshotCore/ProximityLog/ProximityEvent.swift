@@ -11,6 +11,7 @@ public enum ProximityEvent: Sendable, Equatable {
   case findPhone(FindPhoneLogEvent)
   case volume(VolumeLogEvent)
   case telemetry(TelemetryLogEvent)
+  case tracker(TrackerLogEvent)
 
   public var t: WallTime {
     switch self {
@@ -20,6 +21,7 @@ public enum ProximityEvent: Sendable, Equatable {
     case .findPhone(let e): e.t
     case .volume(let e): e.t
     case .telemetry(let e): e.t
+    case .tracker(let e): e.t
     }
   }
 }
@@ -142,5 +144,46 @@ public struct TelemetryLogEvent: Sendable, Equatable {
   public init(beacon: TrackedID, reading: BeaconTelemetry) {
     self.beacon = beacon
     self.reading = reading
+  }
+}
+
+/// A tracker that started to follow, or one that followed and the user
+/// cleared (`tracker.clear`): the alert and its end, not the sightings.
+public struct TrackerLogEvent: Sendable, Equatable {
+  public enum Kind: String, Sendable, CaseIterable {
+    case following, cleared
+  }
+
+  public var t: WallTime
+  public var kind: Kind
+  /// The watch's number for it (`earshot trackers`).
+  public var number: Int
+  /// Its protocol row's name ("Find My (separated)").
+  public var protocolName: String
+  /// What the frame says it is ("airtag").
+  public var trackerKind: String
+  public var address: BDAddress
+  public var places: Int
+  public var sightings: Int
+
+  public init(
+    t: WallTime, kind: Kind, number: Int, protocolName: String, trackerKind: String,
+    address: BDAddress, places: Int, sightings: Int
+  ) {
+    self.t = t
+    self.kind = kind
+    self.number = number
+    self.protocolName = protocolName
+    self.trackerKind = trackerKind
+    self.address = address
+    self.places = places
+    self.sightings = sightings
+  }
+
+  public init(t: WallTime, kind: Kind, row: TrackerRow) {
+    self.init(
+      t: t, kind: kind, number: row.number.value, protocolName: row.frame.row.name,
+      trackerKind: row.frame.kind.rawValue, address: row.address, places: row.places,
+      sightings: row.sightings)
   }
 }

@@ -84,6 +84,8 @@ public final class Agent {
   public let tags: TagTransport
   /// The tracker watch (`[trackers] enabled`).
   public private(set) var trackers: TrackerWatchDriver?
+  /// The desktop notification for a tracker that follows.
+  public private(set) var trackerNotification: TrackerNotification?
   private var reloader: ConfigReloader?
   private var started = false
 
@@ -149,8 +151,14 @@ public final class Agent {
         config: config.trackers, now: { MonotonicTime(nanos: Clock.boottimeNanos()) }, log: log)
       driver.attach(to: monitor, live: !(surroundings.reports?.capturesTime ?? false))
       daemon.attach(trackers: driver)
+      driver.proximityLog = daemon.proximityLog
       driver.onFollowing = { [unowned daemon] in daemon.dispatch(.trackerFollowing($0)) }
       trackers = driver
+      let notification = TrackerNotification(
+        agent: daemon, address: surroundings.sessionBus,
+        now: { [unowned driver] in driver.watch.latest })
+      daemon.add(notification)
+      trackerNotification = notification
     }
     (notification, tags, link) = try Self.attachDeviceParts(
       to: daemon, config: config, surroundings: surroundings, audio: alert != nil,

@@ -67,13 +67,21 @@ public final class ProximityLogStore {
       advertisements INTEGER NOT NULL, uptime_s REAL NOT NULL);
     CREATE INDEX beacon_telemetry_by_time ON beacon_telemetry(t);
     """,
+    // 4: trackers that started to follow, and those cleared (docs/trackers.md).
+    """
+    CREATE TABLE tracker_events (
+      id INTEGER PRIMARY KEY, t INTEGER NOT NULL, event TEXT NOT NULL, number INTEGER NOT NULL,
+      protocol TEXT NOT NULL, kind TEXT NOT NULL, address TEXT NOT NULL, places INTEGER NOT NULL,
+      sightings INTEGER NOT NULL);
+    CREATE INDEX tracker_events_by_time ON tracker_events(t);
+    """,
   ]
 
   public static var schemaVersion: Int { migrations.count }
 
   static let timedTables = [
     "region_events", "sightings", "adapter_events", "find_phone_events", "volume_events",
-    "beacon_telemetry",
+    "beacon_telemetry", "tracker_events",
   ]
 
   // MARK: Opening
@@ -177,6 +185,7 @@ public final class ProximityLogStore {
     case findPhone(FindPhoneLogEvent)
     case volume(VolumeLogEvent)
     case telemetry(TelemetryLogEvent)
+    case tracker(TrackerLogEvent)
   }
 
   private var statements: [String: SQLiteStatement] = [:]
@@ -258,6 +267,19 @@ public final class ProximityLogStore {
       s.bind(2, e.kind.rawValue)
       s.bind(3, e.device)
       s.bind(4, e.detail)
+      try s.run()
+    case .tracker(let e):
+      let s = try statement(
+        "INSERT INTO tracker_events(t, event, number, protocol, kind, address, places, "
+          + "sightings) VALUES (?,?,?,?,?,?,?,?)")
+      s.bind(1, e.t)
+      s.bind(2, e.kind.rawValue)
+      s.bind(3, Int64(e.number))
+      s.bind(4, e.protocolName)
+      s.bind(5, e.trackerKind)
+      s.bind(6, e.address.description)
+      s.bind(7, Int64(e.places))
+      s.bind(8, Int64(e.sightings))
       try s.run()
     case .volume(let e):
       let s = try statement("INSERT INTO volume_events(t, volume, muted, source) VALUES (?,?,?,?)")
@@ -419,6 +441,25 @@ public final class ProximityLogStore {
         )
       )
     }
+    // A reader may open a file an older writer has not migrated yet.
+    guard try version() >= 4 else { return out }
+    let k = try connection.prepare(
+      "SELECT t, event, number, protocol, kind, address, places, sightings FROM tracker_events "
+        + "WHERE t >= ? AND t < ? ORDER BY t, id")
+    k.bind(1, lo)
+    k.bind(2, hi)
+    while try k.step() {
+      // A row this earshot cannot read is skipped, not a failure.
+      guard let kind = TrackerLogEvent.Kind(rawValue: k.string(1)),
+        let address = BDAddress(k.string(5))
+      else { continue }
+      out.append(
+        .tracker(
+          TrackerLogEvent(
+            t: k.wallTime(0), kind: kind, number: Int(k.int64(2)), protocolName: k.string(3),
+            trackerKind: k.string(4), address: address, places: Int(k.int64(6)),
+            sightings: Int(k.int64(7)))))
+    }
     return out
   }
 
@@ -492,7 +533,11 @@ extension ProximityLogStore {
     for (table, column) in [
       ("region_events", "t"), ("sightings", sightings), ("adapter_events", "t"),
       ("find_phone_events", "t"), ("volume_events", "t"), ("beacon_telemetry", "t"),
-    ] where table != "beacon_telemetry" || version >= 3 {
+      ("tracker_events", "t"),
+    ]
+    where (table != "beacon_telemetry" || version >= 3)
+      && (table != "tracker_events" || version >= 4)
+    {
       let s = try connection.prepare("SELECT \(function)(\(column)) FROM \(table)")
       if try s.step(), let v = s.optionalInt(0) { found = found.map { keep($0, v) } ?? v }
     }

@@ -136,6 +136,7 @@ public final class ProximityLogWriter {
     case .findPhone(let e): pendingOther.append(.findPhone(e))
     case .volume(let e): pendingOther.append(.volume(e))
     case .telemetry(let e): pendingOther.append(.telemetry(e))
+    case .tracker(let e): pendingOther.append(.tracker(e))
     }
     // A full batch goes out at once, unless the database is failing: then
     // only the timer retries, so a locked file is not hammered per report.

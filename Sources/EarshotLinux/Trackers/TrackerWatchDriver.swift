@@ -12,6 +12,10 @@ public final class TrackerWatchDriver {
   private let log: (String) -> Void
   private let now: () -> MonotonicTime
   private var live = true
+  private let onFollowingHook: [String]?
+  private let hookTimeout: Double
+  /// The proximity log, when kept: a row when one follows and when cleared.
+  public var proximityLog: ProximityLogWriter?
 
   public init(
     config: TrackersConfig, now: @escaping () -> MonotonicTime, log: @escaping (String) -> Void
@@ -19,6 +23,8 @@ public final class TrackerWatchDriver {
     watch = TrackerWatch(settings: TrackerWatch.Settings(config: config))
     self.now = now
     self.log = log
+    onFollowingHook = config.onFollowing
+    hookTimeout = config.hookTimeout
   }
 
   /// Takes the monitor's reports and its wakes (a move: the place is
@@ -33,6 +39,13 @@ public final class TrackerWatchDriver {
           "tracker following: \(row.number) \(row.frame), \(row.places) places, \(row.sightings) sightings"
         )
         onFollowing?(row)
+        proximityLog?.record(.tracker(TrackerLogEvent(t: wall(t), kind: .following, row: row)))
+        // The monitor's runner: it reaps on SIGCHLD and a replay waits for it.
+        if let argv = onFollowingHook, let hooks = monitor.driver.hooks {
+          hooks.spawn(
+            argv, environment: TrackerAlert.environment(row, now: t), timeout: hookTimeout,
+            label: "trackers on_following \(argv[0])")
+        }
       }
     }
   }
@@ -40,9 +53,23 @@ public final class TrackerWatchDriver {
   /// The user's trust or clear, now; false when the watch keeps no such tracker.
   public func handle(_ event: TrackerWatch.Event) -> Bool {
     let t = live ? now() : watch.latest
-    return !watch.handle(event, at: t).contains {
+    var cleared: TrackerRow? = nil
+    if case .clear(let number) = event {
+      cleared = watch.rows.first { $0.number == number && $0.following != nil }
+    }
+    let known = !watch.handle(event, at: t).contains {
       if case .unknownNumber = $0 { true } else { false }
     }
+    if known, let cleared {
+      proximityLog?.record(.tracker(TrackerLogEvent(t: wall(t), kind: .cleared, row: cleared)))
+    }
+    return known
+  }
+
+  /// The log's wall time: the system clock live, the capture's in a replay
+  /// (the watch's clock is the capture's then).
+  private func wall(_ t: MonotonicTime) -> WallTime {
+    live ? Clock.wallNow() : WallTime(micros: Int64(t.nanos / 1000))
   }
 
   /// `status`'s `trackers` section: one object per tracker kept.
