@@ -4,6 +4,12 @@
 # the beacon's advertisements byte for byte (the AD hci1 was given), while
 # the region monitor keeps deciding: inside with the client connected, and
 # an exit exit_after after the advertiser stops.
+# Then the scanner mode, as Home Assistant asks for it (FEATURE_STATE_AND_MODE):
+# a client asks for active scanning, withdraws it, asks again and leaves;
+# the kernel's trace (btmon) shows Earshot's scan parameters go active
+# (scan type 0x01) and back to passive each time, the state messages the
+# client gets say the same, and after the agent exits the kernel's scan is
+# off with its parameters reset, as after any scan.
 EXIT_AFTER=5
 PY=/usr/local/lib/earshot-test/esphome-venv/bin/python
 check "the test venv has aioesphomeapi (scripts/deps.sh test)" "$PY" -c 'import aioesphomeapi'
@@ -21,6 +27,8 @@ port = 16053
 key_file = /tmp/esphome.key
 name = vm-laptop
 CONF
+btmon -w trace.btsnoop >/dev/null 2>&1 &
+BTMON=$!
 SOCK=/tmp/earshot.sock
 "$EARSHOT" run --config /tmp/proxy.conf --socket $SOCK --state-dir /tmp/earshot-state --no-audio >run.log 2>&1 &
 RUN=$!
@@ -47,6 +55,33 @@ check "byte for byte the AD hci1 advertises" \
 check "the emulator's unavailable RSSI as -127 (Home Assistant's no-RSSI value)" \
   [ "$(field 'sorted(set(a["rssi"] for a in r["advertisements"]))')" = "[-127]" ]
 check "address type public (0) on every one" [ "$(field 'sorted(set(a["type"] for a in r["advertisements"]))')" = "[0]" ]
+
+# Scanner mode. WAIT bounds each switch as the client sees it: a few HCI
+# commands, each a fraction of a second under TCG, on a loaded machine.
+WAIT=45
+"$PY" "$REPO/Tests/vm/tests/esphome_live_client.py" modes 16053 "$(cat /tmp/esphome.key)" 3 $WAIT >modes.out 2>modes.err
+check "the client asked for active, passive, active and saw the state follow each time" [ $? -eq 0 ]
+cat modes.out
+# The modes each state message carried, in order, repeats folded.
+seen_modes() { python3 -c "
+import json, sys
+out = []
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if 'mode' in r and (not out or out[-1] != r['mode']): out.append(r['mode'])
+print(' '.join(map(str, out)))" "$1"; }
+check "state messages: passive, active, passive, active ($(seen_modes modes.out))" [ "$(seen_modes modes.out)" = "0 1 0 1" ]
+check "every state message says running (2) and configured passive (0)" \
+  python3 -c "
+import json, sys
+rs = [json.loads(l) for l in open('modes.out')]
+rs = [r for r in rs if 'mode' in r]
+sys.exit(not rs or any(r['state'] != 2 or r['configured'] != 0 for r in rs))"
+check "the agent logged the client's active request" grep -q 'asks for active scanning' run.log
+# The client left with its active request: a new client is told passive.
+"$PY" "$REPO/Tests/vm/tests/esphome_live_client.py" state 16053 "$(cat /tmp/esphome.key)" 0 $WAIT >left.out 2>left.err
+check "after the client left, a new client is told passive ($(tail -1 left.out))" [ $? -eq 0 ]
+
 stop_advertising_loop hci1
 check "the monitor still decides: exit after the advertiser stops" \
   wait_for $((EXIT_AFTER + 20)) grep -q '"event":"exit","region":"desk"' events.out
@@ -55,5 +90,27 @@ kill -INT $RUN
 wait $RUN
 check "exit status 0 after SIGINT" [ $? -eq 0 ]
 kill $EVENTS 2>/dev/null
-cat run.log client.err
+sleep 0.5
+kill -INT $BTMON; wait $BTMON 2>/dev/null
+btmon -r trace.btsnoop >trace.txt 2>&1
+scan_params trace.txt >params.txt
+cat params.txt
+# Earshot's own scans (60 ms windows; 10 ms / 10 ms is the reset at exit).
+types=$(awk '!($2 == "10.000" && $3 == "10.000") { if ($1 != last) printf "%s%s", (n++ ? " " : ""), $1; last = $1 }' params.txt)
+check "btmon: scan type passive, active, passive, active, passive ($types)" \
+  [ "$types" = "Passive Active Passive Active Passive" ]
+check "btmon: the active scan parameters say scan type 0x01" grep -q 'Type: Active (0x01)' trace.txt
+check "btmon: the last scan parameters are the reset to passive 10 ms / 10 ms" \
+  [ "$(tail -1 params.txt)" = "Passive 10.000 10.000" ]
+check "btmon: the last scan enable command is a disable" \
+  sh -c "grep -A1 -E 'HCI Command: .*\(0x08\|0x00(0c|42)\) plen' trace.txt | grep -E 'Enabled \(0x01\)|Disabled \(0x00\)' | tail -1 | grep -q 'Disabled (0x00)'"
+check "btmon: no scan command refused" bash -c "! grep -B1 -A2 'LE Set.*Scan' trace.txt | grep -q 'Status: Command Disallowed'"
+# The emulator refuses scan parameters while scanning: 00 means the scan is off.
+if grep -q 'Set Extended Scan Parameters' trace.txt; then
+  s=$(hci_cmd hci0 0x08 0x0041 00 00 01 00 20 00 20 00)
+else
+  s=$(hci_cmd hci0 0x08 0x000b 00 20 00 20 00 00 00)
+fi
+check "the kernel's scan is off after the agent exits (Set Scan Parameters status $s)" [ "$s" = 00 ]
+cat run.log client.err modes.err left.err
 stop_btvirt
