@@ -4,13 +4,13 @@
 # the beacon's advertisements byte for byte (the AD hci1 was given), while
 # the region monitor keeps deciding: inside with the client connected, and
 # an exit exit_after after the advertiser stops.
-# Then the scanner mode, as Home Assistant asks for it (FEATURE_STATE_AND_MODE):
-# a client asks for active scanning, withdraws it, asks again and leaves
-# while another client listens;
-# the kernel's trace (btmon) shows Earshot's scan parameters go active
-# (scan type 0x01) and back to passive each time, each switch stamped
-# between the request and the state message telling the client, and after the agent exits the kernel's scan is
-# off with its parameters reset, as after any scan.
+# Then the scanner mode, as Home Assistant asks for it
+# (FEATURE_STATE_AND_MODE): a client asks for active scanning, withdraws
+# it, asks again and leaves while another client listens; the kernel's
+# trace (btmon) shows Earshot's scan parameters go active (scan type 0x01)
+# and back to passive each time, each switch stamped between the request
+# and the state message telling the client, and after the agent exits the
+# kernel's scan is off with its parameters reset, as after any scan.
 EXIT_AFTER=5
 PY=/usr/local/lib/earshot-test/esphome-venv/bin/python
 check "the test venv has aioesphomeapi (scripts/deps.sh test)" "$PY" -c 'import aioesphomeapi'
@@ -109,7 +109,8 @@ check "btmon: the active scan parameters say scan type 0x01" grep -q 'Type: Acti
 # guest's wall clock, as the client's stamps), as "EPOCH TYPE INTERVAL".
 # Each request is followed by a command of its type before the client is
 # told that mode (the state says what the controller took), and the
-# client's leaving by a passive one before the listener is told passive. Order only, no bound: the machine may be loaded.
+# client's leaving by a passive one before the listener is told passive.
+# Order only, no bound: the machine may be loaded.
 python3 - trace.btsnoop >stamped.txt <<'PY'
 import struct, sys
 # btsnoop: a 16-byte header, then records (lengths, flags, drops, time in
