@@ -168,7 +168,7 @@ public final class MQTTBridge {
     }
     var j = JSONLine()
     reading.addFields(to: &j)
-    j.add("t", Double(reading.t) / 1e6, decimals: 3)
+    j.add("t", reading.shown.seconds, decimals: 3)
     items.append(.init(settings.topics.beaconTelemetry(id), j.line, .state))
     send(shown.show(.beacon(id), items))
   }
