@@ -433,7 +433,9 @@ public final class AgentMonitor {
         self.beginReplay(at: t)
         self.driver.advance(to: DecisionTime(micros: t))
       })
-    if reported { replayRadio?.radio.reported(at: record.timestamp) }
+    if reported {
+      replayRadio?.radio.reported(at: DecisionTime(capture: WallTime(micros: record.timestamp)))
+    }
   }
 
   /// Through `--radio`: the radio's due items and the monitor's deadlines
@@ -442,20 +444,22 @@ public final class AgentMonitor {
   /// record (time passes for the monitor either way).
   private func radioHears(_ record: CaptureRecord) -> Bool {
     let t = record.timestamp
+    let at = DecisionTime(capture: WallTime(micros: t))
     beginReplay(at: t)
     let driver = self.driver
     let need: SimulatedRadio.Need = {
-      driver.monitor.fullDutyNeeded(at: $0, sampledDuty: $1, allowance: $2)
+      driver.monitor.fullDutyNeeded(at: $0.micros, sampledDuty: $1, allowance: $2)
+        .map(DecisionTime.init(micros:))
     }
-    if !replayRadio!.radio.started { radioSteps(replayRadio!.radio.start(at: t, need: need)) }
+    if !replayRadio!.radio.started { radioSteps(replayRadio!.radio.start(at: at, need: need)) }
     while true {
-      let d = driver.nextDeadline
+      let d = driver.nextDeadline.map(DecisionTime.init(micros:))
       let r = replayRadio!.radio.nextDue
-      if let d, d <= t, r.map({ d <= $0 }) ?? true {
-        driver.advance(to: DecisionTime(micros: d))
+      if let d, d <= at, r.map({ d <= $0 }) ?? true {
+        driver.advance(to: d)
         radioSteps(replayRadio!.radio.decide(at: d, need: need))
-        if driver.nextDeadline == d { break }  // cannot happen; guards the loop
-      } else if let r, r <= t {
+        if driver.nextDeadline == d.micros { break }  // cannot happen; guards the loop
+      } else if let r, r <= at {
         radioSteps(replayRadio!.radio.due(at: r, need: need))
       } else {
         break
@@ -473,10 +477,10 @@ public final class AgentMonitor {
     for step in steps {
       switch step {
       case .changed(let t, let duty):
-        driver.scanPaused(at: DecisionTime(micros: t))
-        driver.scanDutyChanged(to: duty, at: DecisionTime(micros: t))
+        driver.scanPaused(at: t)
+        driver.scanDutyChanged(to: duty, at: t)
       case .resumed(let t):
-        driver.scanResumed(at: DecisionTime(micros: t))
+        driver.scanResumed(at: t)
       }
     }
   }

@@ -439,8 +439,9 @@ public final class ProximityLogStore {
         TelemetryLogEvent(
           beacon: b,
           reading: BeaconTelemetry(
-            // A logged reading decides in its own (capture) time, as a replay does.
-            decided: DecisionTime(micros: s.int64(0)), shown: WallTime(micros: s.int64(0)),
+            // Read back, the log's time is the reading's capture time.
+            decided: DecisionTime(capture: WallTime(micros: s.int64(0))),
+            shown: WallTime(micros: s.int64(0)),
             batteryMillivolts: s.optionalInt(5).map { Int($0) },
             temperature: s.optionalDouble(6), advertisingCount: count,
             uptimeSeconds: s.double(8))))
