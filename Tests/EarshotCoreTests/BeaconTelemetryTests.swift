@@ -42,12 +42,15 @@ final class BeaconTelemetryTests: XCTestCase {
   func testAReadingJoinsTheBeaconItsAddressNamed() throws {
     var j = TelemetryJoiner()
     XCTAssertNil(j.beacon(uid, address: a, at: 0), "nothing waited")
-    let (id, reading) = try XCTUnwrap(j.telemetry(tlm(2840), address: a, at: 1_000_000))
+    let shown = WallTime(micros: 1_767_225_600_000_000)
+    let (id, reading) = try XCTUnwrap(
+      j.telemetry(tlm(2840), address: a, at: DecisionTime(micros: 1_000_000), shown: shown))
     XCTAssertEqual(id, uid)
     XCTAssertEqual(reading.batteryMillivolts, 2840)
     XCTAssertEqual(reading.temperature, 19)
     XCTAssertEqual(reading.uptimeSeconds, 1094.8, accuracy: 1e-9)
-    XCTAssertEqual(reading.t, 1_000_000)
+    XCTAssertEqual(reading.decided, DecisionTime(micros: 1_000_000))
+    XCTAssertEqual(reading.shown, shown, "the time shown travels with the reading")
     XCTAssertEqual(j.telemetry(of: uid), reading)
     XCTAssertNil(j.telemetry(of: other))
     // Another address's TLM is not this beacon's.
@@ -64,7 +67,7 @@ final class BeaconTelemetryTests: XCTestCase {
     XCTAssertNil(j.telemetry(of: uid))
     let joined = try XCTUnwrap(j.beacon(uid, address: a, at: 2))
     XCTAssertEqual(joined.batteryMillivolts, 2890)
-    XCTAssertEqual(joined.t, 1)
+    XCTAssertEqual(joined.decided, DecisionTime(micros: 1), "when it was heard, not joined")
     XCTAssertEqual(j.telemetry(of: uid), joined)
     XCTAssertNil(j.beacon(uid, address: a, at: 3), "joined once")
   }
@@ -202,5 +205,27 @@ extension BeaconTelemetryTests {
         XCTAssertTrue("\(error)".contains("MILLIVOLTS:CELSIUS"), "\(error)")
       }
     }
+  }
+}
+
+/// The tests' readings are heard and shown at the same microsecond.
+extension TelemetryJoiner {
+  fileprivate mutating func beacon(_ id: TrackedID, address: BDAddress, at micros: Int64)
+    -> BeaconTelemetry?
+  {
+    beacon(id, address: address, at: DecisionTime(micros: micros))
+  }
+
+  fileprivate mutating func telemetry(_ tlm: EddystoneTLM, address: BDAddress, at micros: Int64)
+    -> (TrackedID, BeaconTelemetry)?
+  {
+    telemetry(
+      tlm, address: address, at: DecisionTime(micros: micros), shown: WallTime(micros: micros))
+  }
+}
+
+extension BeaconTelemetry {
+  fileprivate init(_ tlm: EddystoneTLM, at micros: Int64) {
+    self.init(tlm, decided: DecisionTime(micros: micros), shown: WallTime(micros: micros))
   }
 }

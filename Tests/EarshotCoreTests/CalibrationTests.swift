@@ -8,26 +8,26 @@ final class CalibrationTests: XCTestCase {
     // 60 s at 1 Hz: -70 dBm, then -55 (with an outlier) from 20 to 40 s, then -72.
     for s in 0..<60 {
       let rssi: Int8 = (20..<40).contains(s) ? (s == 25 ? -90 : -55) : (s < 20 ? -70 : -72)
-      w.add(t: Int64(s) * 1_000_000, rssi: rssi)
+      w.add(at: WallTime(micros: Int64(s) * 1_000_000), rssi: rssi)
     }
     w.finish()
     let e = try! XCTUnwrap(w.best)
     XCTAssertEqual(e.median, -55)
     XCTAssertEqual(e.reports, 20)
-    XCTAssertEqual(e.from, 20_000_000)
-    XCTAssertEqual(e.to, 39_000_000)
+    XCTAssertEqual(e.from, WallTime(micros: 20_000_000))
+    XCTAssertEqual(e.to, WallTime(micros: 39_000_000))
     XCTAssertEqual(w.reports, 60)
   }
 
   func testAShortRecordingIsOneWindowAndTooFewReportsNone() {
     var w = LoudestWindow(seconds: 20)
-    for s in 0..<12 { w.add(t: Int64(s) * 1_000_000, rssi: Int8(-60 - s % 2)) }
+    for s in 0..<12 { w.add(at: WallTime(micros: Int64(s) * 1_000_000), rssi: Int8(-60 - s % 2)) }
     XCTAssertNil(w.best)
     w.finish()
     XCTAssertEqual(w.best?.median, -60.5)
     XCTAssertEqual(w.best?.reports, 12)
     var few = LoudestWindow(seconds: 20)
-    for s in 0..<9 { few.add(t: Int64(s) * 1_000_000, rssi: -60) }
+    for s in 0..<9 { few.add(at: WallTime(micros: Int64(s) * 1_000_000), rssi: -60) }
     few.finish()
     XCTAssertNil(few.best)
   }
@@ -35,7 +35,7 @@ final class CalibrationTests: XCTestCase {
   func testMemoryStaysBounded() {
     var w = LoudestWindow(seconds: 20)
     // 1,000 reports a second for 25 s: the window keeps at most its capacity.
-    for i in 0..<25_000 { w.add(t: Int64(i) * 1000, rssi: -60) }
+    for i in 0..<25_000 { w.add(at: WallTime(micros: Int64(i) * 1000), rssi: -60) }
     w.finish()
     XCTAssertEqual(w.best?.reports, LoudestWindow.capacity)
     XCTAssertEqual(w.best?.median, -60)

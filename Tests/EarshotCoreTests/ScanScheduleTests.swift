@@ -411,16 +411,17 @@ final class PowerSupplyTests: XCTestCase {
 
 final class DutyMeterTests: XCTestCase {
   func testTheMeanIsTimeWeightedPerPowerSource() {
+    func at(_ seconds: Int64) -> DecisionTime { DecisionTime(micros: seconds * s) }
     var m = DutyMeter()
-    XCTAssertNil(m.mean(on: .mains, at: 0))
-    m.set(duty: 1, power: .mains, at: 0)
-    m.set(duty: 0.1, power: .mains, at: 10 * s)
+    XCTAssertNil(m.mean(on: .mains, at: at(0)))
+    m.set(duty: 1, power: .mains, at: at(0))
+    m.set(duty: 0.1, power: .mains, at: at(10))
     // 10 s at 1, 30 s at 0.1: (10 + 3) / 40.
-    XCTAssertEqual(try XCTUnwrap(m.mean(on: .mains, at: 40 * s)), 13.0 / 40, accuracy: 1e-9)
-    m.set(duty: 0.04, power: .battery, at: 40 * s)
-    m.set(duty: nil, power: .battery, at: 60 * s)
-    XCTAssertEqual(try XCTUnwrap(m.mean(on: .battery, at: 80 * s)), 0.8 / 40, accuracy: 1e-9)
-    XCTAssertEqual(try XCTUnwrap(m.mean(on: .mains, at: 80 * s)), 13.0 / 40, accuracy: 1e-9)
+    XCTAssertEqual(try XCTUnwrap(m.mean(on: .mains, at: at(40))), 13.0 / 40, accuracy: 1e-9)
+    m.set(duty: 0.04, power: .battery, at: at(40))
+    m.set(duty: nil, power: .battery, at: at(60))
+    XCTAssertEqual(try XCTUnwrap(m.mean(on: .battery, at: at(80))), 0.8 / 40, accuracy: 1e-9)
+    XCTAssertEqual(try XCTUnwrap(m.mean(on: .mains, at: at(80))), 13.0 / 40, accuracy: 1e-9)
   }
 }
 

@@ -44,7 +44,8 @@ extension MQTTBridgeTests {
       (
         eddystone,
         BeaconTelemetry(
-          t: 1_234_567_891, batteryMillivolts: 2950, temperature: 21.5, advertisingCount: 4242,
+          decided: DecisionTime(micros: 1_234_567_891), shown: WallTime(micros: 1_234_567_891),
+          batteryMillivolts: 2950, temperature: 21.5, advertisingCount: 4242,
           uptimeSeconds: 3600.5)
       ))
     bridge.show(
@@ -52,7 +53,8 @@ extension MQTTBridgeTests {
       (
         ibeacon,
         BeaconTelemetry(
-          t: 5, batteryMillivolts: nil, temperature: nil, advertisingCount: 0, uptimeSeconds: 0)
+          decided: DecisionTime(micros: 5), shown: WallTime(micros: 5), batteryMillivolts: nil,
+          temperature: nil, advertisingCount: 0, uptimeSeconds: 0)
       ))
     bridge.show(MQTTEntities.tag, TagShown("Keys", state: "connected", battery: 87))
     bridge.show(MQTTEntities.tag, TagShown("Bag Tag", state: "waiting", battery: nil))

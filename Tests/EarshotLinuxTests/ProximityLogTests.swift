@@ -383,10 +383,12 @@ final class ProximityLogTests: XCTestCase {
       .sighting(BeaconSighting(t: WallTime(micros: t), beacon: eddy, rssi: -60, region: "desk")))
     let readings = [
       BeaconTelemetry(
-        t: t, batteryMillivolts: 2840, temperature: 19.5, advertisingCount: 5223,
+        decided: DecisionTime(micros: t), shown: WallTime(micros: t), batteryMillivolts: 2840,
+        temperature: 19.5, advertisingCount: 5223,
         uptimeSeconds: 1094.8),
       BeaconTelemetry(
-        t: t + 600 * s, batteryMillivolts: nil, temperature: nil, advertisingCount: 11223,
+        decided: DecisionTime(micros: t + 600 * s), shown: WallTime(micros: t + 600 * s),
+        batteryMillivolts: nil, temperature: nil, advertisingCount: 11223,
         uptimeSeconds: 1694.8),
     ]
     for r in readings { writer.record(.telemetry(TelemetryLogEvent(beacon: eddy, reading: r))) }

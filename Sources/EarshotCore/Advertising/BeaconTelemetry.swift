@@ -1,8 +1,11 @@
 /// What a beacon says about itself (an Eddystone-TLM frame), as shown in
 /// `status`, the proximity log and Home Assistant.
 public struct BeaconTelemetry: Equatable, Sendable {
-  /// When the frame was heard (the monitor's decision time).
-  public var t: Int64
+  /// When the frame was heard: the monitor's decision time (what joins
+  /// and throttles count on) and the wall time shown for it (`status`, the
+  /// log, MQTT), both taken once, so nothing downstream reads a clock.
+  public var decided: DecisionTime
+  public var shown: WallTime
   /// Battery voltage in mV; `nil` when the beacon reports none (0 in the frame).
   public var batteryMillivolts: Int?
   /// Degrees Celsius; `nil` when the beacon has no sensor (0x8000).
@@ -13,19 +16,21 @@ public struct BeaconTelemetry: Equatable, Sendable {
   public var uptimeSeconds: Double
 
   public init(
-    t: Int64, batteryMillivolts: Int?, temperature: Double?, advertisingCount: UInt32,
-    uptimeSeconds: Double
+    decided: DecisionTime, shown: WallTime, batteryMillivolts: Int?, temperature: Double?,
+    advertisingCount: UInt32, uptimeSeconds: Double
   ) {
-    self.t = t
+    self.decided = decided
+    self.shown = shown
     self.batteryMillivolts = batteryMillivolts
     self.temperature = temperature
     self.advertisingCount = advertisingCount
     self.uptimeSeconds = uptimeSeconds
   }
 
-  public init(_ tlm: EddystoneTLM, at t: Int64) {
+  public init(_ tlm: EddystoneTLM, decided: DecisionTime, shown: WallTime) {
     self.init(
-      t: t, batteryMillivolts: tlm.batteryMillivolts == 0 ? nil : Int(tlm.batteryMillivolts),
+      decided: decided, shown: shown,
+      batteryMillivolts: tlm.batteryMillivolts == 0 ? nil : Int(tlm.batteryMillivolts),
       temperature: tlm.temperature, advertisingCount: tlm.advertisingCount,
       uptimeSeconds: tlm.uptimeSeconds)
   }
@@ -59,7 +64,7 @@ public struct TelemetryJoiner: Sendable {
   private struct Source: Sendable {
     var beacon: TrackedID?
     var waiting: BeaconTelemetry?
-    var heard: Int64
+    var heard: DecisionTime
   }
   private var sources: [BDAddress: Source] = [:]
   private var latest: [TrackedID: BeaconTelemetry] = [:]
@@ -71,7 +76,7 @@ public struct TelemetryJoiner: Sendable {
 
   /// An identity frame (a tracked beacon) from `address`. Returns a
   /// reading that was waiting for it, now joined.
-  public mutating func beacon(_ id: TrackedID, address: BDAddress, at t: Int64)
+  public mutating func beacon(_ id: TrackedID, address: BDAddress, at t: DecisionTime)
     -> BeaconTelemetry?
   {
     guard let k = sources.index(forKey: address) else {
@@ -87,12 +92,13 @@ public struct TelemetryJoiner: Sendable {
     return waiting
   }
 
-  /// A TLM frame from `address`: the beacon it belongs to and its reading,
-  /// or `nil` while no identity frame from that address has been heard.
-  public mutating func telemetry(_ tlm: EddystoneTLM, address: BDAddress, at t: Int64)
-    -> (TrackedID, BeaconTelemetry)?
-  {
-    let reading = BeaconTelemetry(tlm, at: t)
+  /// A TLM frame from `address`, heard at `t` and shown as `shown`: the
+  /// beacon it belongs to and its reading, or `nil` while no identity
+  /// frame from that address has been heard.
+  public mutating func telemetry(
+    _ tlm: EddystoneTLM, address: BDAddress, at t: DecisionTime, shown: WallTime
+  ) -> (TrackedID, BeaconTelemetry)? {
+    let reading = BeaconTelemetry(tlm, decided: t, shown: shown)
     var s = sources[address] ?? Source(heard: t)
     s.heard = max(s.heard, t)
     guard let id = s.beacon else {
@@ -122,7 +128,7 @@ public struct TelemetryJoiner: Sendable {
 
   private mutating func keep(_ reading: BeaconTelemetry, for id: TrackedID) {
     if latest[id] == nil && latest.count >= capacity,
-      let oldest = latest.min(by: { $0.value.t < $1.value.t })?.key
+      let oldest = latest.min(by: { $0.value.decided < $1.value.decided })?.key
     {
       latest[oldest] = nil
     }
@@ -134,24 +140,26 @@ public struct TelemetryJoiner: Sendable {
 /// log): its first reading, then one per `interval`, or sooner when the
 /// battery moved by `batteryStep` mV or more since the last one passed. A
 /// beacon sends TLM every few seconds; its battery changes over weeks.
-/// Times are the monitor's decision times (a reading's `t`). Holds at most
+/// Times are the monitor's decision times (a reading's `decided`). Holds at most
 /// `capacity` beacons, the least recently passed forgotten first.
 public struct TelemetryThrottle: Sendable {
-  public let interval: Int64
+  public let interval: Duration
   public let batteryStep: Int
   public let capacity: Int
   private var last: [TrackedID: BeaconTelemetry] = [:]
 
   /// `interval` in seconds.
   public init(interval: Double, batteryStep: Int = 50, capacity: Int = 1024) {
-    self.interval = Int64(interval * 1e6)
+    self.interval = .microseconds(Int64(interval * 1e6))
     self.batteryStep = batteryStep
     self.capacity = max(1, capacity)
   }
 
   public mutating func shouldPass(_ id: TrackedID, _ reading: BeaconTelemetry) -> Bool {
     if let previous = last[id] {
-      let due = reading.t - previous.t >= interval || reading.t < previous.t
+      let due =
+        reading.decided.micros - previous.decided.micros >= interval.wholeMicros
+        || reading.decided < previous.decided
       let moved =
         switch (previous.batteryMillivolts, reading.batteryMillivolts) {
         case (let a?, let b?): abs(a - b) >= batteryStep
@@ -159,7 +167,9 @@ public struct TelemetryThrottle: Sendable {
         default: true
         }
       guard due || moved else { return false }
-    } else if last.count >= capacity, let oldest = last.min(by: { $0.value.t < $1.value.t })?.key {
+    } else if last.count >= capacity,
+      let oldest = last.min(by: { $0.value.decided < $1.value.decided })?.key
+    {
       last[oldest] = nil
     }
     last[id] = reading

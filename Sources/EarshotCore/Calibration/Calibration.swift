@@ -29,9 +29,9 @@ public struct LoudestWindow: Sendable {
     /// mean is the one wholly inside the hold.
     public var mean: Double
     public var reports: Int
-    /// First and last report in the window (µs).
-    public var from: Int64
-    public var to: Int64
+    /// First and last report in the window.
+    public var from: WallTime
+    public var to: WallTime
   }
 
   public init(seconds: Double, minimumReports: Int = 10) {
@@ -39,8 +39,9 @@ public struct LoudestWindow: Sendable {
     self.minimumReports = minimumReports
   }
 
-  /// One report, in time order.
-  public mutating func add(t: Int64, rssi: Int8) {
+  /// One report, in time order (the capture's or the scan's own stamp).
+  public mutating func add(at time: WallTime, rssi: Int8) {
+    let t = time.micros
     reports += 1
     if first == nil { first = t }
     samples.append((t, rssi))
@@ -70,7 +71,8 @@ public struct LoudestWindow: Sendable {
     let mean = values.reduce(0, +) / Double(n)
     if best == nil || (m, mean) > (best!.median, best!.mean) {
       best = Estimate(
-        median: m, mean: mean, reports: n, from: samples[head].t, to: samples.last!.t)
+        median: m, mean: mean, reports: n, from: WallTime(micros: samples[head].t),
+        to: WallTime(micros: samples.last!.t))
     }
   }
 

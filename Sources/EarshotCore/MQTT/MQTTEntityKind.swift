@@ -228,7 +228,7 @@ public enum MQTTEntities {
     state: { s in
       var j = JSONLine()
       s.reading.addFields(to: &j)
-      j.add("t", Double(s.reading.t) / 1e6, decimals: 3)
+      j.add("t", s.reading.shown.seconds, decimals: 3)
       return [("beacon/%/telemetry", j.line, .state)]
     })
 

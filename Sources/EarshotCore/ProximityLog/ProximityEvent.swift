@@ -139,7 +139,7 @@ public struct TelemetryLogEvent: Sendable, Equatable {
   public var beacon: TrackedID
   /// Its `t` is the wall time here.
   public var reading: BeaconTelemetry
-  public var t: WallTime { WallTime(micros: reading.t) }
+  public var t: WallTime { reading.shown }
 
   public init(beacon: TrackedID, reading: BeaconTelemetry) {
     self.beacon = beacon

@@ -172,7 +172,7 @@ public struct RadioSimulation: Sendable {
       _ = monitor.start(at: DecisionTime(micros: 0), scanning: true)
       for i in sim.advertisers.indices { next[i] = firstEvent(i, after: 0) }
       // The scan starts continuous, as the agent's does.
-      apply(radio.start(at: 0, need: need(0)))
+      apply(radio.start(at: DecisionTime(micros: 0), need: need))
       while true {
         var t = end
         var who = -1
@@ -182,7 +182,7 @@ public struct RadioSimulation: Sendable {
         }
         let answer = answers.indices.min { answers[$0].t < answers[$1].t }
         let deadline = monitor.deadline()
-        let due = radio.nextDue
+        let due = radio.nextDue?.micros
         let first = [answer.map { answers[$0].t }, deadline, due, who >= 0 ? t : nil]
           .compactMap { $0 }.min()
         guard let first, first < end else { break }
@@ -196,7 +196,7 @@ public struct RadioSimulation: Sendable {
           decide(at: first)
         } else if due == first {
           account(to: first)
-          apply(radio.due(at: first, need: need(first)))
+          apply(radio.due(at: DecisionTime(micros: first), need: need))
         } else {
           pdu(who, at: first)
         }
@@ -210,31 +210,34 @@ public struct RadioSimulation: Sendable {
     /// Duty integrated up to `t` (deaf while settings change).
     mutating func account(to t: Int64) {
       guard t > dutyFrom else { return }
-      let heard = max(dutyFrom, min(t, radio.scanner.deafUntil))
+      let heard = max(dutyFrom, min(t, radio.scanner.deafUntil.micros))
       dutyIntegral += Double(t - heard) * radio.scanner.timing.duty
       dutyFrom = t
     }
 
-    func need(_ now: Int64) -> SimulatedRadio.Need {
+    var need: SimulatedRadio.Need {
       let m = monitor
-      return { m.fullDutyNeeded(at: $0, sampledDuty: $1, allowance: $2) }
+      return {
+        m.fullDutyNeeded(at: $0.micros, sampledDuty: $1, allowance: $2)
+          .map(DecisionTime.init(micros:))
+      }
     }
 
     mutating func decide(at now: Int64) {
       account(to: now)
-      apply(radio.decide(at: now, need: need(now)))
+      apply(radio.decide(at: DecisionTime(micros: now), need: need))
     }
 
     /// Tells the monitor what the radio did, and records its commands.
     mutating func apply(_ steps: [SimulatedRadio.Step]) {
-      for c in radio.takeCommands() { record?(.command(t: c.t, c.command)) }
+      for c in radio.takeCommands() { record?(.command(t: c.t.micros, c.command)) }
       for step in steps {
         switch step {
         case .changed(let t, let duty):
-          take(monitor.scanPaused(at: DecisionTime(micros: t)), at: t)
-          take(monitor.scanDutyChanged(to: duty, at: DecisionTime(micros: t)), at: t)
+          take(monitor.scanPaused(at: t), at: t.micros)
+          take(monitor.scanDutyChanged(to: duty, at: t), at: t.micros)
         case .resumed(let t):
-          take(monitor.scanResumed(at: DecisionTime(micros: t)), at: t)
+          take(monitor.scanResumed(at: t), at: t.micros)
         }
       }
     }
@@ -276,7 +279,7 @@ public struct RadioSimulation: Sendable {
       let c = channel[i]
       if air.unit() >= a.loss {
         record?(.air(t: t, channel: UInt8(37 + c), advertiser: i))
-        if radio.hears(at: t, channel: UInt8(37 + c)) {
+        if radio.hears(at: DecisionTime(micros: t), channel: UInt8(37 + c)) {
           record?(.heard(t: t, channel: UInt8(37 + c), advertiser: i))
           account(to: t)
           switch a.kind {
@@ -296,7 +299,7 @@ public struct RadioSimulation: Sendable {
           }
           // Every report may move the need (a region entered, a deadline
           // later): the host asks again once the report is in.
-          radio.reported(at: t)
+          radio.reported(at: DecisionTime(micros: t))
         }
       }
       if c < 2 {

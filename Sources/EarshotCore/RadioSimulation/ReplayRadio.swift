@@ -30,7 +30,8 @@ public struct ReplayRadio {
   /// (commands, other events, data-channel PDUs) pass.
   public mutating func hears(_ record: CaptureRecord) -> Bool {
     keepCommands()
-    let t = record.timestamp
+    // A replay decides in its capture's time.
+    let t = DecisionTime(capture: WallTime(micros: record.timestamp))
     switch record.packet {
     case .hciEvent(let e):
       // LE Meta: Advertising Report (0x02), Extended Advertising Report (0x0D).
@@ -46,7 +47,7 @@ public struct ReplayRadio {
       let event =
         HCIEventEncoder.legacyReport(report) ?? HCIEventEncoder.extendedReport(report)
       event?.withUnsafeBytes {
-        _ = capture?.append(CaptureRecord(timestamp: t, packet: .hciEvent($0)))
+        _ = capture?.append(CaptureRecord(timestamp: t.micros, packet: .hciEvent($0)))
       }
       drain(below: 1 << 16)
       return true
@@ -57,7 +58,7 @@ public struct ReplayRadio {
 
   /// Moves the radio's commands into the capture (or drops them).
   public mutating func keepCommands() {
-    for c in radio.takeCommands() { capture?.append(c.command, at: c.t) }
+    for c in radio.takeCommands() { capture?.append(c.command, at: c.t.micros) }
   }
 
   /// Hands the rest of the capture to the sink.

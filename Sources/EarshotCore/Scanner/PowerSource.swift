@@ -37,11 +37,11 @@ extension PowerSupply {
 }
 
 /// How long the scan listened at each duty, per power source: the mean
-/// duty `earshot status` and MQTT show. Time in microseconds.
+/// duty `earshot status` and MQTT show, in the monitor's decision time.
 public struct DutyMeter: Sendable, Equatable {
   public private(set) var duty: Double = 1
   public private(set) var power: PowerSupply = .mains
-  private var since: Int64?
+  private var since: DecisionTime?
   /// Per power source: seconds listened (duty-weighted) and seconds run.
   private var listened: [PowerSupply: Double] = [:]
   private var elapsed: [PowerSupply: Double] = [:]
@@ -50,23 +50,23 @@ public struct DutyMeter: Sendable, Equatable {
 
   /// From `t` the scan listens at `duty` on `power` (nil duty: it does
   /// not listen at all, the adapter is away).
-  public mutating func set(duty: Double?, power: PowerSupply, at t: Int64) {
+  public mutating func set(duty: Double?, power: PowerSupply, at t: DecisionTime) {
     close(at: t)
     self.duty = duty ?? 0
     self.power = power
   }
 
   /// The mean duty on `power` up to `t` (nil: no time on it yet).
-  public func mean(on power: PowerSupply, at t: Int64) -> Double? {
+  public func mean(on power: PowerSupply, at t: DecisionTime) -> Double? {
     var copy = self
     copy.close(at: t)
     guard let run = copy.elapsed[power], run > 0 else { return nil }
     return (copy.listened[power] ?? 0) / run
   }
 
-  private mutating func close(at t: Int64) {
+  private mutating func close(at t: DecisionTime) {
     if let since, t > since {
-      let seconds = Double(t - since) / 1e6
+      let seconds = Double(t.micros - since.micros) / 1e6
       elapsed[power, default: 0] += seconds
       listened[power, default: 0] += seconds * duty
     }

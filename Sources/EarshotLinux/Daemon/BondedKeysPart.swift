@@ -33,7 +33,7 @@ extension Daemon {
   /// the agent started).
   func bondedDevicesStatus() -> JSONValue {
     let keys = bondedKeys?.current?.keys ?? []
-    let now = monitor?.now
+    let now = monitor?.now.micros
     return .array(
       keys.map { key in
         var fields: [(String, JSONValue)] = [

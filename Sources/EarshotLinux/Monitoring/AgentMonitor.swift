@@ -114,24 +114,22 @@ public final class AgentMonitor {
   }
 
   /// Adds a receiver of the telemetry of beacons a region names (at most
-  /// once a minute per beacon; the reading's `t` is wall time).
+  /// once a minute per beacon).
   public func observeTelemetry(_ receiver: @escaping (TrackedID, BeaconTelemetry) -> Void) {
     telemetryObservers.append(receiver)
   }
 
-  /// The newest telemetry of a beacon, if it sends any (decision time).
+  /// The newest telemetry of a beacon, if it sends any.
   public func telemetry(of id: TrackedID) -> BeaconTelemetry? { driver.telemetry.telemetry(of: id) }
 
   /// Beacons no region names are not followed: their telemetry goes nowhere.
   private func telemetryHeard(_ id: TrackedID, _ reading: BeaconTelemetry) {
     guard driver.config.regions.contains(where: { $0.matches(id) }) else { return }
-    var shown = reading
-    shown.t = driver.shownTime(reading.t)
     if let proximityLog, loggedTelemetry.shouldPass(id, reading) {
-      proximityLog.record(.telemetry(TelemetryLogEvent(beacon: id, reading: shown)))
+      proximityLog.record(.telemetry(TelemetryLogEvent(beacon: id, reading: reading)))
     }
     guard observedTelemetry.shouldPass(id, reading) else { return }
-    for o in telemetryObservers { o(id, shown) }
+    for o in telemetryObservers { o(id, reading) }
   }
 
   private func dispatch(_ e: MonitorEvent) {
@@ -143,8 +141,11 @@ public final class AgentMonitor {
 
   /// The monitor's present (decision) time: the monotonic clock live,
   /// the last capture timestamp after a replay.
-  public var now: Int64 {
-    live ? Clock.monotonicMicros() : captureTime ?? Clock.realtimeMicros()
+  /// Before any replay, the wall clock read as a capture time (a replay's
+  /// decision time is its capture's clock).
+  public var now: DecisionTime {
+    if live { return Clock.decisionNow() }
+    return DecisionTime(capture: captureTime.map { WallTime(micros: $0) } ?? Clock.wallNow())
   }
 
   /// The wall time of one of the monitor's times, for display.
@@ -209,7 +210,7 @@ public final class AgentMonitor {
           self.clockChangedAt)
       }
       if paused { self.driver.scanPaused(at: t) } else { self.driver.scanResumed(at: t) }
-      duty?.paused(paused, at: t.micros)
+      duty?.paused(paused, at: t)
       self.rearm()
     }
     s.onNameAnswer = { [unowned self] address, found in
@@ -223,7 +224,7 @@ public final class AgentMonitor {
     if let duty {
       duty.attach(s)
       s.onListening = { [unowned self] timing in
-        duty.listening(timing, at: Clock.monotonicMicros())
+        duty.listening(timing, at: Clock.decisionNow())
         self.rearm()
       }
     }
@@ -247,7 +248,7 @@ public final class AgentMonitor {
       receiving = state.isReceiving
       if receiving { driver.adapterUp(at: t) } else { driver.adapterDown(at: t) }
       if receiving { askNamesIfPageable() }
-      if !receiving { duty?.listening(nil, at: t.micros) }
+      if !receiving { duty?.listening(nil, at: t) }
       proximityLog?.record(
         .adapter(
           AdapterLogEvent(
@@ -432,7 +433,9 @@ public final class AgentMonitor {
         self.beginReplay(at: t)
         self.driver.advance(to: DecisionTime(micros: t))
       })
-    if reported { replayRadio?.radio.reported(at: record.timestamp) }
+    if reported {
+      replayRadio?.radio.reported(at: DecisionTime(capture: WallTime(micros: record.timestamp)))
+    }
   }
 
   /// Through `--radio`: the radio's due items and the monitor's deadlines
@@ -441,20 +444,22 @@ public final class AgentMonitor {
   /// record (time passes for the monitor either way).
   private func radioHears(_ record: CaptureRecord) -> Bool {
     let t = record.timestamp
+    let at = DecisionTime(capture: WallTime(micros: t))
     beginReplay(at: t)
     let driver = self.driver
     let need: SimulatedRadio.Need = {
-      driver.monitor.fullDutyNeeded(at: $0, sampledDuty: $1, allowance: $2)
+      driver.monitor.fullDutyNeeded(at: $0.micros, sampledDuty: $1, allowance: $2)
+        .map(DecisionTime.init(micros:))
     }
-    if !replayRadio!.radio.started { radioSteps(replayRadio!.radio.start(at: t, need: need)) }
+    if !replayRadio!.radio.started { radioSteps(replayRadio!.radio.start(at: at, need: need)) }
     while true {
-      let d = driver.nextDeadline
+      let d = driver.nextDeadline.map(DecisionTime.init(micros:))
       let r = replayRadio!.radio.nextDue
-      if let d, d <= t, r.map({ d <= $0 }) ?? true {
-        driver.advance(to: DecisionTime(micros: d))
+      if let d, d <= at, r.map({ d <= $0 }) ?? true {
+        driver.advance(to: d)
         radioSteps(replayRadio!.radio.decide(at: d, need: need))
-        if driver.nextDeadline == d { break }  // cannot happen; guards the loop
-      } else if let r, r <= t {
+        if driver.nextDeadline == d.micros { break }  // cannot happen; guards the loop
+      } else if let r, r <= at {
         radioSteps(replayRadio!.radio.due(at: r, need: need))
       } else {
         break
@@ -472,10 +477,10 @@ public final class AgentMonitor {
     for step in steps {
       switch step {
       case .changed(let t, let duty):
-        driver.scanPaused(at: DecisionTime(micros: t))
-        driver.scanDutyChanged(to: duty, at: DecisionTime(micros: t))
+        driver.scanPaused(at: t)
+        driver.scanDutyChanged(to: duty, at: t)
       case .resumed(let t):
-        driver.scanResumed(at: DecisionTime(micros: t))
+        driver.scanResumed(at: t)
       }
     }
   }
@@ -501,7 +506,7 @@ public final class AgentMonitor {
 
   /// Applies a reloaded config's regions, `[ranging]` and `[monitor]`.
   public func reconfigure(_ config: Config) {
-    driver.reconfigure(config, at: DecisionTime(micros: now))
+    driver.reconfigure(config, at: now)
     askNamesIfPageable()
     rearm()
   }
@@ -521,7 +526,7 @@ public final class AgentMonitor {
   /// The beacons ranged in regions that are inside, nearest first (a
   /// beacon in several regions is listed once, with the first region).
   public func rangedBeacons() -> [(region: String, beacon: RangedBeacon)] {
-    let t = DecisionTime(micros: now)
+    let t = now
     var seen: Set<TrackKey> = []
     var out: [(String, RangedBeacon)] = []
     for (name, state) in regionStates where state == .inside {
@@ -583,11 +588,18 @@ public final class AgentMonitor {
   }
 
   /// A reading as `status` shows it: its fields and how old it is.
-  static func telemetryFields(_ reading: BeaconTelemetry, now: Int64) -> [(String, JSONValue)] {
+  static func telemetryFields(_ reading: BeaconTelemetry, now: DecisionTime) -> [(
+    String, JSONValue
+  )] {
     var j = JSONLine()
     reading.addFields(to: &j)
     guard case .object(let f)? = try? JSONParser.parse(j.line) else { return [] }
-    return [("telemetry", .object(f + [("age_s", .number(Double(max(0, now - reading.t)) / 1e6))]))]
+    return [
+      (
+        "telemetry",
+        .object(f + [("age_s", .number(Double(max(0, now.micros - reading.decided.micros)) / 1e6))])
+      )
+    ]
   }
 }
 

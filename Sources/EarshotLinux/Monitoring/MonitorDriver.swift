@@ -106,7 +106,7 @@ public final class MonitorDriver {
     let frame = TrackedFrame.decode(advertisingData: report.data, layouts: layouts)
     if case .beacon(let beacon)? = frame {
       onBeacon?(t.micros, beacon, report)
-      if let joined = telemetry.beacon(beacon.id, address: report.address, at: t.micros) {
+      if let joined = telemetry.beacon(beacon.id, address: report.address, at: t) {
         onTelemetry?(beacon.id, joined)
       }
       handle(
@@ -117,7 +117,8 @@ public final class MonitorDriver {
     // A TLM frame names no beacon: joined by address, and otherwise a
     // report like any other (a device's, when its address is one).
     if case .telemetry(let tlm)? = frame,
-      let (id, reading) = telemetry.telemetry(tlm, address: report.address, at: t.micros)
+      let (id, reading) = telemetry.telemetry(
+        tlm, address: report.address, at: t, shown: timeline.shown(t))
     {
       onTelemetry?(id, reading)
     }

@@ -38,15 +38,15 @@ final class ScanDutyControl {
   }
 
   /// The scan listens with `timing` from now (`nil`: not at all).
-  func listening(_ timing: ScanTiming?, at t: Int64) {
+  func listening(_ timing: ScanTiming?, at t: DecisionTime) {
     listening = timing
     meter.set(duty: paused ? nil : timing?.duty, power: meter.power, at: t)
-    if let timing { driver.scanDutyChanged(to: timing.duty, at: DecisionTime(micros: t)) }
+    if let timing { driver.scanDutyChanged(to: timing.duty, at: t) }
   }
 
   /// Nobody scans for a moment (another program's scan ended, Earshot's
   /// not yet back): the mean duty counts that time as none.
-  func paused(_ paused: Bool, at t: Int64) {
+  func paused(_ paused: Bool, at t: DecisionTime) {
     self.paused = paused
     meter.set(duty: paused ? nil : listening?.duty, power: meter.power, at: t)
   }
@@ -67,7 +67,9 @@ final class ScanDutyControl {
     }
     lastAsked = t
     let source = power.current()
-    if source != meter.power { meter.set(duty: listening?.duty, power: source, at: t) }
+    if source != meter.power {
+      meter.set(duty: listening?.duty, power: source, at: DecisionTime(micros: t))
+    }
     let driver = self.driver
     if let timing = scheduler.decide(
       at: t, power: source,
@@ -82,7 +84,7 @@ final class ScanDutyControl {
 
   /// What `status` and MQTT say of the scan.
   func report() -> ScanDutyReport {
-    let t = Clock.monotonicMicros()
+    let t = Clock.decisionNow()
     var mean: [PowerSupply: Double] = [:]
     for p in PowerSupply.allCases { mean[p] = meter.mean(on: p, at: t) }
     return ScanDutyReport(policy: policy, power: meter.power, timing: listening, mean: mean)

@@ -480,7 +480,10 @@ public final class ProximityLogStore {
         TelemetryLogEvent(
           beacon: b,
           reading: BeaconTelemetry(
-            t: s.int64(0), batteryMillivolts: s.optionalInt(5).map { Int($0) },
+            // Read back, the log's time is the reading's capture time.
+            decided: DecisionTime(capture: WallTime(micros: s.int64(0))),
+            shown: WallTime(micros: s.int64(0)),
+            batteryMillivolts: s.optionalInt(5).map { Int($0) },
             temperature: s.optionalDouble(6), advertisingCount: count,
             uptimeSeconds: s.double(8))))
     }

@@ -67,7 +67,7 @@ private struct Hearing {
       guard windows.count < Self.maxBeacons else { return }
       windows[b.id] = LoudestWindow(seconds: seconds)
     }
-    windows[b.id]!.add(t: t, rssi: rssi)
+    windows[b.id]!.add(at: WallTime(micros: t), rssi: rssi)
     advertised[b.id] = b.measuredPower
   }
 
@@ -151,8 +151,8 @@ func runCalibrate(_ args: Arguments) throws -> Int32 {
   for (h, o) in zip(heard, offsets) {
     Console.line(
       "\(h.name): beacon \(h.beacon) heard at 1 m: \(decimal(h.estimate.median)) dBm "
-        + "(median of \(h.estimate.reports) reports, \(ReportFormatter.seconds(h.estimate.from))"
-        + "-\(ReportFormatter.seconds(h.estimate.to))); rssi_offset = \(decimal(o.offset))")
+        + "(median of \(h.estimate.reports) reports, \(ReportFormatter.seconds(h.estimate.from.micros))"
+        + "-\(ReportFormatter.seconds(h.estimate.to.micros))); rssi_offset = \(decimal(o.offset))")
   }
   guard args.has("write") else { return 0 }
   let offset: Double
