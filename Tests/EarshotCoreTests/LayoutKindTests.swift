@@ -222,5 +222,34 @@ final class LayoutKindTests: XCTestCase {
     XCTAssertTrue(config.rooms.track[0].matches(id))
   }
 
+  /// A name resolves to the layout of that name read last, as a reload
+  /// brings it back; names differing in case, or all hex, are refused.
+  func testANameIsTheLayoutReadLast() throws {
+    let first = try config("")
+    let firstKind = try XCTUnwrap(first.trackedLayouts.rows.first?.kind)
+    let other = try Config.build(
+      document("[layout \"acme\"]\nlayout = m:2-3=ac1f,i:4-7,p:8-8\n", file: "other.conf"))
+    let otherKind = try XCTUnwrap(other.trackedLayouts.rows.first?.kind)
+    XCTAssertNotEqual(firstKind, otherKind)
+    XCTAssertEqual(TrackedKind(name: "acme"), otherKind)
+    // Read again (a reload back to the first layout): the name is its again.
+    XCTAssertEqual(try config("").trackedLayouts.rows.first?.kind, firstKind)
+    XCTAssertEqual(TrackedKind(name: "acme"), firstKind)
+    XCTAssertEqual(TrackedID.parse(acmeID)?.kind, firstKind)
+    XCTAssertEqual(TrackedID(slug: "acme-010203040506-002a")?.kind, firstKind)
+
+    func error(_ text: String) -> String {
+      do {
+        _ = try Config.build(document(text, file: "x.conf"))
+        return "no error"
+      } catch { return "\(error)" }
+    }
+    let cased = "[layout \"acme\"]\nlayout = \(acme)\n[layout \"ACME\"]\nlayout = \(acme)\n"
+    XCTAssertTrue(error(cased).contains("x.conf:3: [layout \"ACME\"]"), error(cased))
+    XCTAssertTrue(error(cased).contains("only in case"), error(cased))
+    let hex = "[layout \"e2c56db5\"]\nlayout = \(acme)\n[region \"r\"]\nbeacon = e2c56db5:00\n"
+    XCTAssertTrue(error(hex).contains("all hex digits"), error(hex))
+  }
+
   let acmeID = "acme:010203040506:002a"
 }

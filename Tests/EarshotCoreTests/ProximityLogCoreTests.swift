@@ -143,6 +143,9 @@ final class LogTimeTests: XCTestCase {
     XCTAssertEqual(
       try LogTime.parse("@1767225600.5", now: WallTime(micros: now), offset: LogTime.utc),
       WallTime(micros: t0 + s / 2))
+    XCTAssertThrowsError(
+      try LogTime.parse("@1e20", now: WallTime(micros: now), offset: LogTime.utc),
+      "beyond an Int64 of microseconds: an error, not a crash")
     XCTAssertEqual(
       try LogTime.parse("2026-01-01T00:00:00Z", now: WallTime(micros: now), offset: LogTime.utc),
       WallTime(micros: t0))
@@ -238,6 +241,7 @@ final class MonitorLineImportTests: XCTestCase {
     XCTAssertEqual(
       try MonitorLineImport.events(fromLine: #"{"t":1,"event":"hook","region":"desk"}"#), [])
     for bad in [
+      #"{"t":1e13,"event":"enter","region":"d","state":"inside"}"#,
       "not json", #"{"event":"enter"}"#, #"{"t":1,"event":"enter","region":"d","state":"in"}"#,
       #"{"t":1,"event":"range","region":"d","beacons":[{"uuid":"zz","major":1,"minor":1}]}"#,
       #"{"t":1,"event":"enter","region":"d","state":"inside"} x"#,

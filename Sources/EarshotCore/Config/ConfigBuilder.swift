@@ -50,6 +50,18 @@ extension Config {
           TagConfig(name: $0, line: $1)
         }
       } else if let name = layoutName(h.name) {
+        // A layout's name is a kind's, read in any case (`beacon = ACME:…`).
+        if case .success(let n) = name,
+          let other = config.layouts.first(where: {
+            $0.name != n && $0.name.lowercased() == n.lowercased()
+          })
+        {
+          fail(
+            h.line, h.name, nil,
+            "layout '\(n)' differs from '\(other.name)' (line \(other.line)) only in case; "
+              + "a format is named in any case, give each its own name")
+          continue
+        }
         declare(h, name, kind: "layout", \.layouts, &layoutIndex, line: \.line) {
           LayoutConfig(name: $0, line: $1)
         }

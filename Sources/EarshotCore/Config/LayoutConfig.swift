@@ -28,7 +28,11 @@ extension Config {
           let layout = try BeaconLayout(parsing: try ConfigValue.nonEmpty(v), name: l.name)
           l.layout = layout
           // Known from here on: a [rooms] track later in the file may name it.
-          _ = TrackedKind.register(layout)
+          // A layout that cannot be tracked is still a format `scan --all`
+          // shows; only running out of kinds is an error here.
+          if layout.trackingProblem == nil, case .failure(let e) = TrackedKind.register(layout) {
+            throw ConfigValueError(e.reason)
+          }
         } catch let e as BeaconLayoutError {
           throw ConfigValueError(e.description)
         }

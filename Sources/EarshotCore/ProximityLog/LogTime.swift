@@ -25,7 +25,8 @@ public enum LogTime {
     let s = text.trimmingSpaces
     guard !s.isEmpty else { throw ParseError(text: text) }
     if s == "now" { return now }
-    if s.hasPrefix("@"), let v = Double(s.dropFirst()), v.isFinite {
+    // Within ±3,000 years of 1970: beyond, microseconds overflow an Int64.
+    if s.hasPrefix("@"), let v = Double(s.dropFirst()), v.isFinite, abs(v) < 1e11 {
       return WallTime(seconds: v)
     }
     if let span = relative(s) { return WallTime(micros: now.micros - span) }

@@ -21,7 +21,8 @@ public enum MonitorLineImport {
     let v: JSONValue
     do { v = try JSONParser.parse(line) } catch { throw LineError(reason: "not JSON: \(error)") }
     guard case .object = v else { throw LineError(reason: "not a JSON object") }
-    guard let seconds = v["t"]?.number, seconds.isFinite else {
+    // Within ±3,000 years of 1970: beyond, microseconds overflow an Int64.
+    guard let seconds = v["t"]?.number, seconds.isFinite, abs(seconds) < 1e11 else {
       throw LineError(reason: "no numeric \"t\" (Unix seconds)")
     }
     let t = WallTime(seconds: seconds)

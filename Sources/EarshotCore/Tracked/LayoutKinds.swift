@@ -9,8 +9,8 @@ import Synchronization
 /// The kinds are interned: the same layout (name and string) gives the
 /// same kind for the life of the process, and a kind once given never
 /// changes meaning, so ids made before a config was read again stay
-/// valid. A later layout of the same name (a test reading another config)
-/// takes the name; the earlier kind keeps its row. At most
+/// valid. The layout of a name met last (registered or read again: the
+/// config just read) takes the name; an earlier kind keeps its row. At most
 /// `TrackedKind.maxCodes` kinds in all.
 extension TrackedKind {
   /// Codes available: `code` is a byte.
@@ -21,19 +21,33 @@ extension TrackedKind {
   public static func register(_ layout: BeaconLayout) -> Result<TrackedKind, LayoutKindError> {
     if let why = layout.trackingProblem { return .failure(LayoutKindError(reason: why)) }
     return registry.withLock { r in
-      if let code = r.codes[layout] { return .success(TrackedKind(code: code)) }
+      let name = layout.name.lowercased()
+      if let code = r.codes[layout] {
+        r.latest[name] = code
+        return .success(TrackedKind(code: code))
+      }
       let code = table.count + r.rows.count
       guard code < maxCodes else {
-        return .failure(LayoutKindError(reason: "more than \(maxCodes) beacon formats in all"))
+        return .failure(
+          LayoutKindError(
+            reason: "more than \(maxCodes - table.count) formats of your own read since the "
+              + "agent started; restart it"))
       }
       r.rows.append(Row(layout: layout))
       r.codes[layout] = UInt8(code)
+      r.latest[name] = UInt8(code)
       return .success(TrackedKind(code: UInt8(code)))
     }
   }
 
   /// The rows registered so far, in code order after `table`.
   static var layoutRows: [Row] { registry.withLock { $0.rows } }
+
+  /// The kind a user layout's name gives: the layout of that name
+  /// registered (or met again) last.
+  static func layoutKind(named name: String) -> TrackedKind? {
+    registry.withLock { $0.latest[name.lowercased()].map { TrackedKind(code: $0) } }
+  }
 
   /// The user layout's row for a code past the built-in table.
   static func layoutRow(code: Int) -> Row {
@@ -43,6 +57,8 @@ extension TrackedKind {
   private struct Registry: Sendable {
     var rows: [Row] = []
     var codes: [BeaconLayout: UInt8] = [:]
+    /// Lower-cased name to the code of the layout of that name met last.
+    var latest: [String: UInt8] = [:]
   }
   private static let registry = Mutex(Registry())
 }
@@ -74,6 +90,12 @@ extension BeaconLayout {
     if !allowed || name.isEmpty {
       return "its name '\(name)' is not letters, digits and '_' (it is written before a ':' "
         + "and in MQTT topics)"
+    }
+    if name.utf8.allSatisfy({
+      ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66)
+    }) {
+      return
+        "its name '\(name)' is all hex digits (read back, it would be taken for an iBeacon's UUID)"
     }
     if TrackedKind.table.contains(where: { $0.name == name.lowercased() }) {
       return "'\(name)' is a built-in format's name"

@@ -141,7 +141,7 @@ public struct TrackedID: Hashable, Comparable, Sendable, CustomStringConvertible
     var kind = TrackedKind.iBeacon
     for k in TrackedKind.allCases.reversed()
     where !k.row.bare && rest.hasPrefix(k.name.lowercased() + "-") {
-      kind = k
+      kind = TrackedKind(name: k.name) ?? k  // a user layout's name: the one met last
       rest = rest.dropFirst(k.name.count + 1)
       break
     }

@@ -31,17 +31,15 @@ public struct TrackedKind: Hashable, Comparable, Sendable, CustomStringConvertib
   public var size: Int { row.size }
 
   /// The kind a name gives (`ibeacon`, a user layout's name; any case),
-  /// or `nil`. Of two user layouts of one name, the later.
+  /// or `nil`. Of two user layouts of one name, the one met last.
   public init?(name: some StringProtocol) {
     let lower = name.lowercased()
     if let i = Self.table.firstIndex(where: { $0.name == lower }) {
       code = UInt8(i)
       return
     }
-    guard let i = Self.layoutRows.lastIndex(where: { $0.name.lowercased() == lower }) else {
-      return nil
-    }
-    code = UInt8(Self.table.count + i)
+    guard let kind = Self.layoutKind(named: lower) else { return nil }
+    code = kind.code
   }
 
   /// Whether its identity is iBeacon's shape (a UUID and two 16-bit

@@ -45,9 +45,10 @@ public final class MonitorDriver {
   @exclusivity(unchecked) public var onDevice:
     ((Int64, DeviceIdentity, AdvertisingReport, Int8?) -> Void)?
 
-  /// The config's own beacon formats the monitor tracks (fixed for the
-  /// agent's life: a reload that changes them is refused).
-  let layouts: LayoutKinds
+  /// The config's own beacon formats the monitor tracks (a reload brings
+  /// its own: kinds are interned, so a region's match and the decoder
+  /// agree on them).
+  private(set) var layouts: LayoutKinds
 
   /// Eddystone-TLM readings joined to their beacons by address.
   @exclusivity(unchecked) public private(set) var telemetry = TelemetryJoiner()
@@ -217,6 +218,7 @@ public final class MonitorDriver {
   /// exit_after follow the new settings; the state file is rewritten.
   public func reconfigure(_ config: Config, at t: DecisionTime) {
     self.config = config
+    layouts = config.trackedLayouts
     handle(monitor.reconfigure(config, at: t))
     saveState()
   }
