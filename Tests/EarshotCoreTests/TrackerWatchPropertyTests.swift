@@ -50,6 +50,14 @@ final class TrackerWatchPropertyTests: XCTestCase {
 
     for _ in 0..<steps {
       now = now + .seconds(Int.random(in: 0...600, using: &rng))
+      // A timed trust that ran out: a follower starts over (may alert again).
+      for (n, t) in trusted {
+        if let end = t, end <= now {
+          seen["trust ran out", default: 0] += 1
+          trusted[n] = nil
+          alerted.remove(n)
+        }
+      }
       let event: TrackerWatch.Event
       switch Int.random(in: 0..<14, using: &rng) {
       case 0..<5:
@@ -164,12 +172,6 @@ final class TrackerWatchPropertyTests: XCTestCase {
         seen["linked", default: 0] += 1
       }
       if case .smartTag? = event.frameIdentity { lastCounter = counter }
-      for (n, t) in trusted {
-        if let end = t, end <= now {
-          seen["trust ran out", default: 0] += 1
-          trusted[n] = nil
-        }
-      }
     }
   }
 }

@@ -127,6 +127,49 @@ final class TrackerWatchTests: XCTestCase {
     XCTAssertEqual(alerts, [181 + 60])
   }
 
+  /// "Ignore" is for a while: a follower keeps its alert while trusted, and
+  /// when the trust runs out it must follow again to alert again.
+  func testAFollowerAlertsAgainWhenItsTrustRunsOut() {
+    var settings = TrackerWatch.Settings()
+    settings.sensitivity = .high
+    var w = TrackerWatch(settings: settings)
+    var alerts: [Int] = []
+    for m in 0..<(6 * 60) {
+      if m % 40 == 0 {
+        _ = w.handle(.moved(.networkChanged), at: K.at(m))
+        _ = w.handle(K.wifi(m / 40 % 4), at: K.at(m))
+      }
+      for case .following(let row) in w.handle(K.airTag(), at: K.at(m) + .seconds(1)) {
+        alerts.append(m)
+        if alerts.count == 1 {
+          XCTAssertEqual(w.handle(.trust(row.number, for: .seconds(2 * 3600)), at: K.at(m)), [])
+        }
+      }
+      if m == 100 { XCTAssertNotNil(w.rows.first?.following, "trusted, it keeps its alert") }
+    }
+    // Trusted from 40 to 160; new evidence from 161, its second place at 200.
+    XCTAssertEqual(alerts, [40, 200])
+  }
+
+  /// Trusting more than `maximumTrusted` forgets a trusted stranger, never
+  /// a follower (those are bounded by `maximumFollowing`).
+  func testTrustingManyNeverForgetsAFollower() throws {
+    var settings = TrackerWatch.Settings()
+    settings.sensitivity = .high
+    settings.maximumTrusted = 1
+    var (w, alerts) = walk(settings, places: [1, 2], stay: 40)
+    let follower = try XCTUnwrap(alerts.first).1.number
+    XCTAssertEqual(w.handle(.trust(follower, for: nil), at: K.at(80)), [])
+    for (i, minute) in [81, 82].enumerated() {
+      _ = w.handle(K.airTag(BDAddress(raw: 0xC500_0000_0000 + UInt64(i))), at: K.at(minute))
+      let stranger = w.rows.last!.number
+      XCTAssertEqual(w.handle(.trust(stranger, for: nil), at: K.at(minute)), [])
+    }
+    // The follower stays; of the two trusted strangers, the later one.
+    XCTAssertEqual(w.rows.map(\.number.value), [follower.value, 3])
+    XCTAssertNotNil(w.rows.first?.following)
+  }
+
   func testSmartTagRotationsKeepOneNumber() {
     var w = TrackerWatch(settings: TrackerWatch.Settings())
     var numbers: Set<TrackerNumber> = []

@@ -34,7 +34,7 @@ final class TrackerAlertTests: XCTestCase {
 
   /// Runs the agent's loop until `done` holds (checked every 50 ms).
   private func spin(
-    _ loop: EventLoop, seconds: Double = 10, _ what: String, file: StaticString = #filePath,
+    _ loop: EventLoop, seconds: Double = 30, _ what: String, file: StaticString = #filePath,
     line: UInt = #line, until done: @escaping () -> Bool
   ) {
     let deadline = Date().addingTimeInterval(seconds)
@@ -155,7 +155,7 @@ final class TrackerAlertTests: XCTestCase {
     }
     XCTAssertEqual(parsed.trackers.hookTimeout, 5)
     try agent.start()
-    let deadline = Date().addingTimeInterval(10)
+    let deadline = Date().addingTimeInterval(30)
     while !FileManager.default.fileExists(atPath: out) && Date() < deadline { usleep(20_000) }
     agent.monitor?.driver.finish()
     let env = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").map(

@@ -288,3 +288,21 @@ func writeFollowingCapture(_ path: String) throws {
   }
   try Data(bytes).write(to: URL(fileURLWithPath: path))
 }
+
+extension TrackersCommandTests {
+  /// Live, `status` counts "s ago" from now, not from the last report: no
+  /// timer advances the watch in a quiet spell.
+  func testTheLiveStatusCountsFromNowAfterAQuietSpell() throws {
+    var clock = MonotonicTime.zero + .seconds(100)
+    let driver = TrackerWatchDriver(config: TrackersConfig(), now: { clock }, log: { _ in })
+    let a = BDAddress("C1:AA:BB:CC:DD:02")!
+    let frame = try XCTUnwrap(
+      TrackerFrame.decode(
+        advertisingData: TrackerAirFrame.findMySeparated(kind: 1, key: a.raw), address: a))
+    XCTAssertTrue(driver.handle(.tracker(frame, address: a, rssi: -60)))
+    clock = clock + .seconds(600)
+    guard case .array(let rows) = driver.statusJSON else { return XCTFail("not an array") }
+    XCTAssertEqual(rows.first?["last_seen_s_ago"], .number(600))
+    XCTAssertEqual(driver.caughtUp().latest, clock)
+  }
+}

@@ -79,15 +79,19 @@ public struct TrackerRow: Hashable, Sendable {
 ///   never kept, so they never alert.
 /// - An enrolled tracker (`Settings.trusted`) or one trusted by the user
 ///   (`Event.trust`, until its time) never alerts and gathers no evidence
-///   (one that alerted before keeps its alert's).
+///   (one that alerted before keeps its alert's while trusted; when a timed
+///   trust runs out its alert and evidence go, so it alerts again only if
+///   it follows again).
 /// - One number per physical tracker across rotations, by its protocol's
 ///   handle: the address, or SmartTag's aging counter, linked to the one
 ///   earlier id whose counter is a little lower (never when two could be).
-/// - A tracker alerts once; its evidence is kept until `Event.clear`.
+/// - A tracker alerts once; its evidence is kept until `Event.clear` (or a
+///   timed trust running out, above).
 /// - Memory is bounded: at most `maximumStrangers` trackers that do not
 ///   follow (the one heard longest ago forgotten first), `maximumFollowing`
 ///   following ones (the oldest alert forgotten first), `maximumTrusted`
-///   trusted by the user (the one heard longest ago forgotten first),
+///   trusted by the user that do not follow (the one heard longest ago
+///   forgotten first),
 ///   `maximumEvidence`
 ///   sightings each; a tracker not heard for `retention` is forgotten (within
 ///   a minute) unless it follows or the user trusts it.
@@ -195,7 +199,8 @@ public struct TrackerWatch: Sendable {
     entries[number]?.evidence ?? []
   }
 
-  /// When the shell should call `advance` next.
+  /// When places would next be decided: the time to call `advance` by, or
+  /// before reading `rows` (the Linux shell does the latter).
   public var nextDeadline: MonotonicTime? { place.nextDeadline }
 
   /// Time passes with nothing heard: places decided, strangers forgotten.
@@ -223,7 +228,8 @@ public struct TrackerWatch: Sendable {
       entries[number]!.trust = .until(span.map { now + $0 })
       // An alert's evidence stays until cleared; a stranger's is dropped.
       if entries[number]!.following == nil { entries[number]!.evidence = [] }
-      let held = entries.filter { isHeld($0.value) }
+      // Following ones are bounded by `maximumFollowing`: never evicted here.
+      let held = entries.filter { isHeld($0.value) && $0.value.following == nil }
       if held.count > settings.maximumTrusted,
         let oldest = held.filter({ $0.key != number }).min(by: {
           ($0.value.lastSeen, $0.key) < ($1.value.lastSeen, $1.key)
@@ -268,7 +274,7 @@ public struct TrackerWatch: Sendable {
     e.address = address
     e.lastSeen = now
     e.rssi = rssi ?? e.rssi
-    if case .until(let end?) = e.trust, end <= now { e.trust = .none }
+    expireTrust(&e)
     switch frame.state {
     case .nearOwner where e.following == nil:
       e.evidence = []
@@ -328,6 +334,17 @@ public struct TrackerWatch: Sendable {
     return false
   }
 
+  /// A timed trust that ran out: "Ignore" is for a while, so one that
+  /// followed starts over and alerts again only if it follows again.
+  private func expireTrust(_ e: inout Entry) {
+    guard case .until(let end?) = e.trust, end <= now else { return }
+    e.trust = .none
+    if e.following != nil {
+      e.following = nil
+      e.evidence = []
+    }
+  }
+
   /// Adds this sighting as evidence if its place has none in `spacing`.
   private func record(_ e: inout Entry) {
     let here = place.current
@@ -363,8 +380,9 @@ public struct TrackerWatch: Sendable {
 
   /// Strangers not heard for `retention`, and trust that ran out.
   private mutating func forget() {
-    for (number, e) in entries {
-      if case .until(let end?) = e.trust, end <= now { entries[number]!.trust = .none }
+    for number in entries.keys {
+      expireTrust(&entries[number]!)
+      let e = entries[number]!
       guard e.following == nil, !isHeld(e),
         e.lastSeen.nanos(until: now) >= nanos(settings.retention)
       else { continue }

@@ -123,7 +123,7 @@ public final class TrackerNotification: AgentTransport {
       ) { _ in }
     case "details":
       // The row as the watch keeps it now (a trust or new sightings since).
-      let current = agent.trackers?.watch.rows.first { $0.number == row.number } ?? row
+      let current = agent.trackers?.caughtUp().rows.first { $0.number == row.number } ?? row
       notify(
         current, summary: summary, body: TrackerAlert.details(current, now: now()), replacing: id)
     case "ring":

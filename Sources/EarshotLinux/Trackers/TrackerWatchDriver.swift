@@ -74,7 +74,14 @@ public final class TrackerWatchDriver {
 
   /// `status`'s `trackers` section: one object per tracker kept.
   public var statusJSON: JSONValue {
-    let t = watch.latest
-    return .array(watch.rows.map { ControlProtocol.json($0, now: t) })
+    let w = caughtUp()
+    return .array(w.rows.map { ControlProtocol.json($0, now: w.latest) })
+  }
+
+  /// The watch, advanced to now when live: no timer wakes it in a quiet
+  /// spell, so "s ago", forgetting and trust that ran out would lag.
+  public func caughtUp() -> TrackerWatch {
+    if live { watch.advance(to: now()) }
+    return watch
   }
 }
