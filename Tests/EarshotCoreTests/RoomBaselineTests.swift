@@ -48,6 +48,39 @@ final class RoomBaselineTests: XCTestCase {
     XCTAssertEqual(RoomBaseline.Kind.strongest(window: .seconds(15)).name, "strongest-15s")
   }
 
+  func testALongSilenceIsDecidedOnceNotEverySecond() {
+    // An early outlier (t = 0) and then reports a long gap later: the
+    // silent seconds between all decide alike, so they cost one decision.
+    // (Decided second by second, a real clock's gap of 1.7e9 s looked
+    // hung; these gaps still end without the skip, and fail.)
+    for kind in RoomBaseline.standard {
+      for gap: Int64 in [100_000, 1_000_000] {
+        var rule = RoomBaseline(kind: kind, subject: .beacon(tag))
+        var out = rule.report(at: WallTime(micros: 0), room: "kitchen", rssi: -60)
+        let later = gap * 1_000_000
+        for k: Int64 in 0..<10 {
+          out += rule.report(at: WallTime(micros: later + k * 200_000), room: "kitchen", rssi: -60)
+        }
+        out += rule.advance(to: WallTime(micros: later + 60_000_000))
+        XCTAssertLessThan(rule.decisions, 200, "\(kind.name), gap \(gap) s")
+        switch kind {
+        case .strongest:
+          // Placed at 1 s, away at 30 s; placed again a second after the
+          // gap, away 30 s after its last report (1.8 s later).
+          XCTAssertEqual(
+            out.map { [$0.t, $0.room == nil ? 0 : 1] },
+            [[1_000_000, 1], [30_000_000, 0], [later + 1_000_000, 1], [later + 32_000_000, 0]],
+            kind.name)
+        case .mqttRoom:
+          // The report at 0 s is not in the second (0, 1] s, so sends no
+          // message; placed a second after the gap, never away.
+          XCTAssertEqual(out.map(\.t), [later + 1_000_000], kind.name)
+          XCTAssertEqual(out.map(\.room), ["kitchen"], kind.name)
+        }
+      }
+    }
+  }
+
   func testAFastReceiverIsMeanedOverTheWholeWindow() {
     // 100 reports a second from the kitchen at -70, one a second from the
     // lounge at -66; for 10 s of the 15 s window the kitchen reads -60:

@@ -55,6 +55,8 @@ public struct RoomBaseline: Sendable {
   /// closer) and when it was last updated.
   private var heldRSSI: Double? = nil
   private var updated: Int64 = .min
+  /// Seconds decided so far (a test bounds them).
+  private(set) var decisions = 0
 
   public init(kind: Kind, subject: RoomSubject, awayAfter: Duration = .seconds(30)) {
     self.kind = kind
@@ -87,7 +89,12 @@ public struct RoomBaseline: Sendable {
     var out: [RoomChange] = []
     while let at = nextTick, at <= t.micros {
       decide(at: at, into: &out)
-      nextTick = at + Self.tick
+      // Past every mean and the away time since the last report, each
+      // second decides the same until the next report: skip the seconds
+      // up to `t` (an outlier years early would otherwise cost a decision
+      // per second between).
+      let quiet = at - lastHeard > span + awayAfter
+      nextTick = at + (quiet ? ((t.micros - at) / Self.tick + 1) : 1) * Self.tick
     }
     return out
   }
@@ -107,6 +114,7 @@ public struct RoomBaseline: Sendable {
   }
 
   private mutating func decide(at t: Int64, into out: inout [RoomChange]) {
+    decisions += 1
     var next = room
     switch kind {
     case .strongest(let window):
