@@ -18,7 +18,8 @@ func runLiveMonitor(config: Config, agent: AgentMonitor) throws -> Int32 {
   do {
     try agent.startLive(
       options: LiveScanOptions(config: config.scanner),
-      schedule: ScanScheduleSettings(policy: config.scanner.duty), waitForAdapter: false, reapOnSignal: true)
+      schedule: ScanScheduleSettings(policy: config.scanner.duty), waitForAdapter: false,
+      reapOnSignal: true)
   } catch let e as ScanError {
     throw CommandFailure(e.description)
   }
