@@ -68,7 +68,9 @@ final class IdentityShellTests: XCTestCase {
       XCTAssertTrue(lines[2].hasPrefix("bad.conf:6: [region \"c\"] irk: key 2: "), lines[2])
       XCTAssertTrue(lines[3].hasPrefix("bad.conf:7: [region \"d\"] uuid: "), lines[3])
       XCTAssertTrue(
-        lines[3].contains("a uuid (iBeacons), an altbeacon, an eddystone, a device"), lines[3])
+        lines[3].contains(
+          "a uuid (iBeacons), an altbeacon, an eddystone, a beacon (any format), a device"),
+        lines[3])
       XCTAssertTrue(lines[4].hasPrefix("bad.conf:11: [region \"e\"] power: "), lines[4])
     }
   }
