@@ -226,3 +226,29 @@ extension Config {
     return c
   }
 }
+
+extension XCTestCase {
+  /// Runs an agent's loop until `done` holds (checked every 50 ms), failing
+  /// after `seconds` (generous: the loop returns as soon as it holds, and a
+  /// notification server on a loaded 2-core machine can take seconds).
+  func spin(
+    _ loop: EventLoop, seconds: Double = 30, _ what: String, file: StaticString = #filePath,
+    line: UInt = #line, until done: @escaping () -> Bool
+  ) {
+    let deadline = Date().addingTimeInterval(seconds)
+    var met = false
+    func check() {
+      if done() {
+        met = true
+        loop.stop()
+      } else if Date() > deadline {
+        loop.stop()
+      } else {
+        _ = loop.after(seconds: 0.05) { check() }
+      }
+    }
+    _ = loop.after(seconds: 0.01) { check() }
+    XCTAssertNoThrow(try loop.run(), file: file, line: line)
+    XCTAssertTrue(met, "timed out waiting: \(what)", file: file, line: line)
+  }
+}

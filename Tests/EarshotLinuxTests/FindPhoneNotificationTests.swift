@@ -178,28 +178,6 @@ final class FindPhoneNotificationTests: XCTestCase {
     return (agent.daemon, devices, agent.notification)
   }
 
-  /// Runs the agent's loop until `done` holds (checked every 50 ms).
-  private func spin(
-    _ loop: EventLoop, seconds: Double = 10, _ what: String, file: StaticString = #filePath,
-    line: UInt = #line, until done: @escaping () -> Bool
-  ) {
-    let deadline = Date().addingTimeInterval(seconds)
-    var met = false
-    func check() {
-      if done() {
-        met = true
-        loop.stop()
-      } else if Date() > deadline {
-        loop.stop()
-      } else {
-        _ = loop.after(seconds: 0.05) { check() }
-      }
-    }
-    _ = loop.after(seconds: 0.01) { check() }
-    XCTAssertNoThrow(try loop.run(), file: file, line: line)
-    XCTAssertTrue(met, "timed out waiting: \(what)", file: file, line: line)
-  }
-
   private func ring(_ daemon: Daemon, as device: DeviceID) -> RequestOutcome? {
     var outcome: RequestOutcome?
     daemon.perform(.findStart, from: Requester(device: device)) { outcome = $0 }

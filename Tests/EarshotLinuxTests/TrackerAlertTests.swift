@@ -32,28 +32,6 @@ final class TrackerAlertTests: XCTestCase {
     return try Agent(config: config.inTest(directory), surroundings: surroundings)
   }
 
-  /// Runs the agent's loop until `done` holds (checked every 50 ms).
-  private func spin(
-    _ loop: EventLoop, seconds: Double = 30, _ what: String, file: StaticString = #filePath,
-    line: UInt = #line, until done: @escaping () -> Bool
-  ) {
-    let deadline = Date().addingTimeInterval(seconds)
-    var met = false
-    func check() {
-      if done() {
-        met = true
-        loop.stop()
-      } else if Date() > deadline {
-        loop.stop()
-      } else {
-        _ = loop.after(seconds: 0.05) { check() }
-      }
-    }
-    _ = loop.after(seconds: 0.01) { check() }
-    XCTAssertNoThrow(try loop.run(), file: file, line: line)
-    XCTAssertTrue(met, "timed out waiting: \(what)", file: file, line: line)
-  }
-
   func testOnlyTheProtocolsAStrangerCanRingOfferRingIt() {
     let ringable = TrackerProtocol.Family.allCases.filter(\.ringable).map(\.rawValue)
     XCTAssertEqual(ringable, ["find_my", "find_hub", "dult", "pebblebee"])

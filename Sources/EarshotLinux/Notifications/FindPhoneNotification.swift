@@ -46,19 +46,10 @@ public final class FindPhoneNotification: AgentTransport {
 
   public func start() {
     do {
-      let bus = try DBusConnection(loop: agent.loop, address: address, session: address == nil)
-      let signals =
-        "type='signal',sender='\(Self.service)',path='\(Self.path)',interface='\(Self.service)'"
-      try bus.match(signals + ",member='ActionInvoked'") { [unowned self] _, _, args in
-        guard args.count == 2, case .uint32(let id) = args[0], case .string(let key) = args[1]
-        else { return }
-        self.invoked(key, id: id)
-      }
-      try bus.match(signals + ",member='NotificationClosed'") { [unowned self] _, _, args in
-        guard let first = args.first, case .uint32(let id) = first else { return }
-        self.closed(id)
-      }
-      self.bus = bus
+      bus = try DBusConnection.notificationServer(
+        loop: agent.loop, address: address,
+        invoked: { [unowned self] key, id in self.invoked(key, id: id) },
+        closed: { [unowned self] id in self.closed(id) })
     } catch {
       agent.log("notification: no desktop notifications while find-phone rings: \(error)")
       return
@@ -187,5 +178,31 @@ public final class FindPhoneNotification: AgentTransport {
     let body =
       "Found it stops the ring and tells \(names.count > 1 ? "them" : "it"); Stop silences it without telling."
     return (summary, body)
+  }
+}
+
+extension DBusConnection {
+  /// A connection to the desktop's notification server (`address` nil: the
+  /// user's session bus) that hears its two signals: the action the user
+  /// picked on a notification (`invoked(key, id)`) and a notification
+  /// closed (`closed(id)`). Malformed signals are ignored.
+  static func notificationServer(
+    loop: EventLoop, address: String?, invoked: @escaping (String, UInt32) -> Void,
+    closed: @escaping (UInt32) -> Void
+  ) throws -> DBusConnection {
+    let bus = try DBusConnection(loop: loop, address: address, session: address == nil)
+    let service = FindPhoneNotification.service
+    let signals =
+      "type='signal',sender='\(service)',path='\(FindPhoneNotification.path)',interface='\(service)'"
+    try bus.match(signals + ",member='ActionInvoked'") { _, _, args in
+      guard args.count == 2, case .uint32(let id) = args[0], case .string(let key) = args[1]
+      else { return }
+      invoked(key, id)
+    }
+    try bus.match(signals + ",member='NotificationClosed'") { _, _, args in
+      guard let first = args.first, case .uint32(let id) = first else { return }
+      closed(id)
+    }
+    return bus
   }
 }

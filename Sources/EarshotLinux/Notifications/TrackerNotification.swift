@@ -38,19 +38,10 @@ public final class TrackerNotification: AgentTransport {
   public func start() {
     guard bus == nil else { return }
     do {
-      let bus = try DBusConnection(loop: agent.loop, address: address, session: address == nil)
-      let signals =
-        "type='signal',sender='\(Self.service)',path='\(Self.path)',interface='\(Self.service)'"
-      try bus.match(signals + ",member='ActionInvoked'") { [unowned self] _, _, args in
-        guard args.count == 2, case .uint32(let id) = args[0], case .string(let key) = args[1]
-        else { return }
-        self.invoked(key, id: id)
-      }
-      try bus.match(signals + ",member='NotificationClosed'") { [unowned self] _, _, args in
-        guard let first = args.first, case .uint32(let id) = first else { return }
-        self.shown[id] = nil
-      }
-      self.bus = bus
+      bus = try DBusConnection.notificationServer(
+        loop: agent.loop, address: address,
+        invoked: { [unowned self] key, id in self.invoked(key, id: id) },
+        closed: { [unowned self] id in self.shown[id] = nil })
     } catch {
       agent.log("tracker notification: no desktop notifications for trackers: \(error)")
     }
