@@ -2,9 +2,11 @@ import EarshotTestSupport
 import Foundation
 import XCTest
 
-/// scripts/rooms-real/sphere.py and `rooms evaluate --baseline` on a small
-/// made-up sequence in SPHERE's layout (the real data has no licence to be
-/// committed): the converter's captures and truth, through the binary.
+/// scripts/rooms-real/sphere.py and flat.py, and `rooms evaluate --baseline`,
+/// on small made-up recordings in the layouts of SPHERE and of the flat's
+/// dataset (neither is committed: SPHERE's has no licence, and the
+/// converters are tested on what they cannot tell apart from it): the
+/// converters' captures and truth, through the binary.
 final class RoomsRealTests: XCTestCase {
   static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .deletingLastPathComponent().deletingLastPathComponent()
@@ -81,5 +83,85 @@ final class RoomsRealTests: XCTestCase {
     XCTAssertTrue(
       lines.first { $0.hasPrefix("strongest-5s:") }?.contains("wrong-room 0.0 %") ?? false,
       r.stdout)
+  }
+
+  func testFlatRobotRunsAreConvertedIntoRoomsAndScored() throws {
+    // Anchors 1, 4 and 6 stand in the east room, 2 in the west, 3 in the
+    // corridor, 5 in the south room (made-up coordinates in the same rooms).
+    try FileManager.default.createDirectory(
+      atPath: dir + "/flat/calibration", withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(
+      atPath: dir + "/flat/tests", withIntermediateDirectories: true)
+    try "id,x,y,z\n1,5.0,2.5,2\n2,1.0,6.0,2\n3,3.0,0.5,2\n4,4.0,6.5,2\n5,5.5,0.5,2\n6,8.0,6.0,2\n"
+      .write(toFile: dir + "/flat/anchors.csv", atomically: true, encoding: .utf8)
+    // Two runs (rows stop for 200 s between them), a row every 1/3 s: the
+    // first 60 s in the east room (a room reports its loudest anchor, 4 at
+    // -50; anchor 1 alone, at -85, would lose to the corridor's -75), then
+    // 60 s in the corridor (anchor 3 at -50, the east ones at -75 or
+    // less); the second run 60 s in the west room. A silent anchor's cell
+    // is empty; one row is malformed.
+    func rows(_ start: Double, _ seconds: Int, x: Double, y: Double, _ rssi: [Int?]) -> String {
+      (0..<(seconds * 3)).map { k in
+        let ts = Int64((start + Double(k) / 3) * 1e9)
+        let cells = rssi.map { $0.map { "\($0).2" } ?? "" }.joined(separator: ",")
+        return "\(k),\(ts),\(x),0.1,\(y),\(cells)\n"
+      }.joined()
+    }
+    let t0 = 1_627_997_452.0
+    var csv = ",ts,x,heading,y,rssi_1,rssi_2,rssi_3,rssi_4,rssi_5,rssi_6\n"
+    csv += rows(t0, 60, x: 5.5, y: 5.0, [-85, -80, -75, -50, -78, -60])
+    csv += "180,oops,5.5,0.1,5.0,-58,,,,,\n"
+    csv += rows(t0 + 60, 60, x: 2.0, y: 1.0, [-75, -80, -50, -76, -70, nil])
+    csv += rows(t0 + 320, 60, x: 1.0, y: 5.0, [-80, -50, -72, -78, -85, -88])
+    try csv.write(
+      toFile: dir + "/flat/calibration/calibration_df.csv", atomically: true, encoding: .utf8)
+    try
+      (",ts,x,heading,y,rssi_1,rssi_2,rssi_3,rssi_4,rssi_5,rssi_6\n"
+      + rows(t0 + 3600, 30, x: 5.0, y: 1.0, [-70, -85, -66, -80, -48, -90]))
+      .write(toFile: dir + "/flat/tests/test_robot_df.csv", atomically: true, encoding: .utf8)
+
+    let script = Self.repo.appendingPathComponent("scripts/rooms-real/flat.py").path
+    let c = try Earshot.run([script, dir + "/flat", dir + "/out"], executable: "/usr/bin/python3")
+    XCTAssertEqual(c.status, 0, c.stderr)
+    for line in [
+      "run-1 (calibration/calibration_df.csv): 120 s; corridor 360, east 360, south 360, west 360 reports; 3 truth lines",
+      "run-2 (calibration/calibration_df.csv): 60 s; corridor 180, east 180, south 180, west 180 reports; 2 truth lines",
+      "calibration/calibration_df.csv: 1 malformed rows skipped",
+      "group-calibration: run-1, run-2",
+      "run-3 (tests/test_robot_df.csv): 30 s; corridor 90, east 90, south 90, west 90 reports; 2 truth lines",
+      "group-test-robot: run-3",
+    ] {
+      XCTAssertTrue(c.stdout.contains(line), "\(line) missing: \(c.stdout)")
+    }
+    // The robot's position names the room; a run ends `unlabelled` (not
+    // scored) a third of a second after its last row.
+    let truth = try String(contentsOfFile: dir + "/out/run-1/truth.jsonl", encoding: .utf8)
+    let beacon = "5F4E3D2C-1B0A-4987-8654-3210FEDCBA98:101:1"
+    XCTAssertEqual(
+      truth,
+      """
+      {"t":1627997452.0,"beacon":"\(beacon)","room":"east"}
+      {"t":1627997512.0,"beacon":"\(beacon)","room":"corridor"}
+      {"t":1627997572.0,"beacon":"\(beacon)","room":"unlabelled"}
+
+      """)
+
+    let r = try Earshot.run([
+      "rooms", "evaluate", dir + "/out/group-calibration", "--baseline", "--changes",
+    ])
+    XCTAssertEqual(r.status, 0, r.stderr)
+    let lines = r.stdout.split(separator: "\n").map(String.init)
+    // East (its loudest anchor, -50), then the corridor 25 dB ahead, then
+    // away between the runs, then the west room.
+    let rooms = lines.filter { $0.hasPrefix("{") }.map { line in
+      line.components(separatedBy: "\"room\":").last.map {
+        $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"}"))
+      } ?? ""
+    }
+    XCTAssertEqual(rooms, ["east", "corridor", "null", "west"], r.stdout)
+    for rule in ["rule:", "strongest-5s:", "strongest-15s:", "mqtt_room:"] {
+      let line = lines.first { $0.hasPrefix(rule) }
+      XCTAssertTrue(line?.contains("wrong-room 0.0 % of 2 min") ?? false, "\(rule) \(r.stdout)")
+    }
   }
 }
