@@ -67,8 +67,31 @@ final class RoomsRealTests: XCTestCase {
     let r = try Earshot.run(["rooms", "evaluate", dir + "/out/00003", "--baseline", "--changes"])
     XCTAssertEqual(r.status, 0, r.stderr)
     let lines = r.stdout.split(separator: "\n").map(String.init)
-    let changes = lines.filter { $0.hasPrefix("{") }
+    let changes = lines.filter { $0.hasPrefix("{") && !$0.contains("\"rule\":") }
     XCTAssertEqual(changes.count, 2, r.stdout)
+    // --changes prints each simple rule's changes too, marked, and `rooms
+    // score` leaves them out of the rule's.
+    let simple = lines.filter { $0.contains("\"rule\":\"strongest-5s\"") }
+    XCTAssertEqual(simple.count, 2, r.stdout)
+    XCTAssertTrue(simple.last?.contains("\"room\":\"living\"") ?? false, r.stdout)
+    // A simple rule's line in the middle of the kitchen stay naming the
+    // lounge: the rule's would be wrong for a minute if it were counted.
+    let marked =
+      "{\"t\":1767232860.0,\"event\":\"room\",\"beacon\":\"\(beacon)\",\"room\":\"living\",\"rule\":\"mqtt_room\"}\n"
+    try (r.stdout + marked).write(toFile: dir + "/timeline", atomically: true, encoding: .utf8)
+    let s = try Earshot.run([
+      "rooms", "score", dir + "/timeline", "--truth", dir + "/out/00003/truth.jsonl",
+    ])
+    XCTAssertEqual(s.status, 0, s.stderr)
+    func confirm(_ out: String) -> String? {
+      let rule = out.split(separator: "\n").first { $0.hasPrefix("rule:") }
+      return rule?.components(separatedBy: ", ").first { $0.hasPrefix("median confirm") }
+    }
+    XCTAssertNotNil(confirm(r.stdout), r.stdout)
+    XCTAssertEqual(confirm(s.stdout), confirm(r.stdout), s.stdout)
+    XCTAssertTrue(
+      s.stdout.split(separator: "\n").first { $0.hasPrefix("rule:") }?.contains(
+        "wrong-room 0.0 %") ?? false, s.stdout)
     XCTAssertTrue(changes.first?.contains("\"room\":\"kitchen\"") ?? false, r.stdout)
     XCTAssertTrue(changes.last?.contains("\"room\":\"living\"") ?? false, r.stdout)
     for rule in ["rule:", "naive:", "strongest-5s:", "strongest-15s:", "mqtt_room:"] {
@@ -153,7 +176,7 @@ final class RoomsRealTests: XCTestCase {
     let lines = r.stdout.split(separator: "\n").map(String.init)
     // East (its loudest anchor, -50), then the corridor 25 dB ahead, then
     // away between the runs, then the west room.
-    let rooms = lines.filter { $0.hasPrefix("{") }.map { line in
+    let rooms = lines.filter { $0.hasPrefix("{") && !$0.contains("\"rule\":") }.map { line in
       line.components(separatedBy: "\"room\":").last.map {
         $0.trimmingCharacters(in: CharacterSet(charactersIn: "\"}"))
       } ?? ""

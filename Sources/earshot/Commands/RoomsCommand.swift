@@ -64,7 +64,8 @@ let roomsCommand = Command(
     ),
     .flag(
       "changes",
-      "evaluate: also print the rule's room changes, one JSON line each, as the aggregator does"),
+      "evaluate: also print the rule's room changes, one JSON line each, as the aggregator does (with --baseline, each simple rule's too, marked \"rule\":NAME)"
+    ),
     .value("truth", "FILE", "score: the ground truth (truth.jsonl)"),
     .value("covered", "ROOM,...", "score: rooms with a receiver (default: the rooms decided)"),
     .value("end", "SECONDS", "score: Unix time the truth ends (default: the last time in either)"),
@@ -335,6 +336,13 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
       }
       for k in rules.keys { changes += rules[k]!.advance(to: WallTime(micros: end)) }
       let score = RoomScore.score(truth: truth, decided: changes, covered: covered, end: end)
+      // Marked as the aggregator marks the naive rule's, so that `rooms
+      // score` can tell them from the rule's.
+      if args.has("changes") {
+        for c in changes.sorted(by: { $0.t < $1.t }) {
+          Console.line(String(c.json.dropLast()) + ",\"rule\":\"\(kind.name)\"}")
+        }
+      }
       Console.line("\(kind.name): " + score.summary(awayAfter: nil))
     }
   }
@@ -357,7 +365,11 @@ private func runRoomsScore(_ args: Arguments) throws -> Int32 {
   var baseline: [RoomChange] = []
   for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
     guard let c = RoomChange.parse(String(line)) else { continue }
-    if line.contains("\"rule\":\"naive\"") { baseline.append(c) } else { decided.append(c) }
+    if line.contains("\"rule\":\"naive\"") {
+      baseline.append(c)
+    } else if !line.contains("\"rule\":") {  // not a simple rule's (evaluate --baseline --changes)
+      decided.append(c)
+    }
   }
   let decidedRooms = Set((decided + baseline).compactMap(\.room))
   var covered = Set(ConfigValue.list(args.value("covered") ?? ""))
