@@ -130,4 +130,6 @@ public enum AgentEvent: Sendable {
   case telemetry(TrackedID, BeaconTelemetry)
   /// A tracker the watch found to follow the laptop (once per tracker).
   case trackerFollowing(TrackerRow)
+  /// The user trusted or cleared a tracker: the ones following may differ.
+  case trackersChanged
 }

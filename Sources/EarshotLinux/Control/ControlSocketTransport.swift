@@ -181,7 +181,7 @@ public final class ControlSocketTransport: AgentTransport {
       publish(.tags, ControlProtocol.tagEvent(e))
     case .trackerFollowing(let row):
       publish(.trackers, ControlProtocol.trackerFollowingEvent(row))
-    case .reloaded, .telemetry:
+    case .reloaded, .telemetry, .trackersChanged:
       break
     }
   }

@@ -118,6 +118,7 @@ extension Daemon {
       guard trackers.handle(event) else {
         throw RequestError(.failed, "no \(number) is kept (earshot trackers lists them)")
       }
+      dispatch(.trackersChanged)
       reply(.trackers(trackers.statusJSON))
     }
   }
