@@ -78,6 +78,14 @@ public final class TrackerWatchDriver {
     return Clock.wallNow() - .microseconds(ago)
   }
 
+  /// A tracker's evidence in wall time (nil: every tracker kept's).
+  public func evidence(of number: TrackerNumber?) -> [TrackerEvidence] {
+    let w = caughtUp()
+    return w.rows.filter { number == nil || $0.number == number }.map {
+      TrackerEvidence($0, evidence: w.evidence(of: $0.number), wall: wall)
+    }
+  }
+
   /// The trackers following now, as MQTT shows them (oldest alert first).
   public var followingShown: [TrackerShown] {
     caughtUp().rows.filter { $0.following != nil }
