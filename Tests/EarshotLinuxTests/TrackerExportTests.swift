@@ -1,4 +1,5 @@
 import EarshotCore
+import EarshotLinux
 import EarshotTestSupport
 import Foundation
 import XCTest
@@ -61,6 +62,20 @@ final class TrackerExportTests: XCTestCase {
     for row in [">place 1<", ">place 2<", ">place 3<", ">unknown<"] {
       XCTAssertTrue(text.contains(row), row)
     }
+  }
+
+  /// Live, the watch's clock (CLOCK_BOOTTIME) becomes wall time by the
+  /// time since: a sighting 10 minutes ago is the wall clock less 10 minutes.
+  func testLiveTimesBecomeWallTime() {
+    let boot = MonotonicTime.zero + .seconds(10_000)
+    let driver = TrackerWatchDriver(config: TrackersConfig(), now: { boot }, log: { _ in })
+    let before = Clock.wallNow()
+    let shown = driver.wall(MonotonicTime.zero + .seconds(9_400))
+    let after = Clock.wallNow()
+    XCTAssertGreaterThanOrEqual(shown, before - .seconds(600))
+    XCTAssertLessThanOrEqual(shown, after - .seconds(600))
+    // A time after "now" (never given live) is now, not a time ahead.
+    XCTAssertLessThanOrEqual(driver.wall(boot + .seconds(5)), Clock.wallNow())
   }
 
   func testMistakesAreClearErrors() throws {
