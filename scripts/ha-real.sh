@@ -26,6 +26,9 @@
 #   HA + mosquitto up (HA's start time measured)
 #   earshot rooms (aggregator) and a rooms agent (room "office", tracking the
 #     desk beacon) replaying scripts/ha/ha.scenario at --pace 4
+#   a trackers agent on the agent's base topic ([trackers] mqtt = true): a
+#     capture of a separated AirTag that follows (scripts/ha/following-capture.py)
+#     at --pace 600; then earshot trackers --clear 1; stopped with SIGINT
 #   agent run 1: the same replay at --pace 4 (regions desk and lab become
 #     inside/outside), stopped with SIGINT
 #   agent run 2 (a restart, same config), replay at --pace 4; then through
@@ -50,7 +53,9 @@
 # over each other; K kill -9 makes the agent's entities unavailable; E no
 # warning/error from HA's mqtt or template code; N HA has no socket past
 # loopback; T the Eddystone beacon's TLM battery (mV) and temperature
-# reached HA's sensors.
+# reached HA's sensors; F the "Trackers following" sensor went 1 (the
+# tracker as attributes) then 0 at the clear, and the "Tracker following"
+# event fired once with the tracker.
 #
 # HA 2026.2.3 and 2026.11.0 need a newer Python than Debian 12's: each runs
 # in a cached Debian root (scripts/ha/install-root.sh: trixie and sid, made
@@ -374,6 +379,41 @@ run_agent() { # N [--pace 4]: agent run N
     --state-dir "$W/agent/state" --input "$W/ha.btsnoop" "${@:2}"
   agent_pid=$last_pid
 }
+
+# A tracker that follows ([trackers] mqtt), before run 1 and on the agent's
+# base topic (its entities are the agent device's: the kill -9 of run 3
+# makes them unavailable too): 90 min of capture at --pace 600, so Home
+# Assistant has its event entity before the event (not retained) comes.
+python3 "$ha_dir/following-capture.py" "$W/following.btsnoop"
+mkdir -p "$W/trackers-agent/state"
+cat >"$W/trackers-agent/earshot.conf" <<EOF
+$mqtt_section
+base_topic = $base
+
+[trackers]
+enabled = true
+mqtt = true
+
+[state]
+path = $W/trackers-agent/state/regions
+EOF
+say "trackers agent: a separated AirTag follows (--pace 600), then cleared"
+mark trackers_start
+spawn "$W/trackers-agent.log" run --config "$W/trackers-agent/earshot.conf" \
+  --socket "$W/trackers-agent/control.sock" --state-dir "$W/trackers-agent/state" --no-audio \
+  --input "$W/following.btsnoop" --pace 600
+trackers_pid=$last_pid
+wait_retained "$base/trackers/following" 1 40 || true
+sleep 2
+mark trackers_clear
+env "${agent_env[@]}" "$bin" trackers --socket "$W/trackers-agent/control.sock" --clear 1 \
+  >"$W/trackers-clear.out" 2>&1 || say "earshot trackers --clear 1 failed: $(cat "$W/trackers-clear.out")"
+wait_retained "$base/trackers/following" 0 10 || true
+sleep 1
+mark trackers_stop
+stop "$trackers_pid" INT
+say "trackers agent: SIGINT -> exit $stopped"
+sleep 2
 
 say "rooms: aggregator and a rooms agent (room office)"
 spawn "$W/aggregator.log" rooms --config "$W/aggregator/rooms.conf" --pace 4

@@ -63,6 +63,14 @@ extension MQTTBridgeTests {
       ScanDutyReport(
         policy: .automatic, power: .battery, timing: ScanTiming(interval: 0x03C0, window: 0x0060),
         mean: [.battery: 0.1634, .mains: 0.25]))
+    bridge.show(
+      MQTTEntities.trackers,
+      [
+        TrackerShown(
+          number: TrackerNumber(3), family: .findMy, kind: .airTag,
+          firstSeen: WallTime(micros: 1_767_225_600_000_000),
+          lastSeen: WallTime(micros: 1_767_231_000_000_000), places: 3, sightings: 91)
+      ])
     bridge.status("earshot/rooms/agent/testhost", "{\"room\":\"desk\"}")
     try settle(loop)
 

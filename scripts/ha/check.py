@@ -303,6 +303,38 @@ def check_telemetry(run, report):
                  details or ["no battery or temperature entity for the Eddystone beacon"])
 
 
+def check_trackers(run, report):
+    section("F. a tracker that follows: HA's sensor and event ([trackers] mqtt)")
+    sensor = event = None
+    for e in run.entities:
+        uid = e.get("unique_id") or ""
+        if uid.endswith("_trackers_following") and e["entity_id"].startswith("sensor."):
+            sensor = e["entity_id"]
+        if uid.endswith("_tracker_following") and e["entity_id"].startswith("event."):
+            event = e["entity_id"]
+    details = [f"sensor {sensor}, event {event}"]
+    t0, t1 = run.marks.get("trackers_start", 0), run.marks.get("trackers_stop", 0)
+    clear = run.marks.get("trackers_clear", 0)
+    counts = [(t, s, a) for t, s, a in run.history.get(sensor, []) if t0 <= t <= t1 + 1]
+    details += [f"  {fmt(t)} {s} {json.dumps(a.get('trackers'))}" for t, s, a in counts]
+    following = [(t, a) for t, s, a in counts if s == "1" and t < clear]
+    cleared = [t for t, s, _ in counts if s == "0" and t >= clear]
+    tracker = ((following[-1][1].get("trackers") or [{}])[0]) if following else {}
+    sensor_ok = (bool(following) and bool(cleared) and tracker.get("tracker") == 1
+                 and tracker.get("protocol") == "find_my" and tracker.get("kind") == "airtag"
+                 and tracker.get("first_seen") == "2026-01-01T00:00:00Z" and tracker.get("places") == 3
+                 and "address" not in tracker)
+    fired = [(t, s, a) for t, s, a in run.history.get(event, [])
+             if t0 <= t <= t1 + 1 and s not in (UNKNOWN, UNAVAILABLE)]
+    details += [f"  {fmt(t)} {event} {s} {json.dumps(a)}" for t, s, a in fired]
+    distinct = {s for _, s, _ in fired}
+    event_ok = (len(distinct) == 1 and all(a.get("event_type") == "following" and a.get("tracker") == 1
+                                           and a.get("kind") == "airtag" for _, _, a in fired))
+    report.check("F", sensor_ok and event_ok,
+                 f"(issue 40) the sensor showed 1 following, then 0 after the clear: {sensor_ok}; "
+                 f"the event fired once with the tracker: {event_ok} ({len(distinct)} firing(s))", details)
+
+
 def check_names(run, report):
     section("4. no friendly name repeats its device name")
     bad, details = [], []
@@ -605,7 +637,7 @@ def main():
     entities_table(run)
     report = Report()
     for check in (check_restart_flap, check_first_events, check_tracker, check_mqtt_room,
-                  check_telemetry, check_names,
+                  check_telemetry, check_trackers, check_names,
                   check_no_matching_payload, check_find_and_volume, check_removed_region,
                   check_twins, check_last_will, check_ha_log_problems, check_offline,
                   check_entity_ids, check_carried_registry):

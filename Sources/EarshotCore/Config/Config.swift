@@ -308,6 +308,9 @@ public struct TrackersConfig: Sendable, Equatable {
   /// Run when a tracker starts to follow, as the region hooks are.
   public var onFollowing: [String]? = nil
   public var hookTimeout = 10.0
+  /// Publish the trackers that follow to MQTT (a Home Assistant sensor and
+  /// event); off, nothing about strangers' trackers leaves the machine.
+  public var mqtt = false
   public init() {}
 }
 
@@ -542,6 +545,10 @@ extension TrackersConfig: ConfigSection {
       "hook_timeout", "Seconds the on_following hook may run before it is killed.",
       set: { t, v in t.hookTimeout = try ConfigValue.double(v, in: 0.1...3600) },
       show: { ConfigValue.show($0.hookTimeout) }),
+    .bool(
+      "mqtt",
+      "Publish trackers that follow to [mqtt] (Home Assistant: a sensor of those following now, an event per new one); off = nothing about them leaves the machine.",
+      \.mqtt),
   ]
 }
 

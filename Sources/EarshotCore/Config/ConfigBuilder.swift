@@ -207,6 +207,11 @@ extension Config {
         config.layouts[index].line, raw, "layout",
         "a layout section needs a layout string, e.g. layout = m:2-3=0a0b,i:4-9,p:10-10")
     }
+    if config.trackers.mqtt, !config.trackers.enabled || !config.mqtt.enabled {
+      fail(
+        seenKeys["trackers\u{0}mqtt"] ?? 0, "trackers", "mqtt",
+        "mqtt = true needs [trackers] enabled = true and an [mqtt] host to publish to")
+    }
     if config.monitor.autoFloor > config.monitor.autoCeiling {
       fail(
         seenKeys["monitor\u{0}auto_floor"] ?? 0, "monitor", "auto_floor",

@@ -36,6 +36,9 @@ public enum MQTTEntity: Hashable, Sendable {
   case record(String)
   /// The rooms aggregator's answer for one beacon or device.
   case room(RoomSubject)
+  /// Trackers following now and the tracker-following event
+  /// (`[trackers] mqtt`: strangers' trackers leave the machine only then).
+  case trackers
 }
 
 /// One Home Assistant discovery config of an entity kind.
@@ -135,6 +138,62 @@ public struct VolumeShown: Sendable {
   public init(level: Double, muted: Bool) {
     self.level = level
     self.muted = muted
+  }
+}
+
+/// A tracker that follows, as Home Assistant is told of it: no more than
+/// a person needs to act (no address: a stranger's identifier stays here).
+public struct TrackerShown: Sendable, Equatable {
+  public var number: TrackerNumber
+  /// The protocol family (`find_my`, `smarttag`…), as automations match it.
+  public var family: TrackerProtocol.Family
+  public var kind: TrackerKind
+  public var firstSeen: WallTime
+  public var lastSeen: WallTime
+  public var places: Int
+  public var sightings: Int
+
+  public init(
+    number: TrackerNumber, family: TrackerProtocol.Family, kind: TrackerKind, firstSeen: WallTime,
+    lastSeen: WallTime, places: Int, sightings: Int
+  ) {
+    self.number = number
+    self.family = family
+    self.kind = kind
+    self.firstSeen = firstSeen
+    self.lastSeen = lastSeen
+    self.places = places
+    self.sightings = sightings
+  }
+
+  public init(_ row: TrackerRow, firstSeen: WallTime, lastSeen: WallTime) {
+    number = row.number
+    family = row.frame.family
+    kind = row.frame.kind
+    self.firstSeen = firstSeen
+    self.lastSeen = lastSeen
+    places = row.places
+    sightings = row.sightings
+  }
+
+  /// Its fields, in the sensor's attributes and the event alike (wall
+  /// times in UTC, ISO 8601).
+  public func addFields(to j: inout JSONLine) {
+    j.add("tracker", number.value)
+    j.add("protocol", family.rawValue)
+    j.add("kind", kind.rawValue)
+    j.add("first_seen", LogTime.iso(firstSeen, offset: LogTime.utc))
+    j.add("last_seen", LogTime.iso(lastSeen, offset: LogTime.utc))
+    j.add("places", places)
+    j.add("sightings", sightings)
+  }
+
+  /// The event's payload: Home Assistant's `event_type`, then the tracker.
+  public var eventPayload: String {
+    var j = JSONLine()
+    j.add("event_type", MQTTEntities.trackerFollowingEventType)
+    addFields(to: &j)
+    return j.line
   }
 }
 
@@ -353,6 +412,49 @@ public enum MQTTEntities {
       ]
     })
 
+  /// The event type of `trackers/event` (Home Assistant's event entity).
+  public static let trackerFollowingEventType = "following"
+  /// Where each tracker that starts to follow is told, once, not retained
+  /// (an event replayed from a retained message would fire again).
+  public static let trackerEventTopic = "trackers/event"
+
+  /// Trackers following now (`[trackers] mqtt`): a sensor counting them,
+  /// the trackers as its attributes, and an event entity that fires once
+  /// per tracker that starts to follow (`trackerEventTopic`), for
+  /// automations. Shown only when configured: nothing about strangers'
+  /// trackers leaves the machine otherwise.
+  public static let trackers = MQTTEntityKind<[TrackerShown]>(
+    entity: { _ in .trackers },
+    subject: { _ in ("", "") },
+    configs: [
+      .init(
+        "sensor", "trackers_following", "Trackers following",
+        [
+          ("icon", .text("mdi:map-marker-alert")), ("state_class", .text("measurement")),
+          ("state_topic", .topic("trackers/following")),
+          ("json_attributes_topic", .topic("trackers/attributes")),
+          ("availability", .availability([])),
+        ]),
+      .init(
+        "event", "tracker_following", "Tracker following",
+        [
+          ("icon", .text("mdi:map-marker-alert")),
+          ("event_types", .raw("[" + JSONLine.quoted(trackerFollowingEventType) + "]")),
+          ("state_topic", .topic(trackerEventTopic)), ("availability", .availability([])),
+        ]),
+    ],
+    state: { list in
+      let rows = list.map { t -> String in
+        var j = JSONLine()
+        t.addFields(to: &j)
+        return j.line
+      }
+      // The attributes first: an automation triggered by the count reads them.
+      return [
+        ("trackers/attributes", "{\"trackers\":[" + rows.joined(separator: ",") + "]}", .state),
+        ("trackers/following", String(list.count), .state),
+      ]
+    })
 }
 
 // MARK: Rendering

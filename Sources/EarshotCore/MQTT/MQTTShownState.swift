@@ -76,7 +76,7 @@ public struct MQTTShownState: Sendable {
   private var entries: [String: Entry] = [:]
   /// Topics in first-show order (stable publication order within a layer).
   private var order: [String] = []
-  private var pendingEvents: [String] = []
+  private var pendingEvents: [(topic: String, payload: String)] = []
   /// Topics of removed entities still to clear on the broker.
   private var pendingClears: [(layer: Layer, topic: String)] = []
 
@@ -126,14 +126,16 @@ public struct MQTTShownState: Sendable {
     return [Message(topic, e.payload, retain: e.retain)]
   }
 
-  /// A non-retained event: sent now, or kept for the next connection.
-  public mutating func event(_ payload: String) -> [Message] {
-    if isConnected { return [Message(eventsTopic, payload, retain: false)] }
+  /// A non-retained event (on `topic`, the events topic when nil): sent
+  /// now, or kept for the next connection.
+  public mutating func event(_ payload: String, on topic: String? = nil) -> [Message] {
+    let topic = topic ?? eventsTopic
+    if isConnected { return [Message(topic, payload, retain: false)] }
     if pendingEvents.count == eventCapacity {
       pendingEvents.removeFirst()
       droppedEvents += 1
     }
-    pendingEvents.append(payload)
+    pendingEvents.append((topic, payload))
     return []
   }
 
@@ -153,7 +155,7 @@ public struct MQTTShownState: Sendable {
     }
     var messages = Self.sorted(out)
     messages.append(Message(availabilityTopic, "online", retain: true))
-    messages += pendingEvents.map { Message(eventsTopic, $0, retain: false) }
+    messages += pendingEvents.map { Message($0.topic, $0.payload, retain: false) }
     pendingEvents.removeAll()
     return messages
   }

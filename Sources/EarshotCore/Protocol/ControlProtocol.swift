@@ -28,6 +28,7 @@ public enum ControlVerb: String, CaseIterable, Sendable {
   case ring
   case trackerTrust = "tracker.trust"
   case trackerClear = "tracker.clear"
+  case trackerEvidence = "tracker.evidence"
 }
 
 /// What a control-socket client asks for. The wire name is `cmd`.
@@ -64,6 +65,8 @@ public enum ControlCommand: Equatable, Sendable {
   case trackerTrust(number: Int, seconds: Double?)
   /// Forget a tracker, its evidence and its alert.
   case trackerClear(number: Int)
+  /// A tracker's evidence (nil: every tracker kept), as `TrackerEvidence.json`.
+  case trackerEvidence(number: Int?)
 
   /// The command's wire name (`cmd`).
   public var name: String { verb.rawValue }
@@ -92,6 +95,7 @@ public enum ControlCommand: Equatable, Sendable {
     case .ring: .ring
     case .trackerTrust: .trackerTrust
     case .trackerClear: .trackerClear
+    case .trackerEvidence: .trackerEvidence
     }
   }
 
@@ -133,6 +137,7 @@ public struct ControlRequest: Equatable, Sendable {
       fields.append(("number", .int(n)))
       if let seconds { fields.append(("seconds", .number(seconds))) }
     case .trackerClear(let n): fields.append(("number", .int(n)))
+    case .trackerEvidence(let n?): fields.append(("number", .int(n)))
     default: break
     }
     return JSONValue.object(fields).encoded
@@ -334,6 +339,12 @@ public enum ControlProtocol {
         level = parsed
       }
       return .ring(target: target, level: level)
+    case .trackerEvidence:
+      guard let field = v["number"] else { return .trackerEvidence(number: nil) }
+      guard let n = field.integer.flatMap({ Int(exactly: $0) }), n > 0 else {
+        throw ControlError(.invalidRequest, "\"number\" must be a tracker's number, 1 or more")
+      }
+      return .trackerEvidence(number: n)
     case .trackerTrust, .trackerClear:
       guard let field = v["number"] else {
         throw ControlError(

@@ -39,6 +39,8 @@ public enum DeviceRequest: Equatable, Sendable {
   /// The tracker watch: trust a tracker for a while (nil: until cleared), or clear it.
   case trackerTrust(TrackerNumber, for: Duration?)
   case trackerClear(TrackerNumber)
+  /// A tracker's evidence (nil: every tracker kept's).
+  case trackerEvidence(TrackerNumber?)
 }
 
 /// Who asks: a device (one that can ring the laptop and answer notices) or
@@ -84,7 +86,8 @@ public enum RequestOutcome: Equatable, Sendable {
   case media(MediaCoordinator.Phase?)
   /// `ring`: the level was written to `device` (the address rung).
   case rang(target: String, device: BDAddress, level: AlertLevel)
-  /// The trackers kept after a trust or a clear (as `status` lists them).
+  /// The trackers kept after a trust or a clear (as `status` lists them),
+  /// or their evidence.
   case trackers(JSONValue)
   case refused(RequestError)
 }
@@ -130,4 +133,6 @@ public enum AgentEvent: Sendable {
   case telemetry(TrackedID, BeaconTelemetry)
   /// A tracker the watch found to follow the laptop (once per tracker).
   case trackerFollowing(TrackerRow)
+  /// The user trusted or cleared a tracker: the ones following may differ.
+  case trackersChanged
 }

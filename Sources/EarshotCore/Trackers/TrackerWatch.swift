@@ -31,10 +31,12 @@ public struct TrackerNumber: Hashable, Comparable, Sendable, CustomStringConvert
   public var description: String { "tracker \(value)" }
 }
 
-/// A sighting kept as evidence: when, and where if the place was known.
+/// A sighting kept as evidence: when, where if the place was known, and
+/// the signal it was heard with.
 public struct TrackerSighting: Hashable, Sendable {
   public let time: MonotonicTime
   public let place: PlaceID?
+  public let rssi: Int8?
 }
 
 /// Why a tracker does not alert, if it does not.
@@ -279,7 +281,7 @@ public struct TrackerWatch: Sendable {
     case .nearOwner where e.following == nil:
       e.evidence = []
     case .separated where e.trust == .none:
-      record(&e)
+      record(&e, rssi: rssi)
       if e.following == nil, follows(e) {
         e.following = now
         entries[number] = e
@@ -346,7 +348,7 @@ public struct TrackerWatch: Sendable {
   }
 
   /// Adds this sighting as evidence if its place has none in `spacing`.
-  private func record(_ e: inout Entry) {
+  private func record(_ e: inout Entry, rssi: Int8?) {
     let here = place.current
     let windowStart = now.nanos >= nanos(settings.window) ? now.nanos - nanos(settings.window) : 0
     e.evidence.removeAll { $0.time.nanos < windowStart && e.following == nil }
@@ -355,7 +357,7 @@ public struct TrackerWatch: Sendable {
     {
       return
     }
-    e.evidence.append(TrackerSighting(time: now, place: here))
+    e.evidence.append(TrackerSighting(time: now, place: here, rssi: rssi))
     if e.evidence.count > settings.maximumEvidence { e.evidence.removeFirst() }
   }
 

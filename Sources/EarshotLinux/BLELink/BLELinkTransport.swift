@@ -194,7 +194,7 @@ public final class BLELinkTransport: AgentTransport {
       guard link.ready else { return }
       server.notify(.volumeChanged(LinkVolume(level: v.level, muted: v.muted)))
       server.sendLegacyVolume(v.level)
-    case .noticeResult, .monitor, .tag, .reloaded, .telemetry, .trackerFollowing:
+    case .noticeResult, .monitor, .tag, .reloaded, .telemetry, .trackerFollowing, .trackersChanged:
       break
     }
   }

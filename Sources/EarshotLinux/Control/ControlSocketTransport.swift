@@ -90,6 +90,7 @@ public final class ControlSocketTransport: AgentTransport {
       deviceRequest = .trackerTrust(
         TrackerNumber(n), for: seconds.map { .milliseconds(Int64(($0 * 1000).rounded())) })
     case .trackerClear(let n): deviceRequest = .trackerClear(TrackerNumber(n))
+    case .trackerEvidence(let n): deviceRequest = .trackerEvidence(n.map(TrackerNumber.init))
     }
     let requester = Requester(device: link.device(of: client), name: "socket client \(client)")
     agent.perform(deviceRequest, from: requester) { [weak self] outcome in
@@ -181,7 +182,7 @@ public final class ControlSocketTransport: AgentTransport {
       publish(.tags, ControlProtocol.tagEvent(e))
     case .trackerFollowing(let row):
       publish(.trackers, ControlProtocol.trackerFollowingEvent(row))
-    case .reloaded, .telemetry:
+    case .reloaded, .telemetry, .trackersChanged:
       break
     }
   }

@@ -106,6 +106,16 @@ extension Daemon {
         throw RequestError(.unavailable, "ringing devices is not set up in this agent")
       }
       tags.ring(target, level, reply: reply)
+    case .trackerEvidence(let number):
+      guard let trackers else {
+        throw RequestError(
+          .unavailable, "the agent does not watch for trackers: set [trackers] enabled = true")
+      }
+      let list = trackers.evidence(of: number)
+      if let number, list.isEmpty {
+        throw RequestError(.failed, "no \(number) is kept (earshot trackers lists them)")
+      }
+      reply(.trackers(.array(list.map(\.json))))
     case .trackerTrust(let number, _), .trackerClear(let number):
       guard let trackers else {
         throw RequestError(
@@ -118,6 +128,7 @@ extension Daemon {
       guard trackers.handle(event) else {
         throw RequestError(.failed, "no \(number) is kept (earshot trackers lists them)")
       }
+      dispatch(.trackersChanged)
       reply(.trackers(trackers.statusJSON))
     }
   }

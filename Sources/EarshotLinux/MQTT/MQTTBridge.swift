@@ -125,6 +125,12 @@ public final class MQTTBridge {
     send(shown.event(json))
   }
 
+  /// An event of an entity on its own topic (a pattern under the base, as
+  /// the entity rows give them): not retained, kept while the broker is away.
+  public func event(_ json: String, onEntityTopic pattern: String) {
+    send(shown.event(json, on: settings.topics.entityTopic(pattern, slug: "")))
+  }
+
   /// A ranged beacon; rate-limited per beacon except on proximity changes,
   /// on the time the monitor decided it.
   public func beacon(_ beacon: BeaconShown, at time: DecisionTime) {

@@ -39,8 +39,26 @@ public final class MQTTTransport: AgentTransport {
           r.region, r.state, tracksDevices: agent.monitor?.tracksDevices(region: r.region) ?? false
         ))
     }
+    showTrackers()
     bridge.start()
     publishScanDuty(after: 1)
+  }
+
+  /// The trackers following now, when `[trackers] mqtt` says so: at the
+  /// start, when one starts to follow, when one is trusted or cleared, and
+  /// every `trackersSeconds` (last seen moves; a timed trust runs out).
+  public static let trackersSeconds = 60.0
+  private var trackersTimer: EventLoop.TimerID?
+
+  private func showTrackers() {
+    guard let trackers = agent.trackers, trackers.publishesMQTT else { return }
+    bridge.show(MQTTEntities.trackers, trackers.followingShown)
+    if trackersTimer == nil {
+      trackersTimer = agent.loop.after(seconds: Self.trackersSeconds) { [weak self] in
+        self?.trackersTimer = nil
+        self?.showTrackers()
+      }
+    }
   }
 
   /// The scan duty sensor, while the agent scans live: every
@@ -63,6 +81,8 @@ public final class MQTTTransport: AgentTransport {
   public func stop() {
     if let scanTimer { agent.loop.cancel(scanTimer) }
     scanTimer = nil
+    if let trackersTimer { agent.loop.cancel(trackersTimer) }
+    trackersTimer = nil
     bridge.close()
   }
 
@@ -143,9 +163,15 @@ public final class MQTTTransport: AgentTransport {
       reloaded(regions)
     case .telemetry(let id, let reading):
       bridge.show(MQTTEntities.telemetry, (id, reading))
-    case .trackerFollowing:
-      // Strangers' trackers leave the machine only when configured (not yet).
-      break
+    case .trackerFollowing(let row):
+      // Strangers' trackers leave the machine only when configured.
+      guard let trackers = agent.trackers, trackers.publishesMQTT else { break }
+      let shown = TrackerShown(
+        row, firstSeen: trackers.wall(row.firstSeen), lastSeen: trackers.wall(row.lastSeen))
+      showTrackers()
+      bridge.event(shown.eventPayload, onEntityTopic: MQTTEntities.trackerEventTopic)
+    case .trackersChanged:
+      showTrackers()
     }
   }
 

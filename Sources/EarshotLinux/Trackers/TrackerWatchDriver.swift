@@ -16,6 +16,8 @@ public final class TrackerWatchDriver {
   private let hookTimeout: Double
   /// The proximity log, when kept: a row when one follows and when cleared.
   public var proximityLog: ProximityLogWriter?
+  /// `[trackers] mqtt`: the trackers that follow may be published.
+  public let publishesMQTT: Bool
 
   public init(
     config: TrackersConfig, now: @escaping () -> MonotonicTime, log: @escaping (String) -> Void
@@ -25,6 +27,7 @@ public final class TrackerWatchDriver {
     self.log = log
     onFollowingHook = config.onFollowing
     hookTimeout = config.hookTimeout
+    publishesMQTT = config.mqtt
   }
 
   /// Takes the monitor's reports and its wakes (a move: the place is
@@ -66,10 +69,28 @@ public final class TrackerWatchDriver {
     return known
   }
 
-  /// The log's wall time: the system clock live, the capture's in a replay
-  /// (the watch's clock is the capture's then).
-  private func wall(_ t: MonotonicTime) -> WallTime {
-    live ? Clock.wallNow() : WallTime(micros: Int64(t.nanos / 1000))
+  /// A watch time as wall time: live, the system clock less the time since
+  /// (CLOCK_BOOTTIME counts the sleep the wall clock also saw); in a replay
+  /// the capture's (the watch's clock is the capture's then).
+  public func wall(_ t: MonotonicTime) -> WallTime {
+    guard live else { return WallTime(micros: Int64(t.nanos / 1000)) }
+    let ago = Int64(min(t.nanos(until: now()), UInt64(Int64.max)) / 1000)
+    return Clock.wallNow() - .microseconds(ago)
+  }
+
+  /// A tracker's evidence in wall time (nil: every tracker kept's).
+  public func evidence(of number: TrackerNumber?) -> [TrackerEvidence] {
+    let w = caughtUp()
+    return w.rows.filter { number == nil || $0.number == number }.map {
+      TrackerEvidence($0, evidence: w.evidence(of: $0.number), wall: wall)
+    }
+  }
+
+  /// The trackers following now, as MQTT shows them (oldest alert first).
+  public var followingShown: [TrackerShown] {
+    caughtUp().rows.filter { $0.following != nil }
+      .sorted { ($0.following!, $0.number) < ($1.following!, $1.number) }
+      .map { TrackerShown($0, firstSeen: wall($0.firstSeen), lastSeen: wall($0.lastSeen)) }
   }
 
   /// `status`'s `trackers` section: one object per tracker kept.

@@ -4,7 +4,7 @@ import EarshotLinux
 let trackersCommand = Command(
   name: "trackers",
   summary: "List the trackers heard in a capture and those that followed (docs/trackers.md)",
-  arguments: "[--capture FILE]",
+  arguments: "[--capture FILE] [--export N|all [--json] | --plot N --out FILE.svg]",
   details: """
     Replays a capture (btsnoop, pcap or pcapng, as earshot scan --input reads
     them) through the tracker watch with [trackers] of the config
@@ -19,6 +19,15 @@ let trackersCommand = Command(
     last heard. --trust N trusts tracker N (for --for SECONDS, or until it
     is cleared): it does not alert and keeps no evidence. --clear N forgets
     tracker N, its evidence and its alert.
+
+    --export N (or all) writes tracker N's evidence, of the capture or of the
+    running agent: one CSV row per sighting kept (tracker, protocol, kind,
+    address, time in UTC, unix_s, place, rssi, moved, alert; docs/trackers.md
+    says what each holds), or with --json one object per tracker with its
+    places, moves and sightings; to standard output, or to --out FILE.
+    --plot N draws tracker N's evidence as an SVG (--out FILE.svg): one row
+    per place, a mark per sighting, the moment it was found to follow;
+    --png also renders a PNG with rsvg-convert (as earshot plot).
     """,
   options: [
     socketOption,
@@ -28,11 +37,34 @@ let trackersCommand = Command(
     .value("trust", "N", "Trust the running agent's tracker N"),
     .value("for", "SECONDS", "With --trust: for this long (default: until cleared)"),
     .value("clear", "N", "Clear the running agent's tracker N"),
+    .value("export", "N|all", "Write tracker N's evidence (or every tracker's) as CSV"),
+    .flag("json", "With --export: JSON instead of CSV"),
+    .value("plot", "N", "Draw tracker N's evidence as an SVG timeline per place"),
+    .value("out", "FILE", "Where --export (default: standard output) or --plot writes"),
+    .value("png", "FILE.png", "With --plot: also render a PNG (needs rsvg-convert)"),
   ],
   run: runTrackers)
 
 func runTrackers(_ args: Arguments) throws -> Int32 {
-  guard let path = args.value("capture") else { return try liveTrackers(args) }
+  let evidence = try EvidenceRequest(args)
+  guard let path = args.value("capture") else {
+    if let evidence {
+      let client = try connectToAgent(args)
+      let fields = try resultFields(
+        client.call(.trackerEvidence(number: evidence.number?.value)))
+      guard case .array(let list)? = fields["trackers"] else {
+        throw CommandFailure("the agent answered without \"trackers\"")
+      }
+      return try evidence.write(
+        list.map {
+          guard let e = TrackerEvidence(json: $0) else {
+            throw CommandFailure("the agent's evidence is not readable: \($0.encoded)")
+          }
+          return e
+        })
+    }
+    return try liveTrackers(args)
+  }
   var config = try loadConfigOrDefaults(args).trackers
   if let level = args.value("sensitivity") {
     guard let s = TrackerSensitivity(rawValue: level) else {
@@ -63,6 +95,14 @@ func runTrackers(_ args: Arguments) throws -> Int32 {
     throw CommandFailure("\(path): \(error)")
   }
   let rows = watch.rows
+  if let evidence {
+    // The watch's clock is the capture's: Unix time.
+    let wall = { (t: MonotonicTime) in WallTime(micros: Int64(t.nanos / 1000)) }
+    return try evidence.write(
+      rows.filter { evidence.number == nil || $0.number == evidence.number }.map {
+        TrackerEvidence($0, evidence: watch.evidence(of: $0.number), wall: wall)
+      })
+  }
   Console.line(
     "\(reports) reports; \(rows.count) tracker(s) kept, \(withoutHandle) frame(s) of trackers without a handle; sensitivity \(config.sensitivity.rawValue)"
   )
@@ -138,4 +178,81 @@ private func liveTrackers(_ args: Arguments) throws -> Int32 {
   }
   Console.line("following: \(following)")
   return 0
+}
+
+/// `--export N|all [--json] [--out FILE]` or `--plot N --out FILE.svg [--png FILE.png]`.
+private struct EvidenceRequest {
+  enum Output { case csv, json, plot }
+  /// nil: every tracker kept (`--export all`).
+  let number: TrackerNumber?
+  let output: Output
+  let out: String?
+  let png: String?
+
+  /// nil when neither --export nor --plot is given.
+  init?(_ args: Arguments) throws {
+    let export = args.value("export")
+    let plot = args.value("plot")
+    if export != nil && plot != nil { throw UsageError("--export and --plot exclude each other") }
+    guard let what = export ?? plot else {
+      for option in ["json", "out", "png"] where args.has(option) || args.value(option) != nil {
+        throw UsageError("--\(option) goes with --export or --plot")
+      }
+      return nil
+    }
+    if what == "all" && export != nil {
+      number = nil
+    } else if let n = Int(what), n > 0 {
+      number = TrackerNumber(n)
+    } else {
+      throw UsageError(
+        plot != nil
+          ? "--plot expects a tracker's number" : "--export expects a tracker's number or all")
+    }
+    out = args.value("out")
+    png = args.value("png")
+    if plot != nil {
+      guard out != nil else { throw UsageError("--plot needs --out FILE.svg") }
+      if args.has("json") { throw UsageError("--json goes with --export") }
+      output = .plot
+    } else {
+      if png != nil { throw UsageError("--png goes with --plot") }
+      output = args.has("json") ? .json : .csv
+    }
+  }
+
+  func write(_ list: [TrackerEvidence]) throws -> Int32 {
+    if let number, list.isEmpty { throw CommandFailure("no \(number) is kept") }
+    let text: String
+    switch output {
+    case .csv:
+      text = ([TrackerEvidence.csvHeader] + list.flatMap(\.csvRows)).joined(separator: "\n") + "\n"
+    case .json:
+      let value: JSONValue = number == nil ? .array(list.map(\.json)) : list[0].json
+      text = value.encoded + "\n"
+    case .plot:
+      text = TrackerEvidencePlot.svg(list[0])
+    }
+    guard let out else {
+      Console.out(text)
+      return 0
+    }
+    do {
+      let sink = try FileSink(creating: out)
+      try sink.write(Array(text.utf8))
+      try sink.flush()
+    } catch { throw CommandFailure("\(error)") }
+    if let png {
+      guard let tool = findInPath("rsvg-convert") else {
+        throw CommandFailure(
+          "wrote \(out), but --png needs rsvg-convert: install it (apt-get install librsvg2-bin)")
+      }
+      let status = try runTool(tool, ["rsvg-convert", "--format", "png", "--output", png, out])
+      guard status == 0 else {
+        throw CommandFailure(
+          "rsvg-convert failed (exit status \(status)) converting \(out) to \(png)")
+      }
+    }
+    return 0
+  }
 }
