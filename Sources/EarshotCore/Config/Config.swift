@@ -308,6 +308,14 @@ public struct TrackersConfig: Sendable, Equatable {
   /// Run when a tracker starts to follow, as the region hooks are.
   public var onFollowing: [String]? = nil
   public var hookTimeout = 10.0
+  /// Seconds a tracker must be heard across (nil: the sensitivity's).
+  public var span: Double? = nil
+  /// Distinct places it must be heard in (nil: the sensitivity's).
+  public var places: Int? = nil
+  /// Seconds between two sightings counted in one place.
+  public var spacing = 900.0
+  /// Wi-Fi access points and the network the laptop is on as places and moves.
+  public var wifi = true
   public init() {}
 }
 
@@ -542,6 +550,23 @@ extension TrackersConfig: ConfigSection {
       "hook_timeout", "Seconds the on_following hook may run before it is killed.",
       set: { t, v in t.hookTimeout = try ConfigValue.double(v, in: 0.1...3600) },
       show: { ConfigValue.show($0.hookTimeout) }),
+    .init(
+      "span",
+      "Seconds a separated tracker must be heard across before it follows (up to 86400); empty = the sensitivity's.",
+      set: { t, v in t.span = v.isEmpty ? nil : try ConfigValue.seconds(v, upTo: 86_400) },
+      show: { $0.span.map(ConfigValue.show) ?? "" }),
+    .init(
+      "places",
+      "Distinct places it must be heard in (2-64); empty = the sensitivity's.",
+      set: { t, v in t.places = v.isEmpty ? nil : try ConfigValue.integer(v, in: 2...64) },
+      show: { $0.places.map(String.init) ?? "" }),
+    .seconds(
+      "spacing", "Seconds between two sightings of a tracker counted in one place.", \.spacing,
+      upTo: 3600),
+    .bool(
+      "wifi",
+      "Take the access points of the Wi-Fi scans the system makes (nl80211; Earshot never scans) as places, and a change of Wi-Fi network as a move.",
+      \.wifi),
   ]
 }
 
