@@ -70,7 +70,8 @@ public struct TrackerRow: Hashable, Sendable {
 /// Guarantees:
 /// - A tracker alerts (`Action.following`) only when, within `window`, its
 ///   separated sightings span at least the sensitivity's `span` and fall in
-///   at least its number of distinct known places (AirGuard's rule), counting
+///   at least its number of distinct known places (AirGuard's rule; the
+///   settings' `followSpan` and `followPlaces` replace them when set), counting
 ///   at most one sighting per `spacing` per place (an unknown place counts
 ///   for the span, never as a place).
 /// - Only separated frames are evidence. A near-owner frame wipes the
