@@ -96,9 +96,11 @@ advertise_loop() {
   for _ in $(seq $((31 - ${#bytes[@]}))); do pad="$pad 00"; done
   hcitool -i "$dev" cmd 0x08 0x0006 a0 00 a0 00 03 "$own" 00 00 00 00 00 00 00 07 00 >/dev/null
   hcitool -i "$dev" cmd 0x08 0x0008 "$(printf '%02x' ${#bytes[@]})" ${bytes[*]}$pad >/dev/null
+  # A report a second is plenty (spacing is 2 s), and each hcitool is a
+  # process start, slow under TCG.
   while :; do
     hcitool -i "$dev" cmd 0x08 0x000a 01 >/dev/null 2>&1
-    sleep 0.3
+    sleep 1
     hcitool -i "$dev" cmd 0x08 0x000a 00 >/dev/null 2>&1
     sleep 0.05
   done
