@@ -43,7 +43,8 @@ public final class WiFiPlaces {
   private static let skip = Int32(NL_SKIP.rawValue)
 
   /// Opens nl80211; throws when the kernel has none (no Wi-Fi at all) or a
-  /// socket cannot be made.
+  /// socket cannot be made. `now` must read CLOCK_BOOTTIME: the kernel
+  /// stamps when it last heard each BSS on it.
   public init(
     loop: EventLoop, now: @escaping () -> MonotonicTime,
     settings: LaptopSignals.Settings = LaptopSignals.Settings()
