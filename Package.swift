@@ -38,6 +38,12 @@ let package = Package(
       name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
       providers: [.apt(["libmosquitto-dev"])]),
 
+    // libnl's generic netlink: nl80211 scan results and connection events
+    // (Trackers/WiFiPlaces.swift).
+    .systemLibrary(
+      name: "CNL80211", path: "Sources/CNL80211", pkgConfig: "libnl-genl-3.0",
+      providers: [.apt(["libnl-genl-3-dev"])]),
+
     // Video4Linux2 from the kernel headers (no library to link).
     .systemLibrary(name: "CV4L2", path: "Sources/CV4L2"),
     // libjpeg-turbo: encodes camera frames as JPEG (see Shutter/JPEGEncoder.swift).
@@ -57,7 +63,7 @@ let package = Package(
       name: "EarshotLinux",
       dependencies: [
         "EarshotCore", "CLinux", "CBlueZ", "CINIH", "CALSA", "CSndFile", "CMosquitto", "CSQLite3",
-        "CV4L2", "CJPEG", "CSystemd", "CCrypto",
+        "CV4L2", "CJPEG", "CSystemd", "CCrypto", "CNL80211",
       ]),
 
     // The command-line front door.

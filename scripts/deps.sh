@@ -7,12 +7,12 @@
 set -euo pipefail
 mode=${1:-build}
 build=(pkg-config libbluetooth-dev libinih-dev libasound2-dev libsndfile1-dev libmosquitto-dev libsqlite3-dev
-       libjpeg62-turbo-dev libsystemd-dev libssl-dev)
+       libjpeg62-turbo-dev libsystemd-dev libssl-dev libnl-genl-3-dev)
 test=(bluez bluez-test-tools bluez-hcidump pulseaudio libasound2-plugins alsa-utils sox
       qemu-system-x86 busybox-static kmod cpio dbus util-linux mosquitto mosquitto-clients
       librsvg2-bin dbus-daemon dbus-bin libjpeg-turbo-progs dunst xvfb socat
       pipewire pipewire-bin wireplumber pipewire-pulse python3-dbus python3-gi python3-venv
-      tshark)
+      tshark hostapd iw)
 deb=(debhelper dpkg-dev fakeroot lintian libcap2-bin systemd)
 want=("${build[@]}")
 [ "$mode" = deb ] && want+=("${deb[@]}")

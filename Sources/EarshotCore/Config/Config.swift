@@ -311,6 +311,14 @@ public struct TrackersConfig: Sendable, Equatable {
   /// Publish the trackers that follow to MQTT (a Home Assistant sensor and
   /// event); off, nothing about strangers' trackers leaves the machine.
   public var mqtt = false
+  /// Seconds a tracker must be heard across (nil: the sensitivity's).
+  public var span: Double? = nil
+  /// Distinct places it must be heard in (nil: the sensitivity's).
+  public var places: Int? = nil
+  /// Seconds between two sightings counted in one place.
+  public var spacing = 900.0
+  /// Wi-Fi access points and the network the laptop is on as places and moves.
+  public var wifi = true
   public init() {}
 }
 
@@ -549,6 +557,23 @@ extension TrackersConfig: ConfigSection {
       "mqtt",
       "Publish trackers that follow to [mqtt] (Home Assistant: a sensor of those following now, an event per new one); off = nothing about them leaves the machine.",
       \.mqtt),
+    .init(
+      "span",
+      "Seconds a separated tracker must be heard across before it follows (up to 86400); empty = the sensitivity's.",
+      set: { t, v in t.span = v.isEmpty ? nil : try ConfigValue.seconds(v, upTo: 86_400) },
+      show: { $0.span.map(ConfigValue.show) ?? "" }),
+    .init(
+      "places",
+      "Distinct places it must be heard in (2-64); empty = the sensitivity's.",
+      set: { t, v in t.places = v.isEmpty ? nil : try ConfigValue.integer(v, in: 2...64) },
+      show: { $0.places.map(String.init) ?? "" }),
+    .seconds(
+      "spacing", "Seconds between two sightings of a tracker counted in one place.", \.spacing,
+      upTo: 3600),
+    .bool(
+      "wifi",
+      "Take the access points of the Wi-Fi scans the system makes (nl80211; Earshot never scans) as places, and a change of Wi-Fi network as a move.",
+      \.wifi),
   ]
 }
 

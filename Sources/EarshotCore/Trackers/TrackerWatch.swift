@@ -72,7 +72,8 @@ public struct TrackerRow: Hashable, Sendable {
 /// Guarantees:
 /// - A tracker alerts (`Action.following`) only when, within `window`, its
 ///   separated sightings span at least the sensitivity's `span` and fall in
-///   at least its number of distinct known places (AirGuard's rule), counting
+///   at least its number of distinct known places (AirGuard's rule; the
+///   settings' `followSpan` and `followPlaces` replace them when set), counting
 ///   at most one sighting per `spacing` per place (an unknown place counts
 ///   for the span, never as a place).
 /// - Only separated frames are evidence. A near-owner frame wipes the
@@ -104,6 +105,10 @@ public struct TrackerWatch: Sendable {
     public var window: Duration = .seconds(24 * 3600)
     public var retention: Duration = .seconds(24 * 3600)
     public var spacing: Duration = .seconds(15 * 60)
+    /// The sensitivity's span and number of places, unless set
+    /// (`[trackers] span`, `places`).
+    public var followSpan: Duration? = nil
+    public var followPlaces: Int? = nil
     /// SmartTag: the time one aging step is taken to last at most (a gap of
     /// this long may skip one counter value more).
     public var agingStep: Duration = .seconds(10 * 60)
@@ -120,6 +125,9 @@ public struct TrackerWatch: Sendable {
     public init(config: TrackersConfig) {
       sensitivity = config.sensitivity
       retention = .milliseconds(Int64((config.retention * 1000).rounded()))
+      spacing = .milliseconds(Int64((config.spacing * 1000).rounded()))
+      followSpan = config.span.map { .milliseconds(Int64(($0 * 1000).rounded())) }
+      followPlaces = config.places
       trusted = Set(config.trusted)
     }
   }
@@ -366,7 +374,8 @@ public struct TrackerWatch: Sendable {
     let s = settings.sensitivity
     guard let first = e.evidence.first else { return false }
     let places = Set(e.evidence.compactMap(\.place))
-    return places.count >= s.places && first.time.nanos(until: now) >= nanos(s.span)
+    return places.count >= settings.followPlaces ?? s.places
+      && first.time.nanos(until: now) >= nanos(settings.followSpan ?? s.span)
   }
 
   private mutating func makeRoomForFollowing(besides number: TrackerNumber) {

@@ -149,7 +149,9 @@ public final class Agent {
     if config.trackers.enabled, let monitor {
       let driver = TrackerWatchDriver(
         config: config.trackers, now: { MonotonicTime(nanos: Clock.boottimeNanos()) }, log: log)
-      driver.attach(to: monitor, live: !(surroundings.reports?.capturesTime ?? false))
+      let live = !(surroundings.reports?.capturesTime ?? false)
+      driver.attach(to: monitor, live: live)
+      if live { driver.attachLaptop(loop: loop, wifi: config.trackers.wifi) }
       daemon.attach(trackers: driver)
       driver.proximityLog = daemon.proximityLog
       driver.onFollowing = { [unowned daemon] in daemon.dispatch(.trackerFollowing($0)) }

@@ -18,6 +18,9 @@ public final class TrackerWatchDriver {
   public var proximityLog: ProximityLogWriter?
   /// `[trackers] mqtt`: the trackers that follow may be published.
   public let publishesMQTT: Bool
+  /// The laptop's own word on places and moves (live only).
+  public private(set) var wifi: WiFiPlaces?
+  public private(set) var mains: MainsWatch?
 
   public init(
     config: TrackersConfig, now: @escaping () -> MonotonicTime, log: @escaping (String) -> Void
@@ -34,7 +37,7 @@ public final class TrackerWatchDriver {
   /// unknown until heard again); `live` picks the clock.
   public func attach(to monitor: AgentMonitor, live: Bool) {
     self.live = live
-    monitor.observeWake { [unowned self] in _ = watch.handle(.moved(.resumed), at: now()) }
+    monitor.observeWake { [unowned self] in moved(.resumed) }
     monitor.observeReports { [unowned self, unowned monitor] report in
       let t = live ? now() : MonotonicTime(nanos: UInt64(max(0, monitor.now.micros)) &* 1000)
       for case .following(let row) in watch.handle(TrackerWatch.event(for: report), at: t) {
@@ -51,6 +54,44 @@ public final class TrackerWatchDriver {
         }
       }
     }
+  }
+
+  /// Live: the access points of the system's Wi-Fi scans and a change of
+  /// network (`wifi`, nl80211), and mains unplugged (sysfs under
+  /// `powerRoot`), fed to the watch as they happen. No Wi-Fi is one line
+  /// in the log, not an error: places then come from the advertisers.
+  public func attachLaptop(
+    loop: EventLoop, wifi: Bool, powerRoot: String = "/sys/class/power_supply",
+    mainsInterval: Double = 10
+  ) {
+    if wifi {
+      do {
+        let w = try WiFiPlaces(loop: loop, now: now)
+        w.onEvent = { [unowned self] e in
+          switch e {
+          case .moved(let m): moved(m)
+          case .accessPoints(let bssids):
+            let before = watch.place.current
+            _ = watch.handle(.accessPoints(bssids), at: now())
+            if let here = watch.place.current, here != before {
+              log("trackers: at \(here) (\(bssids.count) access points)")
+            }
+          }
+        }
+        self.wifi = w
+      } catch {
+        log("trackers: no Wi-Fi places (\(error)); places come from the advertisers heard")
+      }
+    }
+    let m = MainsWatch(loop: loop, root: powerRoot, interval: mainsInterval)
+    m.onUnplugged = { [unowned self] in moved(.unplugged) }
+    mains = m
+  }
+
+  /// The laptop says it moved: the place is unknown until recognised again.
+  private func moved(_ move: LaptopMove) {
+    log("trackers: the laptop moved (\(move.rawValue))")
+    _ = watch.handle(.moved(move), at: now())
   }
 
   /// The user's trust or clear, now; false when the watch keeps no such tracker.
