@@ -81,7 +81,7 @@ final class LaptopDayTests: XCTestCase {
       let ticks = Int((seconds * 10).rounded())
       for n in 0..<ticks {
         clock.advance(0.1)
-        if let d = monitor.deadline(), d <= clock.monotonicMicros {
+        if let d = monitor.deadline(), d.micros <= clock.monotonicMicros {
           _ = wake()
           take(monitor.advance(to: DecisionTime(micros: clock.monotonicMicros)))
         }

@@ -480,8 +480,8 @@ public struct RegionMonitor: Sendable {
 
   /// When a device (by identity address) was last heard, directly or
   /// through its key; nil if not since it became known.
-  public func lastSeen(device address: BDAddress) -> Int64? {
-    routing.lastHeard(address: address)
+  public func lastSeen(device address: BDAddress) -> DecisionTime? {
+    routing.lastHeard(address: address).map(DecisionTime.init(micros:))
   }
 
   /// One report of `key`, which region `firstMatch` (and maybe later ones)
@@ -606,18 +606,18 @@ public struct RegionMonitor: Sendable {
   // MARK: Queries
 
   /// When `advance` next has something to do; `nil` if nothing is pending.
-  public var nextDeadline: Int64? { earliestTimer()?.at }
+  public var nextDeadline: DecisionTime? { earliestTimer().map { DecisionTime(micros: $0.at) } }
 
   /// The same as `nextDeadline`, remembered until something changes: the
   /// live agent asks after every report to arm its timer, and most reports
   /// change nothing. (Mutating, so that a driver holding the monitor asks
   /// in place instead of copying it for a getter.)
-  public mutating func deadline() -> Int64? {
+  public mutating func deadline() -> DecisionTime? {
     if !timerFloorExact {
       timerFloor = earliestTimer()?.at ?? .max
       timerFloorExact = true
     }
-    return timerFloor == .max ? nil : timerFloor
+    return timerFloor == .max ? nil : DecisionTime(micros: timerFloor)
   }
 
   public func state(of region: String) -> RegionState? {
@@ -807,7 +807,14 @@ public struct RegionMonitor: Sendable {
   /// monitor's own choice, traded for radio time). `sampledDuty` is the
   /// duty the scan would keep until then (it adds nothing to the confirm
   /// span).
-  public func fullDutyNeeded(at now: Int64, sampledDuty: Double, allowance: ExitAllowance)
+  public func fullDutyNeeded(
+    at time: DecisionTime, sampledDuty: Double, allowance: ExitAllowance
+  ) -> DecisionTime? {
+    fullDutyNeeded(at: time.micros, sampledDuty: sampledDuty, allowance: allowance)
+      .map(DecisionTime.init(micros:))
+  }
+
+  private func fullDutyNeeded(at now: Int64, sampledDuty: Double, allowance: ExitAllowance)
     -> Int64?
   {
     guard scan.isScanning else { return nil }

@@ -181,7 +181,7 @@ public struct RadioSimulation: Sendable {
           who = i
         }
         let answer = answers.indices.min { answers[$0].t < answers[$1].t }
-        let deadline = monitor.deadline()
+        let deadline = monitor.deadline()?.micros
         let due = radio.nextDue?.micros
         let first = [answer.map { answers[$0].t }, deadline, due, who >= 0 ? t : nil]
           .compactMap { $0 }.min()
@@ -218,8 +218,7 @@ public struct RadioSimulation: Sendable {
     var need: SimulatedRadio.Need {
       let m = monitor
       return {
-        m.fullDutyNeeded(at: $0.micros, sampledDuty: $1, allowance: $2)
-          .map(DecisionTime.init(micros:))
+        m.fullDutyNeeded(at: $0, sampledDuty: $1, allowance: $2)
       }
     }
 

@@ -107,7 +107,7 @@ public struct ScanScheduler: Sendable {
   /// The settings chosen last (full until the first decision).
   public private(set) var timing: ScanTiming = .continuous
   /// When to ask again if nothing else happens (nil: not needed).
-  public private(set) var recheckAt: Int64? = nil
+  public private(set) var recheckAt: DecisionTime? = nil
 
   public init(settings: ScanScheduleSettings) {
     self.settings = settings
@@ -128,14 +128,14 @@ public struct ScanScheduler: Sendable {
       ? settings.batteryAllowance : settings.mainsAllowance
   }
 
-  /// Decides the settings at `now` (µs). `need(duty, allowance)`: when
+  /// Decides the settings at `now`. `need(duty, allowance)`: when
   /// full duty is needed if sampling at `duty` until then (nil: never).
   /// `forceFull`: something other than presence needs every report now
   /// (a tag being found, a find-phone ring, `earshot scan`).
   /// Returns the new timing when it changes.
   public mutating func decide(
-    at now: Int64, power: PowerSupply, forceFull: Bool = false,
-    need: (_ duty: Double, _ allowance: ExitAllowance) -> Int64?
+    at now: DecisionTime, power: PowerSupply, forceFull: Bool = false,
+    need: (_ duty: Double, _ allowance: ExitAllowance) -> DecisionTime?
   ) -> ScanTiming? {
     let next = choose(at: now, power: power, forceFull: forceFull, need: need)
     guard next != timing else { return nil }
@@ -144,13 +144,14 @@ public struct ScanScheduler: Sendable {
   }
 
   private mutating func choose(
-    at now: Int64, power: PowerSupply, forceFull: Bool,
-    need: (Double, ExitAllowance) -> Int64?
+    at time: DecisionTime, power: PowerSupply, forceFull: Bool,
+    need: (Double, ExitAllowance) -> DecisionTime?
   ) -> ScanTiming {
+    let now = time.micros
     recheckAt = nil
     let low = sampled(on: power)
     guard !low.isFull, !forceFull else { return .continuous }
-    guard let due = need(low.duty, allowance(on: power)) else { return low }
+    guard let due = need(low.duty, allowance(on: power))?.micros else { return low }
     let lead = ListeningClock.micros(settings.leadSeconds)
     let raise = due &- lead
     if raise <= now { return .continuous }
@@ -158,7 +159,7 @@ public struct ScanScheduler: Sendable {
       // Too short a span to be worth it: stay (the need moves on reports).
       return .continuous
     }
-    recheckAt = raise
+    recheckAt = DecisionTime(micros: raise)
     return low
   }
 }

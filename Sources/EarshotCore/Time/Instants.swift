@@ -37,6 +37,10 @@ public struct MonotonicTime: Hashable, Comparable, Sendable, CustomStringConvert
 
   public static func += (t: inout MonotonicTime, span: Duration) { t = t + span }
 
+  /// The moment of a live decision time (live, the monitor decides on the
+  /// monotonic clock, in microseconds); one before the origin is the origin.
+  public init(live t: DecisionTime) { nanos = UInt64(max(0, t.micros)) &* 1000 }
+
   public var description: String { "\(Double(nanos) / 1e9) s (monotonic)" }
 }
 
@@ -92,6 +96,21 @@ public struct DecisionTime: Hashable, Comparable, Sendable, CustomStringConverti
   public var seconds: Double { Double(micros) / 1e6 }
 
   public static func < (a: DecisionTime, b: DecisionTime) -> Bool { a.micros < b.micros }
+
+  /// `span` later, to the microsecond.
+  public static func + (t: DecisionTime, span: Duration) -> DecisionTime {
+    DecisionTime(micros: t.micros + span.wholeMicros)
+  }
+
+  /// `span` earlier, to the microsecond.
+  public static func - (t: DecisionTime, span: Duration) -> DecisionTime {
+    DecisionTime(micros: t.micros - span.wholeMicros)
+  }
+
+  /// The span from `b` to `a` (negative when `a` is earlier).
+  public static func - (a: DecisionTime, b: DecisionTime) -> Duration {
+    .microseconds(a.micros &- b.micros)
+  }
 
   public var description: String { "\(Double(micros) / 1e6) s (decision)" }
 }
