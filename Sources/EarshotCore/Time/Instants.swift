@@ -37,9 +37,12 @@ public struct MonotonicTime: Hashable, Comparable, Sendable, CustomStringConvert
 
   public static func += (t: inout MonotonicTime, span: Duration) { t = t + span }
 
-  /// The moment of a live decision time (live, the monitor decides on the
-  /// monotonic clock, in microseconds); one before the origin is the origin.
-  public init(live t: DecisionTime) { nanos = UInt64(max(0, t.micros)) &* 1000 }
+  /// A decision time as a moment of the clock it counts: live, the
+  /// monotonic clock itself (what the loop's timers are armed on); in a
+  /// replay, the capture's clock (for a part that keeps the capture's time
+  /// as its own, as the tracker watch does). One before the origin is the
+  /// origin.
+  public init(decision t: DecisionTime) { nanos = UInt64(max(0, t.micros)) &* 1000 }
 
   public var description: String { "\(Double(nanos) / 1e9) s (monotonic)" }
 }
