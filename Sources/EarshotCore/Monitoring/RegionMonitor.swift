@@ -524,7 +524,7 @@ public struct RegionMonitor: Sendable {
       regions[i].known = .inside
       if emitRange { regions[i].nextRange = nextTick(after: t) }
       let trigger = beacons[position: position].track.ranged(
-        at: t, model: ranging.model, staleAfter: ranging.staleAfter)
+        at: DecisionTime(micros: t), model: ranging.model, staleAfter: ranging.staleAfter)
       out.append(event(t, kind, i, beacons: [trigger]))
     }
     // Only this region's timers moved, and a deadline may come sooner
@@ -877,8 +877,9 @@ public struct RegionMonitor: Sendable {
     // every region at every ranging interval was most of the cost.
     func keeps(_ b: BeaconRecord) -> Bool {
       guard matches(i, b.track.id) else { return false }
-      if auto { return b.track.lastSeen + Int64((beaconTimeout(b) * 1e6).rounded()) >= t }
-      return b.track.lastSeen >= horizon
+      let seen = b.track.lastSeen.micros
+      if auto { return seen + Int64((beaconTimeout(b) * 1e6).rounded()) >= t }
+      return seen >= horizon
     }
     // Counted first, so the event's array is allocated once at its size:
     // grown by doubling it took up to twice that, and copies (10,000
@@ -887,10 +888,11 @@ public struct RegionMonitor: Sendable {
     for position in 0..<beacons.count where beacons.withRecord(at: position, keeps) { count += 1 }
     var out: [RangedBeacon] = []
     out.reserveCapacity(count)
+    let now = DecisionTime(micros: t)
     for position in 0..<beacons.count {
       beacons.withRecord(at: position) { b in
         guard keeps(b) else { return }
-        out.append(b.track.ranged(at: t, model: ranging.model, staleAfter: ranging.staleAfter))
+        out.append(b.track.ranged(at: now, model: ranging.model, staleAfter: ranging.staleAfter))
       }
     }
     out.sort(by: RangedBeacon.nearestFirst)
@@ -924,7 +926,7 @@ public struct RegionMonitor: Sendable {
 
   private func holder(_ b: BeaconRecord) -> Holder {
     Holder(
-      lastSeen: b.track.lastSeen, seconds: beaconTimeout(b), beacon: b.track.id,
+      lastSeen: b.track.lastSeen.micros, seconds: beaconTimeout(b), beacon: b.track.id,
       evidence: Self.evidence(b), settled: b.interval.isSettled)
   }
 
