@@ -124,4 +124,10 @@ extension Duration {
     let (seconds, attoseconds) = components
     return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
   }
+
+  /// In seconds, as a `Double` (for arithmetic on spans given in seconds).
+  var inSeconds: Double {
+    let (seconds, attoseconds) = components
+    return Double(seconds) + Double(attoseconds) / 1e18
+  }
 }
