@@ -85,7 +85,7 @@ public struct RegionMonitor: Sendable {
     /// The state file's last sighting, in the time it shows (wall time
     /// live): written back until there is a newer one, and decided on only
     /// as `start` maps it onto this run's clock.
-    var savedLastSeen: Int64? = nil
+    var savedLastSeen: WallTime? = nil
     var lastBeacon: TrackKey? = nil
     /// What a second of `lastBeacon`'s silence says, as of its last
     /// report: its record changes only when it reports, and then this
@@ -233,7 +233,7 @@ public struct RegionMonitor: Sendable {
   ) -> [MonitorEvent] {
     let t = time.micros
     for i in regions.indices where regions[i].lastSeen == nil {
-      regions[i].lastSeen = regions[i].savedLastSeen.map { savedTime(WallTime(micros: $0)).micros }
+      regions[i].lastSeen = regions[i].savedLastSeen.map { savedTime($0).micros }
     }
     started = true
     now = t
@@ -650,7 +650,7 @@ public struct RegionMonitor: Sendable {
         r.known.map {
           MonitorSnapshot.Entry(
             name: r.config.name, identity: r.config.identity, known: $0,
-            lastSeen: r.lastSeen.map { shown(DecisionTime(micros: $0)).micros } ?? r.savedLastSeen)
+            lastSeen: r.lastSeen.map { shown(DecisionTime(micros: $0)) } ?? r.savedLastSeen)
         }
       })
   }
