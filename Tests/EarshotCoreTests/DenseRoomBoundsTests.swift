@@ -132,8 +132,8 @@ final class DenseRoomBoundsTests: XCTestCase {
     var e = AdvertisingIntervalEstimator()
     var f = RSSIFilter()
     for i in 0..<Self.addresses {
-      e.observe(at: Int64(i) * 100_000)
-      f.add(-60, at: Int64(i) * 100_000)
+      e.observe(at: DecisionTime(micros: Int64(i) * 100_000))
+      f.add(-60, at: DecisionTime(micros: Int64(i) * 100_000))
     }
     XCTAssertEqual(e.intervalSeconds!, 0.1, accuracy: 0.004)
     XCTAssertLessThanOrEqual(MemoryLayout<BeaconRecord>.size, 600)

@@ -45,7 +45,8 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     let s = d.step(.deviceStart(deviceA))
     XCTAssertEqual(s.reply, .ringing)
     XCTAssertEqual(
-      s.actions, [.armTimer(deadline: d.now + .seconds(60)), .saveUserVolume, .statusChanged])
+      s.actions,
+      [.timer(.arm(.timeout, at: d.now + .seconds(60))), .saveUserVolume, .statusChanged])
     XCTAssertEqual(d.c.status.state, .starting)
     XCTAssertEqual(d.on(.volumeSaved(user, headphones: false)), [.raiseVolume(0.9), .startAlert])
     XCTAssertEqual(d.c.status.state, .ringing)
@@ -69,7 +70,7 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     d.ring(deviceA)
     let s = d.step(.found)
     XCTAssertEqual(s.reply, .stopping(notify: [deviceA]))
-    XCTAssertEqual(s.actions, [.cancelTimer, .stopAlert, .statusChanged])
+    XCTAssertEqual(s.actions, [.timer(.cancel(.timeout)), .stopAlert, .statusChanged])
     XCTAssertEqual(d.c.status.notifying, [deviceA])
     // Restoring waits for silence; the notice waits for the restore.
     XCTAssertEqual(d.on(.volumeRestored), [], "a restore nobody asked for is ignored")
@@ -101,7 +102,7 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     d.ring(deviceA)
     let s = d.step(.deviceStop(deviceA))
     XCTAssertEqual(s.reply, .stopped)
-    XCTAssertEqual(s.actions, [.cancelTimer, .stopAlert, .statusChanged])
+    XCTAssertEqual(s.actions, [.timer(.cancel(.timeout)), .stopAlert, .statusChanged])
     XCTAssertEqual(d.on(.alertStopped), [.restoreVolume(user)])
     XCTAssertEqual(d.on(.volumeRestored), [.forgetSavedVolume])
     XCTAssertEqual(d.c.status.lastEnd, .deviceStop)
@@ -129,7 +130,7 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     d.now += .seconds(59)
     XCTAssertEqual(d.on(.timerFired), [], "early or stale firings change nothing")
     d.now += .seconds(1)
-    XCTAssertEqual(d.on(.timerFired), [.cancelTimer, .stopAlert])
+    XCTAssertEqual(d.on(.timerFired), [.timer(.cancel(.timeout)), .stopAlert])
     d.on(.alertStopped)
     XCTAssertEqual(d.on(.volumeRestored), [.forgetSavedVolume])
     XCTAssertEqual(d.c.status.lastEnd, .timeout)
@@ -176,7 +177,7 @@ final class FindPhoneCoordinatorTests: XCTestCase {
   func testFoundWhileSavingNeverStartsTheAlert() {
     var d = Drive()
     d.on(.deviceStart(deviceA))
-    XCTAssertEqual(d.on(.found), [.cancelTimer])
+    XCTAssertEqual(d.on(.found), [.timer(.cancel(.timeout))])
     XCTAssertEqual(
       d.on(.volumeSaved(user, headphones: false)), [.forgetSavedVolume, .sendNotice(1, deviceA)],
       "nothing was raised: no restore, no alert")
@@ -192,7 +193,8 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     XCTAssertEqual(
       d.on(.volumeRestored),
       [
-        .forgetSavedVolume, .sendNotice(1, deviceA), .armTimer(deadline: d.now + .seconds(60)),
+        .forgetSavedVolume, .sendNotice(1, deviceA),
+        .timer(.arm(.timeout, at: d.now + .seconds(60))),
         .saveUserVolume,
       ])
     XCTAssertEqual(d.c.status.requesters, [deviceB])
@@ -216,7 +218,7 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     XCTAssertEqual(d.step(.deviceStart(deviceA)).reply, .queued)
     XCTAssertEqual(
       d.on(.volumeRestored),
-      [.forgetSavedVolume, .armTimer(deadline: d.now + .seconds(60)), .saveUserVolume])
+      [.forgetSavedVolume, .timer(.arm(.timeout, at: d.now + .seconds(60))), .saveUserVolume])
   }
 
   func testFailedRestoreStillNotifiesAndKeepsTheSavedVolume() {
@@ -228,7 +230,7 @@ final class FindPhoneCoordinatorTests: XCTestCase {
     // The next ring must not save the raised level over the user's.
     XCTAssertEqual(
       d.on(.deviceStart(deviceB)),
-      [.armTimer(deadline: d.now + .seconds(60)), .raiseVolume(0.9), .startAlert])
+      [.timer(.arm(.timeout, at: d.now + .seconds(60))), .raiseVolume(0.9), .startAlert])
     d.on(.deviceStop(deviceB))
     XCTAssertEqual(d.on(.alertStopped), [.restoreVolume(user)])
   }
@@ -245,7 +247,8 @@ final class FindPhoneCoordinatorTests: XCTestCase {
   func testAlertFailureEndsTheRingWithoutNotice() {
     var d = Drive()
     d.ring(deviceA)
-    XCTAssertEqual(d.on(.alertFailed("no device")), [.cancelTimer, .restoreVolume(user)])
+    XCTAssertEqual(
+      d.on(.alertFailed("no device")), [.timer(.cancel(.timeout)), .restoreVolume(user)])
     XCTAssertEqual(d.on(.volumeRestored), [.forgetSavedVolume])
     XCTAssertEqual(d.c.status.lastEnd, .alertFailed)
     XCTAssertTrue(d.c.outstandingNotices.isEmpty)

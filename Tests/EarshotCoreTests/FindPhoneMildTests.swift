@@ -13,13 +13,14 @@ final class FindPhoneMildTests: XCTestCase {
     let s = d.step(.deviceStartMild(deviceC))
     XCTAssertEqual(s.reply, .ringing)
     XCTAssertEqual(
-      s.actions, [.armTimer(deadline: d.now + .seconds(60)), .saveUserVolume, .statusChanged],
+      s.actions,
+      [.timer(.arm(.timeout, at: d.now + .seconds(60))), .saveUserVolume, .statusChanged],
       "the volume is still saved: a high request may raise it later")
     XCTAssertEqual(d.on(.volumeSaved(quiet, headphones: false)), [.startAlert])
     XCTAssertEqual(d.c.status.state, .ringing)
     XCTAssertNil(d.c.status.level, "not raised")
     // Nothing to restore at the end: the saved copy is only forgotten.
-    XCTAssertEqual(d.on(.deviceStop(deviceC)), [.cancelTimer, .stopAlert])
+    XCTAssertEqual(d.on(.deviceStop(deviceC)), [.timer(.cancel(.timeout)), .stopAlert])
     XCTAssertEqual(d.on(.alertStopped), [.forgetSavedVolume])
     XCTAssertEqual(d.c.status.state, .idle)
     XCTAssertEqual(d.c.status.lastEnd, .deviceStop)
@@ -102,7 +103,8 @@ final class FindPhoneMildTests: XCTestCase {
     XCTAssertEqual(
       d.on(.volumeRestored),
       [
-        .forgetSavedVolume, .sendNotice(1, deviceA), .armTimer(deadline: d.now + .seconds(60)),
+        .forgetSavedVolume, .sendNotice(1, deviceA),
+        .timer(.arm(.timeout, at: d.now + .seconds(60))),
         .saveUserVolume,
       ])
     XCTAssertEqual(d.on(.volumeSaved(quiet, headphones: false)), [.startAlert])

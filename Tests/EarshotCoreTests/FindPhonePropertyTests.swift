@@ -89,8 +89,8 @@ struct World {
         pendingNotices.append(id)
       case .reportNoticeResult(let id, _, _):
         pendingNotices.removeAll { $0 == id }
-      case .armTimer(let deadline): timer = deadline
-      case .cancelTimer: timer = nil
+      case .timer(.arm(_, let deadline)): timer = deadline
+      case .timer(.cancel): timer = nil
       case .log, .statusChanged: break
       }
     }
@@ -300,7 +300,9 @@ final class FindPhonePropertyTests: XCTestCase {
     }) {
       seen["notice", default: 0] += 1
     }
-    if e == .timerFired && c.status.lastEnd == .timeout && step.actions.contains(.cancelTimer) {
+    if e == .timerFired && c.status.lastEnd == .timeout
+      && step.actions.contains(.timer(.cancel(.timeout)))
+    {
       seen["timeout", default: 0] += 1
     }
     if case .volumeRestoreFailed = e { seen["restore failed", default: 0] += 1 }

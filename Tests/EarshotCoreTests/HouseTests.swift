@@ -10,7 +10,7 @@ final class HouseTests: XCTestCase {
   /// living | kitchen side by side, a hall across the top, a bedroom above.
   func house() -> House {
     var h = House()
-    h.duration = 600
+    h.duration = .seconds(600)
     h.rooms = [
       HouseRoom(name: "living", min: FloorPoint(0, 0), max: FloorPoint(5, 4)),
       HouseRoom(name: "kitchen", min: FloorPoint(5, 0), max: FloorPoint(9, 4)),
@@ -114,7 +114,7 @@ final class HouseTests: XCTestCase {
 
   func testLossShadowingAndBiasAsSpecified() {
     var h = house()
-    h.duration = 5_000
+    h.duration = .seconds(5_000)
     h.exponent = 2
     h.shadowing = 4
     h.receivers[0].loss = 0.3
@@ -151,7 +151,7 @@ final class HouseTests: XCTestCase {
 
   func testShadowingCorrelationTime() {
     var h = house()
-    h.duration = 5_000
+    h.duration = .seconds(5_000)
     h.shadowing = 4
     h.shadowingTime = 5
     h.beacons = [beacon("keys", minor: 2, at: FloorPoint(2, 2))]
@@ -174,7 +174,7 @@ final class HouseTests: XCTestCase {
 
   func testFastFadingOnTopOfSlowShadowing() {
     var h = house()
-    h.duration = 20_000
+    h.duration = .seconds(20_000)
     h.shadowing = 4
     h.shadowingTime = 30
     h.beacons = [beacon("keys", minor: 2, at: FloorPoint(2, 2))]
@@ -216,7 +216,7 @@ final class HouseTests: XCTestCase {
 
   func testAbsentOrInaudibleBeaconsAreNotHeard() {
     var h = house()
-    h.duration = 100
+    h.duration = .seconds(100)
     var away = beacon("away", minor: 1, at: FloorPoint(2, 2))
     away.present = [10..<20, 50..<60]
     // Far out in the street: under the sensitivity.
@@ -226,7 +226,7 @@ final class HouseTests: XCTestCase {
     XCTAssertTrue(reports.allSatisfy { $0.beacon == 0 })
     XCTAssertTrue(
       reports.allSatisfy { r in
-        let t = Double(r.t - h.start) / 1e6
+        let t = Double(r.t.micros - h.start.micros) / 1e6
         return (10..<20).contains(t) || (50..<60).contains(t)
       })
     XCTAssertEqual(reports.count, 40)
@@ -273,7 +273,7 @@ final class HouseTests: XCTestCase {
 
   func testTruthOfAStillBeaconOverAMonthIsItsPresenceEdges() {
     var h = house()
-    h.duration = 30 * 86_400
+    h.duration = .seconds(30 * 86_400)
     var keys = beacon("keys", minor: 2, at: FloorPoint(5.5, 2))
     keys.present = [0..<86_400, 172_800..<2_000_000]
     h.beacons = [keys]
@@ -289,7 +289,7 @@ final class HouseTests: XCTestCase {
 
   func testCaptureStartsAtTheHouseStartAndHoldsEveryReport() throws {
     var h = house()
-    h.duration = 60
+    h.duration = .seconds(60)
     h.receivers[0].loss = 0.3
     h.beacons = [beacon("keys", minor: 2, at: FloorPoint(5.5, 2))]
     var bytes = HouseCapture.header(h)
@@ -302,15 +302,15 @@ final class HouseTests: XCTestCase {
       try replay.run(
         buf, report: { t, r in seen.append((t, r.rssi)) }, event: { t, _ in events.append(t) })
     }
-    XCTAssertEqual(events.first, h.start)
-    XCTAssertEqual(seen.map(\.0), mine.map(\.t))
+    XCTAssertEqual(events.first, h.start.micros)
+    XCTAssertEqual(seen.map(\.0), mine.map(\.t.micros))
     XCTAssertEqual(seen.map(\.1), mine.map(\.rssi))
     XCTAssertEqual(replay.decoder.stats.malformedEvents, 0)
   }
 
   func testTruthLinesFormat() {
     var h = house()
-    h.duration = 10
+    h.duration = .seconds(10)
     h.beacons = [beacon("keys", minor: 2, at: FloorPoint(5.5, 2))]
     XCTAssertEqual(
       HouseCapture.truthLines(h),

@@ -166,7 +166,7 @@ final class IdentityRegionTests: XCTestCase {
       at: DecisionTime(micros: 2_000_000), address: rpa1, type: .random, rssi: -60, txPower: nil)
     XCTAssertEqual(entered.map(\.state), [.inside])
     XCTAssertEqual(entered.first?.beacons.first?.id.device?.address, phoneIdentity)
-    XCTAssertEqual(m.lastSeen(device: phoneIdentity), 2_000_000)
+    XCTAssertEqual(m.lastSeen(device: phoneIdentity)?.micros, 2_000_000)
     // The bond removed: its addresses no longer count, and the region exits.
     m.updateBondedKeys([])
     let rpa2 = keyA.address(prand: 0x22_2222, cipher: cipher)
@@ -205,8 +205,8 @@ final class IdentityRegionTests: XCTestCase {
       at: DecisionTime(micros: 1_100_000), address: watchIdentity, type: .randomIdentity, rssi: -60,
       txPower: nil)
     XCTAssertEqual(watch.map(\.region), ["watch"])
-    XCTAssertEqual(m.lastSeen(device: phoneIdentity), 1_000_000)
-    XCTAssertEqual(m.lastSeen(device: watchIdentity), 1_100_000)
+    XCTAssertEqual(m.lastSeen(device: phoneIdentity)?.micros, 1_000_000)
+    XCTAssertEqual(m.lastSeen(device: watchIdentity)?.micros, 1_100_000)
     XCTAssertEqual(cipher.calls, 0, "an identity report is a lookup")
     // The identity types keep public and static apart: the watch's address
     // as a public identity is some other device.
@@ -216,7 +216,7 @@ final class IdentityRegionTests: XCTestCase {
         rssi: -60, txPower: nil
       )
       .isEmpty)
-    XCTAssertEqual(m.lastSeen(device: watchIdentity), 1_100_000)
+    XCTAssertEqual(m.lastSeen(device: watchIdentity)?.micros, 1_100_000)
   }
 
   /// A known address costs a lookup, not a cipher call; a miss is

@@ -81,7 +81,7 @@ final class LaptopDayTests: XCTestCase {
       let ticks = Int((seconds * 10).rounded())
       for n in 0..<ticks {
         clock.advance(0.1)
-        if let d = monitor.deadline(), d <= clock.monotonicMicros {
+        if let d = monitor.deadline(), d.micros <= clock.monotonicMicros {
           _ = wake()
           take(monitor.advance(to: DecisionTime(micros: clock.monotonicMicros)))
         }
@@ -362,7 +362,7 @@ final class LaptopDayTests: XCTestCase {
     var first = Live(beaconConfig())
     first.run(20, hearing: beaconThere)
     let saved = first.monitor.snapshot { LiveTime.shown($0, at: first.clock.reading) }
-    let seen = try XCTUnwrap(saved.regions.first?.lastSeen)
+    let seen = try XCTUnwrap(saved.regions.first?.lastSeen?.micros)
     XCTAssertEqual(Double(first.clock.wallMicros - seen) / 1e6, 0, accuracy: 0.15)
     // Booted again ten minutes later: monotonic time starts afresh.
     let reboot = TestClock(wallMicros: first.clock.wallMicros + 600_000_000)
@@ -374,7 +374,7 @@ final class LaptopDayTests: XCTestCase {
     let r = second.clock.reading
     let back = try XCTUnwrap(
       second.monitor.snapshot { LiveTime.shown($0, at: r) }.regions.first?
-        .lastSeen)
+        .lastSeen?.micros)
     XCTAssertEqual(back, seen)
   }
 

@@ -7,10 +7,10 @@ final class LossBoundTests: XCTestCase {
   func estimator(gaps: [Double]) -> AdvertisingIntervalEstimator {
     var e = AdvertisingIntervalEstimator()
     var t: Int64 = 0
-    e.observe(at: t)
+    e.observe(at: DecisionTime(micros: t))
     for g in gaps {
       t += Int64(g * 1e6)
-      e.observe(at: t)
+      e.observe(at: DecisionTime(micros: t))
     }
     return e
   }

@@ -50,7 +50,7 @@ final class MonitorScaleTests: XCTestCase {
         address: BDAddress(raw: 1),
         rssi: -60)
       let limit = sims[k].estimator.timeout(floor: 10, ceiling: 60) ?? 30
-      sims[k].estimator.observe(at: t, absentAfter: limit)
+      sims[k].estimator.observe(at: DecisionTime(micros: t), absentAfter: limit)
       sims[k].lastSeen = t
       for name in ["all", "even"] where name == "all" || sims[k].id.major == 2 {
         lastSeen[name] = t

@@ -347,7 +347,7 @@ final class MonitorScenarioTests: XCTestCase {
     let snap = MonitorSnapshot(regions: [
       .init(
         name: "living room", identity: "8F2C1A3E-5B7D-4E90-A1C2-3D4E5F607182:1", known: .inside,
-        lastSeen: 42),
+        lastSeen: WallTime(micros: 42)),
       .init(name: "b", identity: "X", known: .outside, lastSeen: nil),
     ])
     XCTAssertEqual(try MonitorSnapshot.decode(snap.encode()), snap)

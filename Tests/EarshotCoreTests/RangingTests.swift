@@ -24,7 +24,7 @@ final class RangingTests: XCTestCase {
     var n = 0
     for e in s.events() {
       guard case .report(let t, _, _, let rssi?) = e else { continue }
-      let v = f.add(Double(rssi), at: t.micros)
+      let v = f.add(Double(rssi), at: DecisionTime(capture: t))
       let sec = Double(t.micros - s.start) / 1e6
       if sec > 10 && sec < 20 {
         steadyError = max(steadyError, abs(v - (-59)))
@@ -41,18 +41,18 @@ final class RangingTests: XCTestCase {
     var g = RSSIFilter()
     var t: Int64 = 0
     for _ in 0..<50 {
-      g.add(-60, at: t)
+      g.add(-60, at: DecisionTime(micros: t))
       t += 100_000
     }
     let before = g.value!
-    g.add(-95, at: t)
+    g.add(-95, at: DecisionTime(micros: t))
     XCTAssertLessThan(abs(g.value! - before), 1.0, "one outlier does not move it")
   }
 
   func testSlowBeaconStillConverges() {
     var f = RSSIFilter()
-    for i in 0..<10 { f.add(-60, at: Int64(i) * 1_000_000) }
-    for i in 10..<16 { f.add(-74, at: Int64(i) * 1_000_000) }
+    for i in 0..<10 { f.add(-60, at: DecisionTime(micros: Int64(i) * 1_000_000)) }
+    for i in 10..<16 { f.add(-74, at: DecisionTime(micros: Int64(i) * 1_000_000)) }
     XCTAssertLessThan(abs(f.value! - (-74)), 3, "a 1 s beacon follows a 14 dB step in 6 s")
   }
 
@@ -65,17 +65,28 @@ final class RangingTests: XCTestCase {
 
   func testStaleOrSuspectIsUnknown() {
     let id = TrackedID(uuid: testUUID, major: 1, minor: 1)
-    var track = BeaconTrack(id: id, address: BDAddress(raw: 1), measuredPower: -59, at: 0)
-    track.observe(address: BDAddress(raw: 1), rssi: -59, measuredPower: -59, at: 0)
+    var track = BeaconTrack(
+      id: id, address: BDAddress(raw: 1), measuredPower: -59, at: DecisionTime(micros: 0))
+    track.observe(
+      address: BDAddress(raw: 1), rssi: -59, measuredPower: -59, at: DecisionTime(micros: 0))
     let model = PathLossModel()
-    XCTAssertEqual(track.ranged(at: 1_000_000, model: model, staleAfter: 5).proximity, .near)
-    XCTAssertEqual(track.ranged(at: 6_000_000, model: model, staleAfter: 5).proximity, .unknown)
-    var noRSSI = BeaconTrack(id: id, address: BDAddress(raw: 1), measuredPower: -59, at: 0)
-    noRSSI.observe(address: BDAddress(raw: 1), rssi: nil, measuredPower: -59, at: 0)
-    XCTAssertEqual(noRSSI.ranged(at: 0, model: model, staleAfter: 5).proximity, .unknown)
-    var liar = BeaconTrack(id: id, address: BDAddress(raw: 1), measuredPower: 116, at: 0)
-    liar.observe(address: BDAddress(raw: 1), rssi: -59, measuredPower: 116, at: 0)
-    let r = liar.ranged(at: 0, model: model, staleAfter: 5)
+    XCTAssertEqual(
+      track.ranged(at: DecisionTime(micros: 1_000_000), model: model, staleAfter: 5).proximity,
+      .near)
+    XCTAssertEqual(
+      track.ranged(at: DecisionTime(micros: 6_000_000), model: model, staleAfter: 5).proximity,
+      .unknown)
+    var noRSSI = BeaconTrack(
+      id: id, address: BDAddress(raw: 1), measuredPower: -59, at: DecisionTime(micros: 0))
+    noRSSI.observe(
+      address: BDAddress(raw: 1), rssi: nil, measuredPower: -59, at: DecisionTime(micros: 0))
+    XCTAssertEqual(
+      noRSSI.ranged(at: DecisionTime(micros: 0), model: model, staleAfter: 5).proximity, .unknown)
+    var liar = BeaconTrack(
+      id: id, address: BDAddress(raw: 1), measuredPower: 116, at: DecisionTime(micros: 0))
+    liar.observe(
+      address: BDAddress(raw: 1), rssi: -59, measuredPower: 116, at: DecisionTime(micros: 0))
+    let r = liar.ranged(at: DecisionTime(micros: 0), model: model, staleAfter: 5)
     XCTAssertEqual(r.proximity, .unknown)
     XCTAssertNil(r.accuracy)
   }

@@ -4,30 +4,34 @@ import XCTest
 
 private let s: Int64 = 1_000_000
 
+/// A decision time `micros` after the origin.
+private func dt(_ micros: Int64) -> DecisionTime { DecisionTime(micros: micros) }
+
 /// ListeningClock: listening time accumulates across pauses, at a rate
 /// per duty, and never overcounts.
 final class ListeningClockTests: XCTestCase {
   func testAccumulatesAcrossPausesAndSaysNothingWhileStopped() {
     var c = ListeningClock()
-    c.listen(duty: 1, at: 0)
-    c.stop(at: 3 * s)
-    XCTAssertNil(c.time(reaching: 5, from: 1 * s, rate: { _ in 1 }), "no deadline in a pause")
-    c.listen(duty: 1, at: 10 * s)
+    c.listen(duty: 1, at: dt(0))
+    c.stop(at: dt(3 * s))
+    XCTAssertNil(c.time(reaching: 5, from: dt(1 * s), rate: { _ in 1 }), "no deadline in a pause")
+    c.listen(duty: 1, at: dt(10 * s))
     // 2 s heard before the pause (1…3 s), 3 s more after it.
-    XCTAssertEqual(c.time(reaching: 5, from: 1 * s, rate: { _ in 1 }), 13 * s)
-    XCTAssertEqual(c.accumulated(from: 1 * s, to: 12 * s, rate: { _ in 1 }), 4, accuracy: 1e-9)
+    XCTAssertEqual(c.time(reaching: 5, from: dt(1 * s), rate: { _ in 1 }), dt(13 * s))
+    XCTAssertEqual(
+      c.accumulated(from: dt(1 * s), to: dt(12 * s), rate: { _ in 1 }), 4, accuracy: 1e-9)
     // Reached before the pause: the time it was reached, in the past.
-    XCTAssertEqual(c.time(reaching: 1.5, from: 1 * s, rate: { _ in 1 }), 2_500_000)
+    XCTAssertEqual(c.time(reaching: 1.5, from: dt(1 * s), rate: { _ in 1 }), dt(2_500_000))
   }
 
   func testRateFollowsTheDuty() {
     var c = ListeningClock()
-    c.listen(duty: 0.1, at: 0)
-    c.listen(duty: 1, at: 10 * s)
+    c.listen(duty: 0.1, at: dt(0))
+    c.listen(duty: 1, at: dt(10 * s))
     let rate: (Double) -> Double = { $0 }  // evidence proportional to duty
-    XCTAssertEqual(c.accumulated(from: 0, to: 12 * s, rate: rate), 3, accuracy: 1e-9)
-    XCTAssertEqual(c.time(reaching: 3, from: 0, rate: rate), 12 * s)
-    XCTAssertEqual(c.dutySince, 10 * s)
+    XCTAssertEqual(c.accumulated(from: dt(0), to: dt(12 * s), rate: rate), 3, accuracy: 1e-9)
+    XCTAssertEqual(c.time(reaching: 3, from: dt(0), rate: rate), dt(12 * s))
+    XCTAssertEqual(c.dutySince, dt(10 * s))
     XCTAssertEqual(c.duty, 1)
   }
 
@@ -36,17 +40,17 @@ final class ListeningClockTests: XCTestCase {
     var truth = 0.0
     for k in 0..<500 {
       let t = Int64(k) * 2 * s
-      c.listen(duty: 1, at: t)
-      c.stop(at: t + s)
+      c.listen(duty: 1, at: dt(t))
+      c.stop(at: dt(t + s))
       truth += 1
     }
-    c.listen(duty: 1, at: 1000 * s)
+    c.listen(duty: 1, at: dt(1000 * s))
     XCTAssertLessThanOrEqual(c.spans.count, ListeningClock.capacity)
-    let counted = c.accumulated(from: 0, to: 1000 * s, rate: { _ in 1 })
+    let counted = c.accumulated(from: dt(0), to: dt(1000 * s), rate: { _ in 1 })
     XCTAssertLessThan(counted, truth, "forgotten spans are not counted")
     // So a deadline from long ago comes later than the truth, never sooner.
-    let d = c.time(reaching: truth + 1, from: 0, rate: { _ in 1 })!
-    XCTAssertGreaterThanOrEqual(d, 1001 * s)
+    let d = c.time(reaching: truth + 1, from: dt(0), rate: { _ in 1 })!
+    XCTAssertGreaterThanOrEqual(d, dt(1001 * s))
   }
 
   func testEvidenceOfSilence() {
@@ -63,33 +67,35 @@ final class ListeningClockTests: XCTestCase {
 final class ScanSchedulerTests: XCTestCase {
   func testFullPolicyIsAlwaysContinuous() {
     var sch = ScanScheduler(settings: ScanScheduleSettings(policy: .full))
-    XCTAssertNil(sch.decide(at: 0, power: .battery, need: { _, _ in nil }))
+    XCTAssertNil(sch.decide(at: dt(0), power: .battery, need: { _, _ in nil }))
     XCTAssertEqual(sch.timing, .continuous)
     XCTAssertNil(sch.recheckAt)
   }
 
   func testSamplesByThePowerSourceWhenNothingIsDue() {
     var sch = ScanScheduler(settings: ScanScheduleSettings())
-    XCTAssertEqual(sch.decide(at: 0, power: .battery, need: { _, _ in nil }), sch.settings.battery)
+    XCTAssertEqual(
+      sch.decide(at: dt(0), power: .battery, need: { _, _ in nil }), sch.settings.battery)
     XCTAssertEqual(sch.timing.duty, 0.04, accuracy: 1e-9)
-    XCTAssertEqual(sch.decide(at: 0, power: .mains, need: { _, _ in nil }), sch.settings.mains)
+    XCTAssertEqual(sch.decide(at: dt(0), power: .mains, need: { _, _ in nil }), sch.settings.mains)
     XCTAssertEqual(sch.timing.duty, 0.1, accuracy: 1e-9)
     var saving = ScanScheduler(settings: ScanScheduleSettings(policy: .saving))
-    _ = saving.decide(at: 0, power: .mains, need: { _, _ in nil })
+    _ = saving.decide(at: dt(0), power: .mains, need: { _, _ in nil })
     XCTAssertEqual(saving.timing, saving.settings.battery, "saving: the battery timing on mains")
   }
 
   func testFullWithinTheLeadOfANeedAndRecheckBeforeIt() {
     var sch = ScanScheduler(settings: ScanScheduleSettings())
     // Due in 10 s: sample, look again 0.25 s before.
-    _ = sch.decide(at: 0, power: .battery, need: { _, _ in 10 * s })
+    _ = sch.decide(at: dt(0), power: .battery, need: { _, _ in dt(10 * s) })
     XCTAssertFalse(sch.timing.isFull)
-    XCTAssertEqual(sch.recheckAt, 10 * s - 250_000)
+    XCTAssertEqual(sch.recheckAt, dt(10 * s - 250_000))
     XCTAssertEqual(
-      sch.decide(at: 10 * s - 250_000, power: .battery, need: { _, _ in 10 * s }), .continuous)
+      sch.decide(at: dt(10 * s - 250_000), power: .battery, need: { _, _ in dt(10 * s) }),
+      .continuous)
     // The need asked is for the duty it would sample at.
     var asked: Double?
-    _ = sch.decide(at: 0, power: .battery) { duty, _ in
+    _ = sch.decide(at: dt(0), power: .battery) { duty, _ in
       asked = duty
       return nil
     }
@@ -98,12 +104,12 @@ final class ScanSchedulerTests: XCTestCase {
 
   func testForceFullAndNoFlappingForShortSpans() {
     var sch = ScanScheduler(settings: ScanScheduleSettings())
-    XCTAssertNil(sch.decide(at: 0, power: .battery, forceFull: true, need: { _, _ in nil }))
+    XCTAssertNil(sch.decide(at: dt(0), power: .battery, forceFull: true, need: { _, _ in nil }))
     XCTAssertEqual(sch.timing, .continuous)
     // Full now; a need 1.5 s away leaves a sampled span under hold (2 s).
-    XCTAssertNil(sch.decide(at: 0, power: .battery, need: { _, _ in 1_500_000 }))
+    XCTAssertNil(sch.decide(at: dt(0), power: .battery, need: { _, _ in dt(1_500_000) }))
     XCTAssertEqual(sch.timing, .continuous)
-    XCTAssertNotNil(sch.decide(at: 0, power: .battery, need: { _, _ in 3 * s }))
+    XCTAssertNotNil(sch.decide(at: dt(0), power: .battery, need: { _, _ in dt(3 * s) }))
     XCTAssertFalse(sch.timing.isFull)
   }
 }
@@ -135,12 +141,14 @@ final class MonitorDutyTests: XCTestCase {
     var m = RegionMonitor(config: c, emitRange: false)
     _ = m.start(at: DecisionTime(micros: 0), scanning: true)
     XCTAssertEqual(
-      m.fullDutyNeeded(at: 0, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)), 0)
+      m.fullDutyNeeded(at: dt(0), sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1))?
+        .micros, 0)
     _ = m.report(
       at: DecisionTime(micros: s), beacon: TrackedBeacon(id: id, measuredPower: -59),
       address: address, rssi: -60)
     XCTAssertEqual(
-      m.fullDutyNeeded(at: s, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)), s)
+      m.fullDutyNeeded(at: dt(s), sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1))?
+        .micros, s)
   }
 
   /// A pace learnt from a few gaps has a wide loss bound, and sampling
@@ -157,7 +165,7 @@ final class MonitorDutyTests: XCTestCase {
       _ = m.report(
         at: DecisionTime(micros: t), beacon: TrackedBeacon(id: id, measuredPower: -59),
         address: address, rssi: -60)
-      let need = m.fullDutyNeeded(at: t, sampledDuty: 0.04, allowance: allowance)
+      let need = m.fullDutyNeeded(at: dt(t), sampledDuty: 0.04, allowance: allowance)?.micros
       if k == 20 {
         XCTAssertLessThan(try! XCTUnwrap(m.exitTimeout(region: "desk")), 30, "learnt from 20 gaps")
         XCTAssertEqual(need, t, "but not settled: full duty")
@@ -170,7 +178,8 @@ final class MonitorDutyTests: XCTestCase {
     var m = learnt()
     let last: Int64 = 29_900_000
     let need = try! XCTUnwrap(
-      m.fullDutyNeeded(at: 30 * s, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)))
+      m.fullDutyNeeded(
+        at: dt(30 * s), sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1))?.micros)
     XCTAssertGreaterThan(need, last + 3 * s, "a learnt 100 ms beacon may be sampled for seconds")
     XCTAssertEqual(m.scanDutyChanged(to: 0.04, at: DecisionTime(micros: 30 * s)), [])
     XCTAssertNil(m.deadline(), "no exit deadline below full duty")
@@ -182,7 +191,7 @@ final class MonitorDutyTests: XCTestCase {
     // 13.8 / (-ln 0.05 / 0.1) = 0.46 s, 0.1 s of it heard at full duty
     // after the last report, before the duty was lowered).
     XCTAssertEqual(m.scanDutyChanged(to: 1, at: DecisionTime(micros: 600 * s)), [])
-    let d = try! XCTUnwrap(m.deadline())
+    let d = try! XCTUnwrap(m.deadline()?.micros)
     XCTAssertEqual(Double(d - 600 * s) / 1e6, 0.36, accuracy: 0.01)
     XCTAssertLessThan(d, 600 * s + 2 * s)
     XCTAssertEqual(m.advance(to: DecisionTime(micros: d - 1)), [])
@@ -194,10 +203,11 @@ final class MonitorDutyTests: XCTestCase {
     let last: Int64 = 29_900_000
     _ = m.scanDutyChanged(to: 0.04, at: DecisionTime(micros: 30 * s))
     let need = try! XCTUnwrap(
-      m.fullDutyNeeded(at: 30 * s, sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1)))
+      m.fullDutyNeeded(
+        at: dt(30 * s), sampledDuty: 0.04, allowance: ExitAllowance(confirmSpans: 1))?.micros)
     _ = m.advance(to: DecisionTime(micros: need))
     _ = m.scanDutyChanged(to: 1, at: DecisionTime(micros: need))
-    let exit = try! XCTUnwrap(m.deadline())
+    let exit = try! XCTUnwrap(m.deadline()?.micros)
     let full = try! XCTUnwrap(m.exitTimeout(region: "desk"))
     // At full duty throughout it would be `full` (6 s, the floor) after the
     // last report; sampling costs at most one full-duty evidence time more.
@@ -218,7 +228,7 @@ final class MonitorDutyTests: XCTestCase {
     _ = m.scanDutyChanged(to: 0.04, at: DecisionTime(micros: 60 * s + 300_000))
     _ = m.advance(to: DecisionTime(micros: 90 * s))
     XCTAssertEqual(m.scanDutyChanged(to: 1, at: DecisionTime(micros: 90 * s)), [])
-    let d = try! XCTUnwrap(m.deadline())
+    let d = try! XCTUnwrap(m.deadline()?.micros)
     // 0.46 s of confirm in all: 0.1 s before the first lowering and
     // 0.3 s in the first raise already heard.
     XCTAssertEqual(Double(d - 90 * s) / 1e6, 0.06, accuracy: 0.01)

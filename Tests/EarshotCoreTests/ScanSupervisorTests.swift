@@ -160,9 +160,9 @@ final class ScanSupervisorTests: XCTestCase {
       d.on(.openFailed(f, adapter: nil)),
       [
         .closeAdapter, .report(.failed(adapter: "adapter", reason: "no Bluetooth adapter found")),
-        .armTimer(.retry, deadline: d.now + sec),
+        .timer(.arm(.retry, at: d.now + sec)),
       ])
-    XCTAssertEqual(d.on(.device(.registered, index: 0)), [.cancelTimer(.retry), .openAdapter])
+    XCTAssertEqual(d.on(.device(.registered, index: 0)), [.timer(.cancel(.retry)), .openAdapter])
     d.on(.adapterOpened(name: "hci0", index: 0, commands: .legacy))
     XCTAssertEqual(
       d.answerAll(.legacy),
@@ -185,21 +185,21 @@ final class ScanSupervisorTests: XCTestCase {
     XCTAssertEqual(d.on(.device(.down, index: 1)), [], "another adapter's event")
     XCTAssertEqual(
       d.on(.device(.down, index: 0)),
-      [.closeAdapter, .report(.down(adapter: "hci0")), .armTimer(.retry, deadline: d.now + sec)])
+      [.closeAdapter, .report(.down(adapter: "hci0")), .timer(.arm(.retry, at: d.now + sec))])
     XCTAssertFalse(d.s.isScanOurs)
     // Still down at the retry: reported once, retried again.
     d.now += sec
     XCTAssertEqual(d.on(.timerFired(.retry)), [.openAdapter])
     XCTAssertEqual(
       d.on(.openFailed(ScanFailure(.down, reason: "down"), adapter: "hci0")),
-      [.closeAdapter, .armTimer(.retry, deadline: d.now + sec)])
+      [.closeAdapter, .timer(.arm(.retry, at: d.now + sec))])
   }
 
   func testScanHotplugScanningResumesWhenPoweredOn() {
     var d = ScanDrive()
     d.scanning()
     d.on(.device(.down, index: 0))
-    XCTAssertEqual(d.on(.device(.up, index: 0)), [.cancelTimer(.retry), .openAdapter])
+    XCTAssertEqual(d.on(.device(.up, index: 0)), [.timer(.cancel(.retry)), .openAdapter])
     XCTAssertEqual(
       d.on(.adapterOpened(name: "hci0", index: 0, commands: .legacy)),
       [.send(.leSetScanParameters(type: .active, timing: .continuous))])
@@ -213,7 +213,7 @@ final class ScanSupervisorTests: XCTestCase {
       d.on(.device(.unregistered, index: 0)),
       [
         .closeAdapter, .report(.removed(adapter: "hci0")),
-        .armTimer(.retry, deadline: d.now + sec),
+        .timer(.arm(.retry, at: d.now + sec)),
       ])
     // The retry finds nothing, again and again: no new report, one timer at a time.
     for _ in 0..<3 {
@@ -221,7 +221,7 @@ final class ScanSupervisorTests: XCTestCase {
       XCTAssertEqual(d.on(.timerFired(.retry)), [.openAdapter])
       XCTAssertEqual(
         d.on(.openFailed(ScanFailure(.noAdapter, reason: "none"), adapter: nil)),
-        [.closeAdapter, .armTimer(.retry, deadline: d.now + sec)])
+        [.closeAdapter, .timer(.arm(.retry, at: d.now + sec))])
     }
     XCTAssertTrue(d.s.isRunning)
     XCTAssertEqual(d.s.state, .removed(adapter: "hci0"))
@@ -231,7 +231,7 @@ final class ScanSupervisorTests: XCTestCase {
     var d = ScanDrive()
     d.scanning()
     d.on(.device(.unregistered, index: 0))
-    XCTAssertEqual(d.on(.device(.registered, index: 0)), [.cancelTimer(.retry), .openAdapter])
+    XCTAssertEqual(d.on(.device(.registered, index: 0)), [.timer(.cancel(.retry)), .openAdapter])
     XCTAssertEqual(d.on(.device(.up, index: 0)), [], "already opening: one attempt at a time")
     d.on(.adapterOpened(name: "hci0", index: 0, commands: .legacy))
     XCTAssertEqual(d.answerAll(.legacy).suffix(2), [.report(scanning0), .listening(.continuous)])
@@ -244,7 +244,7 @@ final class ScanSupervisorTests: XCTestCase {
       d.on(.readFailed(adapterDown: false)),
       [
         .closeAdapter, .report(.removed(adapter: "hci0")),
-        .armTimer(.retry, deadline: d.now + sec),
+        .timer(.arm(.retry, at: d.now + sec)),
       ])
     XCTAssertEqual(d.on(.readFailed(adapterDown: true)), [], "already lost")
   }
@@ -291,11 +291,11 @@ final class ScanSupervisorTests: XCTestCase {
     // The kernel disables Earshot's scan, then starts its own.
     XCTAssertEqual(
       d.otherProgram(enables: false),
-      [.scanPaused(true), .armTimer(.retake, deadline: d.now + .seconds(5))])
+      [.scanPaused(true), .timer(.arm(.retake, at: d.now + .seconds(5)))])
     d.now += sec
     XCTAssertEqual(
       d.otherProgram(enables: true),
-      [.cancelTimer(.retake), .scanPaused(false), .report(.sharing(adapter: "hci0"))])
+      [.timer(.cancel(.retake)), .scanPaused(false), .report(.sharing(adapter: "hci0"))])
     XCTAssertFalse(d.s.isScanOurs)
     XCTAssertEqual(d.on(.stop), [.closeAdapter, .closeLifecycle], "bluetoothd's scan stays")
   }
@@ -307,7 +307,7 @@ final class ScanSupervisorTests: XCTestCase {
     _ = d.otherProgram(enables: true)
     XCTAssertEqual(
       d.otherProgram(enables: false),
-      [.scanPaused(true), .armTimer(.retake, deadline: d.now + .seconds(5))])
+      [.scanPaused(true), .timer(.arm(.retake, at: d.now + .seconds(5)))])
     d.now += .seconds(5) - .nanoseconds(1)
     XCTAssertEqual(d.on(.timerFired(.retake)), [], "before its deadline")
     d.now += .nanoseconds(1)
@@ -325,7 +325,7 @@ final class ScanSupervisorTests: XCTestCase {
     _ = d.otherProgram(enables: true)
     _ = d.otherProgram(enables: false)
     d.now += .seconds(2)
-    XCTAssertEqual(d.otherProgram(enables: true), [.cancelTimer(.retake), .scanPaused(false)])
+    XCTAssertEqual(d.otherProgram(enables: true), [.timer(.cancel(.retake)), .scanPaused(false)])
     d.now += .seconds(5)
     XCTAssertEqual(d.on(.timerFired(.retake)), [], "cancelled: bluetoothd scans again")
   }
@@ -386,7 +386,7 @@ final class ScanSupervisorTests: XCTestCase {
       d.on(.sendFailed(f)),
       [
         .report(.failed(adapter: "hci0", reason: "no answer")), .closeAdapter,
-        .report(.removed(adapter: "hci0")), .armTimer(.retry, deadline: d.now + sec),
+        .report(.removed(adapter: "hci0")), .timer(.arm(.retry, at: d.now + sec)),
       ])
   }
 
@@ -397,8 +397,8 @@ final class ScanSupervisorTests: XCTestCase {
     XCTAssertEqual(
       d.on(.device(.unregistered, index: 0)),
       [
-        .closeAdapter, .cancelTimer(.retake), .report(.removed(adapter: "hci0")),
-        .armTimer(.retry, deadline: d.now + sec),
+        .closeAdapter, .timer(.cancel(.retake)), .report(.removed(adapter: "hci0")),
+        .timer(.arm(.retry, at: d.now + sec)),
       ])
     XCTAssertEqual(
       d.on(.responseSeen(.leSetScanEnable, .success)), [], "pending commands forgotten")
@@ -420,11 +420,11 @@ final class ScanSupervisorTests: XCTestCase {
     var d = ScanDrive()
     d.scanning()
     d.on(.device(.down, index: 0))
-    XCTAssertEqual(d.on(.stop), [.cancelTimer(.retry), .closeAdapter, .closeLifecycle])
+    XCTAssertEqual(d.on(.stop), [.timer(.cancel(.retry)), .closeAdapter, .closeLifecycle])
     var e = ScanDrive()
     e.scanning()
     _ = e.otherProgram(enables: false)
-    XCTAssertEqual(e.on(.stop), [.cancelTimer(.retake), .closeAdapter, .closeLifecycle])
+    XCTAssertEqual(e.on(.stop), [.timer(.cancel(.retake)), .closeAdapter, .closeLifecycle])
   }
 
   // MARK: Guarantees over random event sequences
@@ -537,7 +537,7 @@ final class ScanSupervisorTests: XCTestCase {
     d.on(.want(sampled))
     let lost = d.on(.sendFailed(ScanFailure(.down, reason: "down")))
     XCTAssertTrue(lost.contains(.closeAdapter))
-    XCTAssertTrue(lost.contains(.armTimer(.retry, deadline: d.now + sec)))
+    XCTAssertTrue(lost.contains(.timer(.arm(.retry, at: d.now + sec))))
     d.now += sec
     XCTAssertEqual(d.on(.timerFired(.retry)), [.openAdapter])
     XCTAssertEqual(

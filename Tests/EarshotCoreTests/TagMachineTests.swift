@@ -36,7 +36,7 @@ private func events(_ a: [TagAction]) -> [TagEvent.Kind] {
   a.compactMap { if case .event(let e) = $0 { e.kind } else { nil } }
 }
 private func timer(_ a: [TagAction]) -> MonotonicTime? {
-  a.compactMap { if case .armTimer(let t) = $0 { t } else { nil } }.last
+  a.compactMap { if case .timer(.arm(_, let t)) = $0 { t } else { nil } }.last
 }
 private func logs(_ a: [TagAction]) -> [String] {
   a.compactMap { if case .log(let s) = $0 { s } else { nil } }

@@ -100,7 +100,7 @@ final class SimulateHouseTests: XCTestCase {
     XCTAssertGreaterThanOrEqual(specs.count, 33)
     for file in specs {
       let house = try House.build(try IniReader.read(path: "\(dir)/\(file)"))
-      XCTAssertEqual(house.duration, 3600, file)
+      XCTAssertEqual(house.duration, .seconds(3600), file)
       XCTAssertTrue((3...6).contains(house.rooms.count), file)
       XCTAssertTrue((3...5.5).contains(house.shadowing), file)
       XCTAssertTrue((0.8...70).contains(house.shadowingTime), file)

@@ -42,7 +42,7 @@ public enum FindEvent: Equatable, Sendable {
   case deviceStop(DeviceID)
   /// The user has the laptop (`earshot found`, the socket, MQTT...).
   case found
-  /// The timer armed by `.armTimer` went off (stale firings are ignored).
+  /// The timer armed by `.timer(.arm)` went off (stale firings are ignored).
   case timerFired
   /// `.saveUserVolume` done: the user's setting is persisted; `headphones`
   /// says whether the output is headphones (caps the ring level).
@@ -62,6 +62,12 @@ public enum FindEvent: Equatable, Sendable {
   case deviceGone(DeviceID)
 }
 
+/// The find-phone coordinator's one timer.
+public enum FindTimer: Hashable, Sendable {
+  /// The ring has gone on for `timeout`: stop it.
+  case timeout
+}
+
 /// What the shell must do, in order.
 public enum FindAction: Equatable, Sendable {
   /// Read the mixer and persist it (state file, synced) before anything is
@@ -71,9 +77,8 @@ public enum FindAction: Equatable, Sendable {
   case raiseVolume(Double)
   /// Loop the alert; report `.alertFailed` if it cannot play.
   case startAlert
-  /// One timer: a new deadline replaces the old; answer with `.timerFired`.
-  case armTimer(deadline: MonotonicTime)
-  case cancelTimer
+  /// The ring's timeout (`TimerAction`); answer a firing with `.timerFired`.
+  case timer(TimerAction<FindTimer>)
   /// Silence the output; answer with `.alertStopped` once silent.
   case stopAlert
   /// Set level and mute back; answer with `.volumeRestored` or `.volumeRestoreFailed`.
@@ -373,7 +378,7 @@ public struct FindPhoneCoordinator: Sendable {
     lastEnd = nil
     let d = now.adding(seconds: settings.timeout)
     deadline = d
-    step.actions.append(.armTimer(deadline: d))
+    step.actions.append(.timer(.arm(.timeout, at: d)))
     if let carried = unrestored {
       // The state file still holds the user's setting from before.
       unrestored = nil
@@ -424,7 +429,7 @@ public struct FindPhoneCoordinator: Sendable {
     lastEnd = reason
     if deadline != nil {
       deadline = nil
-      step.actions.append(.cancelTimer)
+      step.actions.append(.timer(.cancel(.timeout)))
     }
     if reason == .found { notify += requesters }
     requesters = []

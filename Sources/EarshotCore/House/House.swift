@@ -11,8 +11,9 @@
 /// over time). Deterministic for a given seed. Used by
 /// `earshot simulate house` and the rooms tests.
 public struct House: Sendable {
-  public var start: Int64 = 1_767_225_600_000_000
-  public var duration = 600.0
+  /// The capture's clock at the start: every receiver's capture begins here.
+  public var start = WallTime(micros: 1_767_225_600_000_000)
+  public var duration: Duration = .seconds(600)
   public var seed: UInt64 = 1
   public var exponent = 2.0
   /// dB lost per wall between beacon and receiver.
@@ -35,7 +36,10 @@ public struct House: Sendable {
 
   public init() {}
 
-  public func micros(_ seconds: Double) -> Int64 { start + Int64((seconds * 1e6).rounded()) }
+  /// The capture time `seconds` after the start, to the nearest microsecond.
+  public func time(_ seconds: Double) -> WallTime {
+    WallTime(micros: start.micros + Int64((seconds * 1e6).rounded()))
+  }
 
   /// The room whose rectangle holds `p` (the first one in spec order on a
   /// shared edge), or nil outside every room.
@@ -90,7 +94,7 @@ public struct House: Sendable {
 
   /// One advertisement as one receiver heard it.
   public struct Report: Sendable, Equatable {
-    public var t: Int64
+    public var t: WallTime
     public var receiver: Int
     public var beacon: Int
     public var rssi: Int8
@@ -108,6 +112,7 @@ public struct House: Sendable {
         Link(rng: SplitMix(seed: mix(seed, UInt64(b), UInt64(r) + 1)))
       }
     }
+    let duration = self.duration.inSeconds
     var next = beacons.map(\.phase)
     var slice: [(t: Double, beacon: Int)] = []
     var sliceEnd = 0.0
@@ -138,7 +143,7 @@ public struct House: Sendable {
           guard rssi >= sensitivity else { continue }
           emit(
             Report(
-              t: micros(t), receiver: j, beacon: i, rssi: Int8(max(-127, min(20, rssi.rounded())))))
+              t: time(t), receiver: j, beacon: i, rssi: Int8(max(-127, min(20, rssi.rounded())))))
         }
       }
     }
@@ -179,6 +184,7 @@ public struct House: Sendable {
   /// after, in time order (ties in beacon order), to 1 ms.
   public func truth() -> [RoomChange] {
     var out: [RoomChange] = []
+    let duration = self.duration.inSeconds
     for (i, b) in beacons.enumerated() {
       func roomAt(_ t: Double) -> String? { b.isPresent(at: t) ? room(at: b.position(at: t)) : nil }
       var current = roomAt(0)

@@ -8,7 +8,7 @@ public enum HouseCapture {
   public static func header(_ house: House) -> [UInt8] {
     let scanEnabled: [UInt8] = [0x0E, 0x04, 0x01, 0x0C, 0x20, 0x00]
     return BtsnoopWriter.header
-      + scanEnabled.withUnsafeBytes { BtsnoopWriter.record(event: $0, micros: house.start) }
+      + scanEnabled.withUnsafeBytes { BtsnoopWriter.record(event: $0, micros: house.start.micros) }
   }
 
   /// One report as a legacy advertising report (ADV_NONCONN_IND) record.
@@ -16,7 +16,8 @@ public enum HouseCapture {
     let b = house.beacons[r.beacon]
     var c = SyntheticCapture()
     c.appendBeacon(
-      micros: r.t, beacon: TrackedBeacon(id: b.id, measuredPower: b.power), address: b.address,
+      micros: r.t.micros, beacon: TrackedBeacon(id: b.id, measuredPower: b.power),
+      address: b.address,
       rssi: r.rssi)
     return Array(c.bytes[BtsnoopWriter.header.count...])
   }
@@ -26,7 +27,7 @@ public enum HouseCapture {
   public static func truthLines(_ house: House) -> [String] {
     house.truth().map { c in
       var j = JSONLine()
-      j.addRaw("t", ReportFormatter.seconds(house.micros(c.t)))
+      j.addRaw("t", ReportFormatter.seconds(house.time(c.t).micros))
       j.add("beacon", house.beacons[c.beacon].id.description)
       j.add("name", house.beacons[c.beacon].name)
       if let room = c.room { j.add("room", room) } else { j.addRaw("room", "null") }

@@ -92,8 +92,9 @@ extension House {
         switch e.section {
         case "house":
           switch e.key {
-          case "start": h.start = Int64(try ConfigValue.double(e.value, in: 0...4e9) * 1e6)
-          case "duration": h.duration = try ConfigValue.double(e.value, in: 1...1e7)
+          case "start":
+            h.start = WallTime(micros: Int64(try ConfigValue.double(e.value, in: 0...4e9) * 1e6))
+          case "duration": h.duration = .seconds(try ConfigValue.double(e.value, in: 1...1e7))
           case "seed": h.seed = UInt64(try ConfigValue.integer(e.value, in: 0...Int.max))
           case "path_loss_exponent": h.exponent = try ConfigValue.double(e.value, in: 1...6)
           case "wall_loss": h.wallLoss = try ConfigValue.double(e.value, in: 0...40)

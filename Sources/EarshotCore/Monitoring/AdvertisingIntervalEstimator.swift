@@ -43,7 +43,8 @@ public struct AdvertisingIntervalEstimator: Sendable {
   /// beacon's timeout before this report) was an absence, not a gap in its
   /// advertising: it is not kept, so a beacon that comes back is not
   /// taken for one that falls silent for minutes.
-  public mutating func observe(at t: Int64, absentAfter: Double = .infinity) {
+  public mutating func observe(at time: DecisionTime, absentAfter: Double = .infinity) {
+    let t = time.micros
     guard let last = lastReport else {
       lastReport = t
       return

@@ -64,6 +64,7 @@ struct BeaconTable: Sendable {
     powerSource: PowerSource = .measured, at t: Int64, floor: Double = 0,
     ceiling: Double = .infinity, cautious: Double = .infinity, learn: Bool = true
   ) -> Int {
+    let time = DecisionTime(micros: t)
     let i: Int
     if let found = position(of: id) {
       i = found
@@ -78,7 +79,7 @@ struct BeaconTable: Sendable {
         BeaconRecord(
           track: BeaconTrack(
             id: id, address: address, measuredPower: measuredPower, powerSource: powerSource,
-            at: t)))
+            at: time)))
       count += 1
       // After the record is stored: the index reads ids from the records.
       changeIndex { index, idAt in index.insert(id, at: Int32(i), idAt: idAt) }
@@ -90,10 +91,10 @@ struct BeaconTable: Sendable {
     segments[s].withUnsafeMutableBufferPointer { records in
       records[k].track.observe(
         address: address, rssi: rssi, measuredPower: measuredPower, powerSource: powerSource,
-        at: t)
+        at: time)
       let limit = records[k].interval.timeout(floor: floor, ceiling: ceiling) ?? cautious
       if learn {
-        records[k].interval.observe(at: t, absentAfter: limit)
+        records[k].interval.observe(at: time, absentAfter: limit)
       } else {
         // Heard at a low duty: the gap to it is longer than the beacon's.
         records[k].interval.interrupt()
@@ -109,7 +110,7 @@ struct BeaconTable: Sendable {
     guard count >= capacity else { return }
     var seen = [Int64]()
     seen.reserveCapacity(count)
-    for b in all { seen.append(b.track.lastSeen) }
+    for b in all { seen.append(b.track.lastSeen.micros) }
     seen.sort()
     let quarter = seen[count / 4]
     forget(seenBefore: quarter, keep: keep)
@@ -129,7 +130,7 @@ struct BeaconTable: Sendable {
     while i < count {
       let track = self[position: i].track
       let id = track.id
-      guard track.lastSeen < horizon, !keep.contains(id) else {
+      guard track.lastSeen.micros < horizon, !keep.contains(id) else {
         i += 1
         continue
       }

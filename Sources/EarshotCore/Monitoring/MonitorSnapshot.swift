@@ -8,9 +8,10 @@ public struct MonitorSnapshot: Sendable, Equatable {
     /// since the snapshot starts afresh.
     public var identity: String
     public var known: RegionState
-    public var lastSeen: Int64?
+    /// The wall time shown for the last sighting (a later run reads it).
+    public var lastSeen: WallTime?
 
-    public init(name: String, identity: String, known: RegionState, lastSeen: Int64?) {
+    public init(name: String, identity: String, known: RegionState, lastSeen: WallTime?) {
       self.name = name
       self.identity = identity
       self.known = known
@@ -28,7 +29,7 @@ public struct MonitorSnapshot: Sendable, Equatable {
     var s = Self.magic + "\n"
     for e in regions {
       s += "region\t\(e.name)\t\(e.identity)\t\(e.known.rawValue)\t"
-      s += e.lastSeen.map { String($0) } ?? "-"
+      s += e.lastSeen.map { String($0.micros) } ?? "-"
       s += "\n"
     }
     return s
@@ -52,11 +53,11 @@ public struct MonitorSnapshot: Sendable, Equatable {
       else {
         throw DecodeError(description: "line \(n + 2) is not 'region NAME IDENTITY STATE TIME'")
       }
-      let seen: Int64?
+      let seen: WallTime?
       if f[4] == "-" {
         seen = nil
       } else if let v = Int64(f[4]) {
-        seen = v
+        seen = WallTime(micros: v)
       } else {
         throw DecodeError(description: "line \(n + 2): bad time '\(f[4])'")
       }

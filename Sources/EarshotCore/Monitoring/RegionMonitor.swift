@@ -85,7 +85,7 @@ public struct RegionMonitor: Sendable {
     /// The state file's last sighting, in the time it shows (wall time
     /// live): written back until there is a newer one, and decided on only
     /// as `start` maps it onto this run's clock.
-    var savedLastSeen: Int64? = nil
+    var savedLastSeen: WallTime? = nil
     var lastBeacon: TrackKey? = nil
     /// What a second of `lastBeacon`'s silence says, as of its last
     /// report: its record changes only when it reports, and then this
@@ -233,7 +233,7 @@ public struct RegionMonitor: Sendable {
   ) -> [MonitorEvent] {
     let t = time.micros
     for i in regions.indices where regions[i].lastSeen == nil {
-      regions[i].lastSeen = regions[i].savedLastSeen.map { savedTime(WallTime(micros: $0)).micros }
+      regions[i].lastSeen = regions[i].savedLastSeen.map { savedTime($0).micros }
     }
     started = true
     now = t
@@ -480,8 +480,8 @@ public struct RegionMonitor: Sendable {
 
   /// When a device (by identity address) was last heard, directly or
   /// through its key; nil if not since it became known.
-  public func lastSeen(device address: BDAddress) -> Int64? {
-    routing.lastHeard(address: address)
+  public func lastSeen(device address: BDAddress) -> DecisionTime? {
+    routing.lastHeard(address: address).map(DecisionTime.init(micros:))
   }
 
   /// One report of `key`, which region `firstMatch` (and maybe later ones)
@@ -524,7 +524,7 @@ public struct RegionMonitor: Sendable {
       regions[i].known = .inside
       if emitRange { regions[i].nextRange = nextTick(after: t) }
       let trigger = beacons[position: position].track.ranged(
-        at: t, model: ranging.model, staleAfter: ranging.staleAfter)
+        at: DecisionTime(micros: t), model: ranging.model, staleAfter: ranging.staleAfter)
       out.append(event(t, kind, i, beacons: [trigger]))
     }
     // Only this region's timers moved, and a deadline may come sooner
@@ -606,18 +606,18 @@ public struct RegionMonitor: Sendable {
   // MARK: Queries
 
   /// When `advance` next has something to do; `nil` if nothing is pending.
-  public var nextDeadline: Int64? { earliestTimer()?.at }
+  public var nextDeadline: DecisionTime? { earliestTimer().map { DecisionTime(micros: $0.at) } }
 
   /// The same as `nextDeadline`, remembered until something changes: the
   /// live agent asks after every report to arm its timer, and most reports
   /// change nothing. (Mutating, so that a driver holding the monitor asks
   /// in place instead of copying it for a getter.)
-  public mutating func deadline() -> Int64? {
+  public mutating func deadline() -> DecisionTime? {
     if !timerFloorExact {
       timerFloor = earliestTimer()?.at ?? .max
       timerFloorExact = true
     }
-    return timerFloor == .max ? nil : timerFloor
+    return timerFloor == .max ? nil : DecisionTime(micros: timerFloor)
   }
 
   public func state(of region: String) -> RegionState? {
@@ -650,7 +650,7 @@ public struct RegionMonitor: Sendable {
         r.known.map {
           MonitorSnapshot.Entry(
             name: r.config.name, identity: r.config.identity, known: $0,
-            lastSeen: r.lastSeen.map { shown(DecisionTime(micros: $0)).micros } ?? r.savedLastSeen)
+            lastSeen: r.lastSeen.map { shown(DecisionTime(micros: $0)) } ?? r.savedLastSeen)
         }
       })
   }
@@ -807,7 +807,14 @@ public struct RegionMonitor: Sendable {
   /// monitor's own choice, traded for radio time). `sampledDuty` is the
   /// duty the scan would keep until then (it adds nothing to the confirm
   /// span).
-  public func fullDutyNeeded(at now: Int64, sampledDuty: Double, allowance: ExitAllowance)
+  public func fullDutyNeeded(
+    at time: DecisionTime, sampledDuty: Double, allowance: ExitAllowance
+  ) -> DecisionTime? {
+    fullDutyNeeded(at: time.micros, sampledDuty: sampledDuty, allowance: allowance)
+      .map(DecisionTime.init(micros:))
+  }
+
+  private func fullDutyNeeded(at now: Int64, sampledDuty: Double, allowance: ExitAllowance)
     -> Int64?
   {
     guard scan.isScanning else { return nil }
@@ -870,8 +877,9 @@ public struct RegionMonitor: Sendable {
     // every region at every ranging interval was most of the cost.
     func keeps(_ b: BeaconRecord) -> Bool {
       guard matches(i, b.track.id) else { return false }
-      if auto { return b.track.lastSeen + Int64((beaconTimeout(b) * 1e6).rounded()) >= t }
-      return b.track.lastSeen >= horizon
+      let seen = b.track.lastSeen.micros
+      if auto { return seen + Int64((beaconTimeout(b) * 1e6).rounded()) >= t }
+      return seen >= horizon
     }
     // Counted first, so the event's array is allocated once at its size:
     // grown by doubling it took up to twice that, and copies (10,000
@@ -880,10 +888,11 @@ public struct RegionMonitor: Sendable {
     for position in 0..<beacons.count where beacons.withRecord(at: position, keeps) { count += 1 }
     var out: [RangedBeacon] = []
     out.reserveCapacity(count)
+    let now = DecisionTime(micros: t)
     for position in 0..<beacons.count {
       beacons.withRecord(at: position) { b in
         guard keeps(b) else { return }
-        out.append(b.track.ranged(at: t, model: ranging.model, staleAfter: ranging.staleAfter))
+        out.append(b.track.ranged(at: now, model: ranging.model, staleAfter: ranging.staleAfter))
       }
     }
     out.sort(by: RangedBeacon.nearestFirst)
@@ -917,7 +926,7 @@ public struct RegionMonitor: Sendable {
 
   private func holder(_ b: BeaconRecord) -> Holder {
     Holder(
-      lastSeen: b.track.lastSeen, seconds: beaconTimeout(b), beacon: b.track.id,
+      lastSeen: b.track.lastSeen.micros, seconds: beaconTimeout(b), beacon: b.track.id,
       evidence: Self.evidence(b), settled: b.interval.isSettled)
   }
 

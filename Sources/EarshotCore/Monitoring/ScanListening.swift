@@ -39,7 +39,7 @@ struct ScanListening: Sendable {
     since = t
     paused = false
     clock.reset()
-    clock.listen(duty: duty, at: t)
+    clock.listen(duty: duty, at: DecisionTime(micros: t))
   }
 
   /// The adapter went down.
@@ -47,14 +47,14 @@ struct ScanListening: Sendable {
     if since != nil { stoppedAt = t }
     since = nil
     paused = false
-    clock.stop(at: t)
+    clock.stop(at: DecisionTime(micros: t))
   }
 
   /// Nobody scans for a moment, the adapter up; `true` if this paused it.
   mutating func pause(at t: Int64) -> Bool {
     guard since != nil, !paused else { return false }
     paused = true
-    clock.stop(at: t)
+    clock.stop(at: DecisionTime(micros: t))
     return true
   }
 
@@ -62,7 +62,7 @@ struct ScanListening: Sendable {
   mutating func resume(at t: Int64) {
     guard paused else { return }
     paused = false
-    clock.listen(duty: duty, at: t)
+    clock.listen(duty: duty, at: DecisionTime(micros: t))
   }
 
   /// The scan's duty from `t` (kept within 0.001...1); `false` if unchanged.
@@ -71,7 +71,7 @@ struct ScanListening: Sendable {
     guard d != duty else { return false }
     duty = d
     if d >= 1 { fullSince = t }
-    if since != nil, !paused { clock.listen(duty: d, at: t) }
+    if since != nil, !paused { clock.listen(duty: d, at: DecisionTime(micros: t)) }
     return true
   }
 

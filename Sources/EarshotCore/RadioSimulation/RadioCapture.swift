@@ -32,10 +32,10 @@ public struct RadioCapture {
       bytes.withUnsafeBytes {
         _ = air.append(
           CaptureRecord(
-            timestamp: Self.start + t, packet: .linkLayer($0, rssi: -60, channel: channel)))
+            timestamp: Self.start + t.micros, packet: .linkLayer($0, rssi: -60, channel: channel)))
       }
     case .command(let t, let command):
-      scan.append(command, at: Self.start + t)
+      scan.append(command, at: Self.start + t.micros)
     case .heard(let t, _, let i):
       heardPDUs += 1
       let (pdu, address, type, data) = advertisement(i)
@@ -44,7 +44,7 @@ public struct RadioCapture {
           AdvertisingReport(pdu: pdu, address: address, addressType: type, rssi: -60, data: $0))
       }
       event?.withUnsafeBytes {
-        _ = scan.append(CaptureRecord(timestamp: Self.start + t, packet: .hciEvent($0)))
+        _ = scan.append(CaptureRecord(timestamp: Self.start + t.micros, packet: .hciEvent($0)))
       }
     }
   }

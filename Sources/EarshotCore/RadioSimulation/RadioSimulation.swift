@@ -181,7 +181,7 @@ public struct RadioSimulation: Sendable {
           who = i
         }
         let answer = answers.indices.min { answers[$0].t < answers[$1].t }
-        let deadline = monitor.deadline()
+        let deadline = monitor.deadline()?.micros
         let due = radio.nextDue?.micros
         let first = [answer.map { answers[$0].t }, deadline, due, who >= 0 ? t : nil]
           .compactMap { $0 }.min()
@@ -218,8 +218,7 @@ public struct RadioSimulation: Sendable {
     var need: SimulatedRadio.Need {
       let m = monitor
       return {
-        m.fullDutyNeeded(at: $0.micros, sampledDuty: $1, allowance: $2)
-          .map(DecisionTime.init(micros:))
+        m.fullDutyNeeded(at: $0, sampledDuty: $1, allowance: $2)
       }
     }
 
@@ -230,7 +229,7 @@ public struct RadioSimulation: Sendable {
 
     /// Tells the monitor what the radio did, and records its commands.
     mutating func apply(_ steps: [SimulatedRadio.Step]) {
-      for c in radio.takeCommands() { record?(.command(t: c.t.micros, c.command)) }
+      for c in radio.takeCommands() { record?(.command(t: c.t, c.command)) }
       for step in steps {
         switch step {
         case .changed(let t, let duty):
@@ -278,9 +277,9 @@ public struct RadioSimulation: Sendable {
       let a = sim.advertisers[i]
       let c = channel[i]
       if air.unit() >= a.loss {
-        record?(.air(t: t, channel: UInt8(37 + c), advertiser: i))
+        record?(.air(t: DecisionTime(micros: t), channel: UInt8(37 + c), advertiser: i))
         if radio.hears(at: DecisionTime(micros: t), channel: UInt8(37 + c)) {
-          record?(.heard(t: t, channel: UInt8(37 + c), advertiser: i))
+          record?(.heard(t: DecisionTime(micros: t), channel: UInt8(37 + c), advertiser: i))
           account(to: t)
           switch a.kind {
           case .beacon:
@@ -350,15 +349,15 @@ public struct RadioSimulation: Sendable {
 }
 
 /// What the closed loop did, as it happened, for a capture of it
-/// (`RadioCapture`). Times are µs from the simulation's start; channels
-/// are the advertising channels' numbers, 37–39.
+/// (`RadioCapture`). Times are the simulation's decision times (from 0 at
+/// its start); channels are the advertising channels' numbers, 37–39.
 public enum RadioRecord: Sendable {
   /// A PDU that reached the air unlost: a sniffer on its channel hears it.
-  case air(t: Int64, channel: UInt8, advertiser: Int)
+  case air(t: DecisionTime, channel: UInt8, advertiser: Int)
   /// A command the schedule sent.
-  case command(t: Int64, HCICommand)
+  case command(t: DecisionTime, HCICommand)
   /// A PDU the scanning controller heard (and reported).
-  case heard(t: Int64, channel: UInt8, advertiser: Int)
+  case heard(t: DecisionTime, channel: UInt8, advertiser: Int)
 }
 
 extension RadioSimulation {

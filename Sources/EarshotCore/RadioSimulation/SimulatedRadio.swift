@@ -47,8 +47,7 @@ public struct SimulatedRadio: Sendable {
 
   /// When something of the radio's falls due next.
   public var nextDue: DecisionTime? {
-    // The scheduler still counts in microseconds of the same clock.
-    let recheck = scheduler.recheckAt.map { DecisionTime(micros: max($0, 0)) }
+    let recheck = scheduler.recheckAt.map { max($0, DecisionTime(micros: 0)) }
       .flatMap { $0 > checkedAt ? $0 : nil }
     return [pendingResume, pendingDecision, recheck].compactMap { $0 }.min()
   }
@@ -77,9 +76,7 @@ public struct SimulatedRadio: Sendable {
 
   /// Asks the scheduler at `now`.
   public mutating func decide(at now: DecisionTime, need: Need) -> [Step] {
-    guard
-      let new = scheduler.decide(
-        at: now.micros, power: power, need: { need(now, $0, $1)?.micros })
+    guard let new = scheduler.decide(at: now, power: power, need: { need(now, $0, $1) })
     else { return [] }
     changes += 1
     for c in scanner.change(to: new, at: now) { outbox.append((now, c)) }

@@ -25,14 +25,14 @@ public struct BeaconTrack: Sendable {
   public private(set) var measuredPower: Int8
   public private(set) var powerSource: PowerSource
   public private(set) var address: BDAddress
-  public private(set) var lastSeen: Int64
+  public private(set) var lastSeen: DecisionTime
   /// Last report that carried an RSSI.
-  public private(set) var lastRSSITime: Int64? = nil
+  public private(set) var lastRSSITime: DecisionTime? = nil
   public private(set) var filter = RSSIFilter()
 
   public init(
     id: TrackKey, address: BDAddress, measuredPower: Int8, powerSource: PowerSource = .measured,
-    at t: Int64
+    at t: DecisionTime
   ) {
     self.id = id
     self.address = address
@@ -43,7 +43,7 @@ public struct BeaconTrack: Sendable {
 
   public mutating func observe(
     address: BDAddress, rssi: Int8?, measuredPower: Int8, powerSource: PowerSource = .measured,
-    at t: Int64
+    at t: DecisionTime
   ) {
     self.address = address
     self.measuredPower = measuredPower
@@ -51,7 +51,9 @@ public struct BeaconTrack: Sendable {
     lastSeen = t
     if let rssi {
       // A long silence makes the old estimate meaningless: start afresh.
-      if let last = lastRSSITime, t - last > RSSIFilter.windowMicros * 4 { filter.reset() }
+      if let last = lastRSSITime, t.micros - last.micros > RSSIFilter.windowMicros * 4 {
+        filter.reset()
+      }
       filter.add(Double(rssi), at: t)
       lastRSSITime = t
     }
@@ -60,9 +62,10 @@ public struct BeaconTrack: Sendable {
   /// The ranged view at `now`: proximity is unknown when there is no recent
   /// RSSI, or when the beacon's measured power is implausible (+116 dBm
   /// beacons exist) and so no distance can be trusted.
-  public func ranged(at now: Int64, model: PathLossModel, staleAfter: Double) -> RangedBeacon {
+  public func ranged(at now: DecisionTime, model: PathLossModel, staleAfter: Double) -> RangedBeacon
+  {
     let rssi = filter.value
-    let fresh = lastRSSITime.map { Double(now - $0) / 1e6 <= staleAfter } ?? false
+    let fresh = lastRSSITime.map { Double(now.micros - $0.micros) / 1e6 <= staleAfter } ?? false
     guard let rssi, fresh, TrackedBeacon.plausiblePower.contains(measuredPower) else {
       return RangedBeacon(
         id: id, address: address, rssi: fresh ? rssi : nil, accuracy: nil, proximity: .unknown,
@@ -112,7 +115,7 @@ public struct RangedBeacon: Sendable, Equatable {
 
 extension BeaconTrack {
   /// An iBeacon's track.
-  public init(id: TrackedID, address: BDAddress, measuredPower: Int8, at t: Int64) {
+  public init(id: TrackedID, address: BDAddress, measuredPower: Int8, at t: DecisionTime) {
     self.init(id: .beacon(id), address: address, measuredPower: measuredPower, at: t)
   }
 }

@@ -53,9 +53,10 @@ public struct RSSIFilter: Sendable {
     lastInnovationSign = 0
   }
 
-  /// Adds a sample at `t` microseconds and returns the new estimate.
+  /// Adds a sample at `time` and returns the new estimate.
   @discardableResult
-  public mutating func add(_ rssi: Double, at t: Int64) -> Double {
+  public mutating func add(_ rssi: Double, at time: DecisionTime) -> Double {
+    let t = time.micros
     if count == Self.windowCount { dropOldest() }
     times[count] = t
     samples[count] = rssi

@@ -246,7 +246,7 @@ public struct RoomRule: Sendable {
     }
     let timeout = awayTimeout(states[i])
     states[i].lastHeard = max(states[i].lastHeard ?? s.t, s.t)
-    states[i].interval.observe(at: s.t, absentAfter: timeout)
+    states[i].interval.observe(at: DecisionTime(micros: s.t), absentAfter: timeout)
     if let d = s.distance {
       let k = Self.traceIndex(&states[i], room: room)
       states[i].traces[k].add(s.t, Float(log10(d)))

@@ -33,11 +33,13 @@ public struct SightingPublisher: Sendable {
       room: String, name: String?, interval: Int64, model: PathLossModel
     ) -> RoomSighting? {
       track.observe(
-        address: address, rssi: rssi, measuredPower: measuredPower, powerSource: source, at: t)
+        address: address, rssi: rssi, measuredPower: measuredPower, powerSource: source,
+        at: DecisionTime(micros: t))
       count += 1
       if let last = lastSent, t - last < interval { return nil }
       // Readings older than a few intervals say nothing about now.
-      let r = track.ranged(at: t, model: model, staleAfter: max(1, 3 * Double(interval) / 1e6))
+      let r = track.ranged(
+        at: DecisionTime(micros: t), model: model, staleAfter: max(1, 3 * Double(interval) / 1e6))
       let s = RoomSighting(
         t: t, subject: subject, room: room, rssi: r.rssi.map { $0 + model.rssiOffset },
         distance: r.accuracy, count: count, name: name)
@@ -97,7 +99,8 @@ public struct SightingPublisher: Sendable {
       entries[subject] = Entry(
         subject: subject,
         track: BeaconTrack(
-          id: key, address: address, measuredPower: power.power, powerSource: power.source, at: t))
+          id: key, address: address, measuredPower: power.power, powerSource: power.source,
+          at: DecisionTime(micros: t)))
     }
     return entries[subject]!.add(
       at: t, address: address, rssi: rssi, measuredPower: power.power, source: power.source,

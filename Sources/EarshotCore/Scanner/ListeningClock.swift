@@ -7,8 +7,9 @@
 ///
 /// Silence proves absence only while someone listens. A pause (another
 /// program's scan ended, Earshot's not yet back) adds nothing, and a span
-/// at a low duty adds less evidence per second than one at full duty. Time
-/// in microseconds of the monitor's clock; duties in 0…1.
+/// at a low duty adds less evidence per second than one at full duty. Times
+/// are the monitor's `DecisionTime` (kept as its microseconds); duties in
+/// 0…1.
 ///
 /// Guarantees (each tested):
 /// - Accumulates across pauses: a silence counted before a pause goes on
@@ -42,14 +43,15 @@ public struct ListeningClock: Sendable {
   }
 
   /// When the open span at the present duty began (nil when not listening).
-  public var dutySince: Int64? {
+  public var dutySince: DecisionTime? {
     guard let last = spans.last, last.end == nil else { return nil }
-    return last.start
+    return DecisionTime(micros: last.start)
   }
 
-  /// Listening from `t` at `duty` (starting, or changing the duty of the
+  /// Listening from `time` at `duty` (starting, or changing the duty of the
   /// open span). The same duty again changes nothing.
-  public mutating func listen(duty: Double, at t: Int64) {
+  public mutating func listen(duty: Double, at time: DecisionTime) {
+    let t = time.micros
     let duty = min(1, max(0, duty))
     if let last = spans.last, last.end == nil {
       guard last.duty != duty else { return }
@@ -60,8 +62,9 @@ public struct ListeningClock: Sendable {
     if spans.count > Self.capacity { spans.removeFirst(spans.count - Self.capacity) }
   }
 
-  /// Nothing listens from `t` (a pause, the adapter down).
-  public mutating func stop(at t: Int64) {
+  /// Nothing listens from `time` (a pause, the adapter down).
+  public mutating func stop(at time: DecisionTime) {
+    let t = time.micros
     guard let last = spans.last, last.end == nil else { return }
     spans[spans.count - 1].end = max(t, last.start)
   }
@@ -72,7 +75,14 @@ public struct ListeningClock: Sendable {
 
   /// What the spans between `from` and `to` add up to at `rate(duty)` per
   /// second (`{ _ in 1 }`: seconds of listening at any duty).
-  public func accumulated(from t0: Int64, to t1: Int64, rate: (Double) -> Double) -> Double {
+  public func accumulated(from: DecisionTime, to: DecisionTime, rate: (Double) -> Double)
+    -> Double
+  {
+    accumulated(from: from.micros, to: to.micros, rate: rate)
+  }
+
+  /// `accumulated` in microseconds, for the monitor's internal timers.
+  func accumulated(from t0: Int64, to t1: Int64, rate: (Double) -> Double) -> Double {
     var total = 0.0
     for span in spans.reversed() {
       let end = min(span.end ?? t1, t1)
@@ -88,7 +98,14 @@ public struct ListeningClock: Sendable {
   /// per second), if listening goes on at the present duty; nil if it is
   /// not reached by the past spans and nothing listens now (or the present
   /// duty adds nothing).
-  public func time(reaching amount: Double, from t0: Int64, rate: (Double) -> Double) -> Int64? {
+  public func time(reaching amount: Double, from: DecisionTime, rate: (Double) -> Double)
+    -> DecisionTime?
+  {
+    time(reaching: amount, from: from.micros, rate: rate).map(DecisionTime.init(micros:))
+  }
+
+  /// `time(reaching:)` in microseconds, for the monitor's internal timers.
+  func time(reaching amount: Double, from t0: Int64, rate: (Double) -> Double) -> Int64? {
     var left = amount
     // The common case first: one span, open since before t0.
     if let last = spans.last, last.end == nil, last.start <= t0 {

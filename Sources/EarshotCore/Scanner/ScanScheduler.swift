@@ -27,10 +27,10 @@ public struct ScanScheduleSettings: Equatable, Sendable {
   public var batteryAllowance: ExitAllowance
   /// The scanner goes to full duty this long before a decision needs it
   /// (three HCI commands, and the controller's first full interval).
-  public var leadSeconds: Double
+  public var lead: Duration
   /// A sampled span shorter than this is not worth the commands that
   /// start and end it: the scan stays at full duty instead.
-  public var holdSeconds: Double
+  public var hold: Duration
 
   public init(
     policy: ScanPolicy = .automatic,
@@ -38,15 +38,15 @@ public struct ScanScheduleSettings: Equatable, Sendable {
     battery: ScanTiming = ScanTiming(interval: 0x04B0, window: 0x0030),
     mainsAllowance: ExitAllowance = ExitAllowance(confirmSpans: 0.75, maxSeconds: 14),
     batteryAllowance: ExitAllowance = ExitAllowance(confirmSpans: 1.75, maxSeconds: 16),
-    leadSeconds: Double = 0.25, holdSeconds: Double = 2
+    lead: Duration = .milliseconds(250), hold: Duration = .seconds(2)
   ) {
     self.policy = policy
     self.mains = mains
     self.battery = battery
     self.mainsAllowance = mainsAllowance
     self.batteryAllowance = batteryAllowance
-    self.leadSeconds = leadSeconds
-    self.holdSeconds = holdSeconds
+    self.lead = lead
+    self.hold = hold
   }
 }
 
@@ -91,11 +91,11 @@ extension ScanTiming {
 ///
 /// Guarantees (each tested):
 /// - `full` policy: always `.continuous`, whatever the need.
-/// - Never sampled within `leadSeconds` of a need: a need at or before
-///   `now + leadSeconds` gives full duty, so exits (which the monitor
+/// - Never sampled within `lead` of a need: a need at or before
+///   `now + lead` gives full duty, so exits (which the monitor
 ///   decides only at full duty) are never held back by the schedule for
 ///   longer than the lead, provided `decide` runs again at `recheckAt`.
-/// - Leaves full duty only for a sampled span of at least `holdSeconds`,
+/// - Leaves full duty only for a sampled span of at least `hold`,
 ///   so a beacon that keeps being suspected does not flap the settings.
 /// - `recheckAt` is set whenever the present settings will need to change
 ///   by themselves. The need moves only with reports and monitor events,
@@ -107,7 +107,7 @@ public struct ScanScheduler: Sendable {
   /// The settings chosen last (full until the first decision).
   public private(set) var timing: ScanTiming = .continuous
   /// When to ask again if nothing else happens (nil: not needed).
-  public private(set) var recheckAt: Int64? = nil
+  public private(set) var recheckAt: DecisionTime? = nil
 
   public init(settings: ScanScheduleSettings) {
     self.settings = settings
@@ -128,14 +128,14 @@ public struct ScanScheduler: Sendable {
       ? settings.batteryAllowance : settings.mainsAllowance
   }
 
-  /// Decides the settings at `now` (µs). `need(duty, allowance)`: when
+  /// Decides the settings at `now`. `need(duty, allowance)`: when
   /// full duty is needed if sampling at `duty` until then (nil: never).
   /// `forceFull`: something other than presence needs every report now
   /// (a tag being found, a find-phone ring, `earshot scan`).
   /// Returns the new timing when it changes.
   public mutating func decide(
-    at now: Int64, power: PowerSupply, forceFull: Bool = false,
-    need: (_ duty: Double, _ allowance: ExitAllowance) -> Int64?
+    at now: DecisionTime, power: PowerSupply, forceFull: Bool = false,
+    need: (_ duty: Double, _ allowance: ExitAllowance) -> DecisionTime?
   ) -> ScanTiming? {
     let next = choose(at: now, power: power, forceFull: forceFull, need: need)
     guard next != timing else { return nil }
@@ -144,21 +144,22 @@ public struct ScanScheduler: Sendable {
   }
 
   private mutating func choose(
-    at now: Int64, power: PowerSupply, forceFull: Bool,
-    need: (Double, ExitAllowance) -> Int64?
+    at time: DecisionTime, power: PowerSupply, forceFull: Bool,
+    need: (Double, ExitAllowance) -> DecisionTime?
   ) -> ScanTiming {
+    let now = time.micros
     recheckAt = nil
     let low = sampled(on: power)
     guard !low.isFull, !forceFull else { return .continuous }
-    guard let due = need(low.duty, allowance(on: power)) else { return low }
-    let lead = ListeningClock.micros(settings.leadSeconds)
+    guard let due = need(low.duty, allowance(on: power))?.micros else { return low }
+    let lead = settings.lead.wholeMicros
     let raise = due &- lead
     if raise <= now { return .continuous }
-    if timing.isFull && raise - now < ListeningClock.micros(settings.holdSeconds) {
+    if timing.isFull && raise - now < settings.hold.wholeMicros {
       // Too short a span to be worth it: stay (the need moves on reports).
       return .continuous
     }
-    recheckAt = raise
+    recheckAt = DecisionTime(micros: raise)
     return low
   }
 }

@@ -61,7 +61,7 @@ public enum ScanEvent: Equatable, Sendable {
   /// A Command Complete or Command Status seen on the adapter's socket,
   /// whoever's command it answers.
   case responseSeen(HCIOpcode, HCIStatus)
-  /// The timer armed by `.armTimer` went off (stale firings are ignored).
+  /// The timer armed by `.timer(.arm)` went off (stale firings are ignored).
   case timerFired(ScanTimer)
   /// Scan with this timing from now on (the scan scheduler's choice):
   /// applied to Earshot's own scan at once, to a scan it starts later
@@ -88,10 +88,9 @@ public enum ScanAction: Equatable, Sendable {
   case restore([HCICommand])
   /// Close the adapter's socket (nothing happens when none is open).
   case closeAdapter
-  /// One timer of each kind: a new deadline replaces the old; answer with
+  /// One timer of each kind (`TimerAction`); answer a firing with
   /// `.timerFired`.
-  case armTimer(ScanTimer, deadline: MonotonicTime)
-  case cancelTimer(ScanTimer)
+  case timer(TimerAction<ScanTimer>)
   /// Tell the user: the adapter's state changed.
   case report(AdapterState)
   /// true: another program's scan stopped and no reports flow until
@@ -418,7 +417,7 @@ public struct ScanSupervisor: Sendable {
     guard isRunning, retryDeadline == nil else { return }
     let deadline = now.adding(seconds: settings.retrySeconds)
     retryDeadline = deadline
-    actions.append(.armTimer(.retry, deadline: deadline))
+    actions.append(.timer(.arm(.retry, at: deadline)))
   }
 
   // MARK: Another program's scan
@@ -445,7 +444,7 @@ public struct ScanSupervisor: Sendable {
     }
     let deadline = now.adding(seconds: settings.retakeSeconds)
     retakeDeadline = deadline
-    actions.append(.armTimer(.retake, deadline: deadline))
+    actions.append(.timer(.arm(.retake, at: deadline)))
   }
 
   // MARK: Stopping
@@ -474,7 +473,7 @@ public struct ScanSupervisor: Sendable {
       guard retakeDeadline != nil else { return }
       retakeDeadline = nil
     }
-    actions.append(.cancelTimer(timer))
+    actions.append(.timer(.cancel(timer)))
   }
 
   private mutating func setState(_ new: AdapterState, _ actions: inout [ScanAction]) {

@@ -20,7 +20,7 @@ public enum TagInput: Equatable, Sendable {
   case written(TagAlertTarget, AlertLevel, error: String?)
   /// `.readBattery` done.
   case battery(Result<[UInt8], TagFailure>)
-  /// The timer armed by `.armTimer` went off (early firings are ignored).
+  /// The timer armed by `.timer(.arm)` went off (early firings are ignored).
   case timerFired
   /// The laptop rings (starting or ringing) with this tag among its requesters.
   case ringing(Bool)
@@ -30,6 +30,12 @@ public enum TagInput: Equatable, Sendable {
 public struct TagFailure: Error, Equatable, Sendable, CustomStringConvertible {
   public let description: String
   public init(_ d: String) { description = d }
+}
+
+/// A tag machine's one timer.
+public enum TagTimer: Hashable, Sendable {
+  /// Connect again after a failure or a loss (`retryAt`).
+  case reconnect
 }
 
 /// What the shell must do, in order.
@@ -46,8 +52,8 @@ public enum TagAction: Equatable, Sendable {
   case request(DeviceRequest)
   /// Publish (status streams, MQTT) and run hooks.
   case event(TagEvent)
-  /// One timer: a new deadline replaces the old; answer `.timerFired`.
-  case armTimer(MonotonicTime)
+  /// The reconnect timer (`TimerAction`); answer a firing with `.timerFired`.
+  case timer(TimerAction<TagTimer>)
   case log(String)
 }
 
@@ -303,7 +309,7 @@ public struct TagMachine: Sendable {
         out.append(.log("tag \(name): \(why); retrying in \(tagSeconds(delay)) s (attempt \(n))"))
       }
     }
-    out.append(.armTimer(at))
+    out.append(.timer(.arm(.reconnect, at: at)))
   }
 
   private mutating func press(_ bytes: [UInt8], _ out: inout [TagAction]) {

@@ -37,6 +37,13 @@ public struct MonotonicTime: Hashable, Comparable, Sendable, CustomStringConvert
 
   public static func += (t: inout MonotonicTime, span: Duration) { t = t + span }
 
+  /// A decision time as a moment of the clock it counts: live, the
+  /// monotonic clock itself (what the loop's timers are armed on); in a
+  /// replay, the capture's clock (for a part that keeps the capture's time
+  /// as its own, as the tracker watch does). One before the origin is the
+  /// origin.
+  public init(decision t: DecisionTime) { nanos = UInt64(max(0, t.micros)) &* 1000 }
+
   public var description: String { "\(Double(nanos) / 1e9) s (monotonic)" }
 }
 
@@ -93,6 +100,21 @@ public struct DecisionTime: Hashable, Comparable, Sendable, CustomStringConverti
 
   public static func < (a: DecisionTime, b: DecisionTime) -> Bool { a.micros < b.micros }
 
+  /// `span` later, to the microsecond.
+  public static func + (t: DecisionTime, span: Duration) -> DecisionTime {
+    DecisionTime(micros: t.micros + span.wholeMicros)
+  }
+
+  /// `span` earlier, to the microsecond.
+  public static func - (t: DecisionTime, span: Duration) -> DecisionTime {
+    DecisionTime(micros: t.micros - span.wholeMicros)
+  }
+
+  /// The span from `b` to `a` (negative when `a` is earlier).
+  public static func - (a: DecisionTime, b: DecisionTime) -> Duration {
+    .microseconds(a.micros &- b.micros)
+  }
+
   public var description: String { "\(Double(micros) / 1e6) s (decision)" }
 }
 
@@ -101,5 +123,11 @@ extension Duration {
   var wholeMicros: Int64 {
     let (seconds, attoseconds) = components
     return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+  }
+
+  /// In seconds, as a `Double` (for arithmetic on spans given in seconds).
+  var inSeconds: Double {
+    let (seconds, attoseconds) = components
+    return Double(seconds) + Double(attoseconds) / 1e18
   }
 }

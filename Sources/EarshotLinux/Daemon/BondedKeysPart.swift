@@ -33,7 +33,7 @@ extension Daemon {
   /// the agent started).
   func bondedDevicesStatus() -> JSONValue {
     let keys = bondedKeys?.current?.keys ?? []
-    let now = monitor?.now.micros
+    let now = monitor?.now
     return .array(
       keys.map { key in
         var fields: [(String, JSONValue)] = [
@@ -44,9 +44,10 @@ extension Daemon {
         ]
         let seen = monitor?.driver.monitor.lastSeen(device: key.identity)
         fields.append(
-          ("last_seen", seen.map { .number(Double(monitor!.shown($0)) / 1e6) } ?? .null))
+          ("last_seen", seen.map { .number(monitor!.shown($0).seconds) } ?? .null))
         if let seen, let now {
-          fields.append(("seconds_ago", .number((Double(now - seen) / 1e5).rounded() / 10)))
+          fields.append(
+            ("seconds_ago", .number((Double(now.micros - seen.micros) / 1e5).rounded() / 10)))
         }
         return .object(fields)
       })

@@ -12,7 +12,7 @@ public final class FindPhoneDriver {
   private let savedVolume: SavedVolumeFile
   private var savedNotDurable = false
   private var links: [String: DeviceLink] = [:]
-  private var timer: EventLoop.TimerID?
+  private let timers: LoopTimers<FindTimer>
   private var queue: [FindEvent] = []
   private var draining = false
   private var warnedSilent = false
@@ -34,6 +34,8 @@ public final class FindPhoneDriver {
     self.alert = alert
     self.volume = volume
     self.savedVolume = savedVolume
+    timers = LoopTimers(loop: loop)
+    timers.onFire = { [weak self] _ in self?.submit(.timerFired) }
     alert?.onFailure = { [weak self] why in self?.submit(.alertFailed(why)) }
   }
 
@@ -139,15 +141,7 @@ public final class FindPhoneDriver {
     case .forgetSavedVolume:
       savedVolume.remove()
       savedNotDurable = false
-    case .armTimer(let deadline):
-      if let timer { loop.cancel(timer) }
-      timer = loop.at(deadline) { [weak self] in
-        self?.timer = nil
-        self?.submit(.timerFired)
-      }
-    case .cancelTimer:
-      if let timer { loop.cancel(timer) }
-      timer = nil
+    case .timer(let action): timers.apply(action)
     case .sendNotice(let id, let device):
       onLog?("find-phone: sending the phone-found notice \(id) to \(device)")
       if links[device.link]?.deliverNotice(id, to: device) != true {

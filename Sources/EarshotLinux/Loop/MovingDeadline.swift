@@ -66,3 +66,11 @@ extension MovingDeadline where Instant == MonotonicTime {
     self.init(loop: loop) { Clock.now().nanos(until: $0) }
   }
 }
+
+extension MovingDeadline where Instant == DecisionTime {
+  /// Deadlines in a live monitor's decision time (the monotonic clock):
+  /// how a core machine's deadline or timer action is armed on the loop.
+  public convenience init(liveOn loop: EventLoop) {
+    self.init(loop: loop) { Clock.now().nanos(until: MonotonicTime(decision: $0)) }
+  }
+}

@@ -47,7 +47,7 @@ public final class AgentMonitor {
   private var live = false
   /// The newest capture time seen in a replay (the monitor's "now" afterwards).
   private var captureTime: Int64?
-  private let deadlineTimer: MovingDeadline<MonotonicTime>
+  private let deadlineTimer: MovingDeadline<DecisionTime>
   private let hookTimer: MovingDeadline<MonotonicTime>
   /// A paced replay under way.
   private var pacedReplay: PacedReplay?
@@ -69,7 +69,7 @@ public final class AgentMonitor {
     self.loop = loop
     self.driver = driver
     self.proximityLog = proximityLog
-    deadlineTimer = MovingDeadline(monotonicOn: loop)
+    deadlineTimer = MovingDeadline(liveOn: loop)
     hookTimer = MovingDeadline(monotonicOn: loop)
     driver.observe { [unowned self] e in self.dispatch(e) }
     driver.onTelemetry = { [unowned self] id, reading in self.telemetryHeard(id, reading) }
@@ -80,7 +80,7 @@ public final class AgentMonitor {
       self.clocks?.check()
       self.scanner?.readQueued()
       // Never short of the deadline it was armed for.
-      self.driver.advance(to: DecisionTime(monotonic: max(Clock.now(), deadline)))
+      self.driver.advance(to: max(Clock.decisionNow(), deadline))
       self.rearm()
     }
     hookTimer.onFire = { [unowned self] _ in
@@ -149,7 +149,7 @@ public final class AgentMonitor {
   }
 
   /// The wall time of one of the monitor's times, for display.
-  public func shown(_ t: Int64) -> Int64 { driver.shownTime(t) }
+  public func shown(_ t: DecisionTime) -> WallTime { driver.timeline.shown(t) }
 
   public var isMonitoring: Bool { started }
 
@@ -332,8 +332,7 @@ public final class AgentMonitor {
         for address in names { self?.scanner?.requestName(address) }
       }
     }
-    deadlineTimer.arm(
-      at: driver.nextDeadline.map { MonotonicTime(nanos: UInt64(max(0, $0)) * 1000) })
+    deadlineTimer.arm(at: driver.nextDeadline)
     hookTimer.arm(at: driver.hooks?.nextDeadline)
   }
 
@@ -387,8 +386,8 @@ public final class AgentMonitor {
       handle: { [unowned self] record in self.replay(record, with: &decoding) },
       nextDeadline: { [unowned self] in self.started ? self.driver.nextDeadline : nil },
       advance: { [unowned self] t in
-        self.captureTime = max(self.captureTime ?? t, t)
-        self.driver.advance(to: DecisionTime(micros: t))
+        self.captureTime = max(self.captureTime ?? t.micros, t.micros)
+        self.driver.advance(to: t)
       })
     paced.onEnd = { [unowned self] reader in
       defer { self.pacedReplay = nil }
@@ -448,17 +447,16 @@ public final class AgentMonitor {
     beginReplay(at: t)
     let driver = self.driver
     let need: SimulatedRadio.Need = {
-      driver.monitor.fullDutyNeeded(at: $0.micros, sampledDuty: $1, allowance: $2)
-        .map(DecisionTime.init(micros:))
+      driver.monitor.fullDutyNeeded(at: $0, sampledDuty: $1, allowance: $2)
     }
     if !replayRadio!.radio.started { radioSteps(replayRadio!.radio.start(at: at, need: need)) }
     while true {
-      let d = driver.nextDeadline.map(DecisionTime.init(micros:))
+      let d = driver.nextDeadline
       let r = replayRadio!.radio.nextDue
       if let d, d <= at, r.map({ d <= $0 }) ?? true {
         driver.advance(to: d)
         radioSteps(replayRadio!.radio.decide(at: d, need: need))
-        if driver.nextDeadline == d.micros { break }  // cannot happen; guards the loop
+        if driver.nextDeadline == d { break }  // cannot happen; guards the loop
       } else if let r, r <= at {
         radioSteps(replayRadio!.radio.due(at: r, need: need))
       } else {

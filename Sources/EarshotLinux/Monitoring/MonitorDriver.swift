@@ -170,7 +170,7 @@ public final class MonitorDriver {
   }
 
   /// When `advance` must next be called (capture or wall-clock time).
-  public var nextDeadline: Int64? { monitor.deadline() }
+  public var nextDeadline: DecisionTime? { monitor.deadline() }
 
   /// Lets running hooks finish (or time out). For the end of a replay.
   public func finish() { hooks?.finish() }

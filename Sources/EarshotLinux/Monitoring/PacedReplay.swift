@@ -12,8 +12,8 @@ final class PacedReplay {
   private let pace: Double
   private let startAt: WallTime?
   private let handle: (CaptureRecord) -> Void
-  private let nextDeadline: () -> Int64?
-  private let advance: (Int64) -> Void
+  private let nextDeadline: () -> DecisionTime?
+  private let advance: (DecisionTime) -> Void
   /// Called once with the reader after its last record.
   var onEnd: ((CaptureReader) -> Void)?
 
@@ -23,14 +23,14 @@ final class PacedReplay {
   private var pending: CaptureRecord?
   private var timer: EventLoop.TimerID?
   /// The last monitor deadline woken for (never the same one twice).
-  private var lastDeadline = Int64.min
+  private var lastDeadline = DecisionTime(micros: .min)
   /// Records handled in one turn of the loop at most.
   static let batch = 256
 
   init(
     loop: EventLoop, reader: CaptureReader, pace: Double, startAt: WallTime?,
-    handle: @escaping (CaptureRecord) -> Void, nextDeadline: @escaping () -> Int64?,
-    advance: @escaping (Int64) -> Void
+    handle: @escaping (CaptureRecord) -> Void, nextDeadline: @escaping () -> DecisionTime?,
+    advance: @escaping (DecisionTime) -> Void
   ) {
     self.loop = loop
     self.reader = reader
@@ -78,12 +78,14 @@ final class PacedReplay {
   private func wait(
     until due: MonotonicTime, before t: Int64, _ schedule: ReplayPace, now: MonotonicTime
   ) {
-    guard let deadline = nextDeadline(), deadline < t, deadline > lastDeadline else {
+    guard let deadline = nextDeadline(), deadline < DecisionTime(capture: WallTime(micros: t)),
+      deadline > lastDeadline
+    else {
       timer = loop.at(due) { [self] in step() }
       return
     }
     // A replay decides in capture time: the deadline is a capture time.
-    let wake = max(now, schedule.due(WallTime(micros: deadline)))
+    let wake = max(now, schedule.due(MonitorTimeline.capture.shown(deadline)))
     timer = loop.at(wake) { [self] in
       lastDeadline = deadline
       advance(deadline)

@@ -4,7 +4,7 @@ import EarshotCore
 /// duty, reads the power source, and gives the scanner the timing the pure
 /// `ScanScheduler` picks; tells the monitor the duty reports come with.
 ///
-/// Asked again after reports (at most every `askEveryMicros`: a report
+/// Asked again after reports (at most every `askEvery`: a report
 /// only ever moves the need later, or to now for a beacon not yet learnt,
 /// which the scheduler's lead covers), after every monitor event and
 /// adapter change, and at the scheduler's recheck time.
@@ -12,14 +12,14 @@ final class ScanDutyControl {
   let policy: ScanPolicy
   private var scheduler: ScanScheduler
   private let power: PowerSupplyReader
-  private let recheck: MovingDeadline<MonotonicTime>
+  private let recheck: MovingDeadline<DecisionTime>
   private unowned let driver: MonitorDriver
   private weak var scanner: LiveScanner?
-  private var lastAsked: Int64 = .min
+  private var lastAsked: DecisionTime? = nil
   private(set) var meter = DutyMeter()
   /// The timing reports come with now (nil: none flow).
   private(set) var listening: ScanTiming?
-  static let askEveryMicros: Int64 = 100_000
+  static let askEvery: Duration = .milliseconds(100)
 
   init(
     loop: EventLoop, settings: ScanScheduleSettings, driver: MonitorDriver,
@@ -29,7 +29,7 @@ final class ScanDutyControl {
     scheduler = ScanScheduler(settings: settings)
     self.power = power
     self.driver = driver
-    recheck = MovingDeadline(monotonicOn: loop)
+    recheck = MovingDeadline(liveOn: loop)
     recheck.onFire = { [unowned self] _ in self.ask(force: true) }
   }
 
@@ -52,23 +52,21 @@ final class ScanDutyControl {
   }
   private var paused = false
 
-  /// Decides the timing now; `force`: even within `askEveryMicros` of the
-  /// last time.
+  /// Decides the timing now; `force`: even within `askEvery` of the last
+  /// time.
   func ask(force: Bool = false) {
-    let t = Clock.monotonicMicros()
-    guard force || t &- lastAsked >= Self.askEveryMicros else {
+    let t = Clock.decisionNow()
+    if !force, let lastAsked, t - lastAsked < Self.askEvery {
       // Skipped, not dropped: the report may have moved the need (a region
       // entered), and nothing else may come to ask again.
-      let soon = lastAsked &+ Self.askEveryMicros
-      if recheck.deadline.map({ Int64($0.nanos / 1000) > soon }) ?? true {
-        recheck.arm(at: MonotonicTime(nanos: UInt64(max(0, soon)) * 1000))
-      }
+      let soon = lastAsked + Self.askEvery
+      if recheck.deadline.map({ $0 > soon }) ?? true { recheck.arm(at: soon) }
       return
     }
     lastAsked = t
     let source = power.current()
     if source != meter.power {
-      meter.set(duty: listening?.duty, power: source, at: DecisionTime(micros: t))
+      meter.set(duty: listening?.duty, power: source, at: t)
     }
     let driver = self.driver
     if let timing = scheduler.decide(
@@ -77,7 +75,7 @@ final class ScanDutyControl {
     {
       scanner?.want(timing)
     }
-    recheck.arm(at: scheduler.recheckAt.map { MonotonicTime(nanos: UInt64(max(0, $0)) * 1000) })
+    recheck.arm(at: scheduler.recheckAt)
   }
 
   func stop() { recheck.cancel() }

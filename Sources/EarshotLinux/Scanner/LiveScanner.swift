@@ -81,7 +81,7 @@ public final class LiveScanner {
   private var dispatching = false
   /// A `want` not yet taken up.
   private var nextWant: ScanTiming?
-  private var timers: [ScanTimer: EventLoop.TimerID] = [:]
+  private let timers: LoopTimers<ScanTimer>
   /// The error behind the last failure fed to the supervisor, for `start` to throw.
   private var lastError: (any Error)?
   private var gaveUp: ScanFailure?
@@ -106,11 +106,13 @@ public final class LiveScanner {
     self.options = options
     self.onReport = onReport
     self.onAdapterState = onAdapterState
+    timers = LoopTimers(loop: loop)
     supervisor = ScanSupervisor(
       settings: ScanSettings(
         adapter: options.adapter, scanType: options.scanType, timing: options.timing,
         filterDuplicates: options.filterDuplicates, retrySeconds: options.retrySeconds,
         retakeSeconds: options.retakeSeconds))
+    timers.onFire = { [unowned self] timer in self.dispatch(.timerFired(timer)) }
   }
 
   // MARK: Start and stop
@@ -244,14 +246,7 @@ public final class LiveScanner {
         _ = try? request(command, timeout: min(options.commandTimeout, 1))
       }
     case .closeAdapter: teardown()
-    case .armTimer(let timer, let deadline):
-      if let t = timers[timer] { loop.cancel(t) }
-      timers[timer] = loop.at(deadline) { [unowned self] in
-        self.timers[timer] = nil
-        self.dispatch(.timerFired(timer))
-      }
-    case .cancelTimer(let timer):
-      if let t = timers.removeValue(forKey: timer) { loop.cancel(t) }
+    case .timer(let action): timers.apply(action)
     case .report(let state): onAdapterState(state)
     case .scanPaused(let paused): onScanPaused?(paused, packetStamp)
     case .giveUp(let failure): gaveUp = failure

@@ -27,13 +27,19 @@ public final class TagTransport: AgentTransport {
     self.agent = agent
     loop = agent.loop
     self.busAddress = busAddress
-    slots = tags.map { TagSlot(TagMachine(config: $0)) }
+    slots = tags.map { TagSlot(TagMachine(config: $0), loop: agent.loop) }
     hooks = HookRunner(log: { [unowned agent] in agent.log($0) })
     link.onNotice = { [unowned agent] id, device in
       // A tag has no way to hear the phone-found notice: its own press
       // was the answer, so the link takes it.
       agent.log("tags: \(device) has no phone-found notice; taken as accepted")
       agent.perform(.noticeResult(id, .accepted), from: Requester(device: device)) { _ in }
+    }
+    for slot in slots {
+      slot.timers.onFire = { [weak self, weak slot] _ in
+        guard let self, let slot else { return }
+        self.feed(slot, .timerFired)
+      }
     }
   }
 
@@ -66,10 +72,9 @@ public final class TagTransport: AgentTransport {
   public func stop() {
     started = false
     for s in slots {
-      if let t = s.timer { loop.cancel(t) }
+      s.timers.cancelAll()
       if let r = s.refresh { loop.cancel(r) }
       s.refresh = nil
-      s.timer = nil
       s.generation += 1
     }
     if let t = hookTimer { loop.cancel(t) }
@@ -117,15 +122,11 @@ public final class TagTransport: AgentTransport {
   }
 
   private func feedTimerNow(_ slot: TagSlot) {
-    if let t = slot.timer { loop.cancel(t) }
-    slot.timer = nil
     if let at = slot.machine.retryAt {
       // Move the deadline to now by firing at it.
-      slot.timer = loop.at(min(at, Clock.now())) { [weak self, weak slot] in
-        guard let self, let slot else { return }
-        slot.timer = nil
-        self.feed(slot, .timerFired)
-      }
+      slot.timers.apply(.arm(.reconnect, at: min(at, Clock.now())))
+    } else {
+      slot.timers.apply(.cancel(.reconnect))
     }
   }
 
@@ -158,13 +159,7 @@ public final class TagTransport: AgentTransport {
     case .event(let e):
       agent.dispatch(.tag(e))
       runHook(e, slot)
-    case .armTimer(let at):
-      if let t = slot.timer { loop.cancel(t) }
-      slot.timer = loop.at(at) { [weak self, weak slot] in
-        guard let self, let slot else { return }
-        slot.timer = nil
-        self.feed(slot, .timerFired)
-      }
+    case .timer(let action): slot.timers.apply(action)
     case .log(let line):
       agent.log("tags: " + line)
     }
@@ -421,7 +416,8 @@ final class TagSlot {
   var characteristics: [String: String] = [:]
   /// Object path → "request" or "command" (from its flags).
   var writeTypes: [String: String] = [:]
-  var timer: EventLoop.TimerID?
+  /// The machine's reconnect timer.
+  let timers: LoopTimers<TagTimer>
   /// What `onPresence` last said (nil: nothing yet).
   var presence: Bool?
   /// A pending re-listing of the characteristics (`TagTransport.added`).
@@ -429,7 +425,10 @@ final class TagSlot {
   /// Bumped at each connect (and stop): answers to older calls are dropped.
   var generation = 0
 
-  init(_ machine: TagMachine) { self.machine = machine }
+  init(_ machine: TagMachine, loop: EventLoop) {
+    self.machine = machine
+    timers = LoopTimers(loop: loop)
+  }
 
   /// What the characteristics found so far offer.
   var features: TagFeatures {

@@ -39,7 +39,7 @@ public final class TrackerWatchDriver {
     self.live = live
     monitor.observeWake { [unowned self] in moved(.resumed) }
     monitor.observeReports { [unowned self, unowned monitor] report in
-      let t = live ? now() : MonotonicTime(nanos: UInt64(max(0, monitor.now.micros)) &* 1000)
+      let t = live ? now() : MonotonicTime(decision: monitor.now)
       for case .following(let row) in watch.handle(TrackerWatch.event(for: report), at: t) {
         log(
           "tracker following: \(row.number) \(row.frame), \(row.places) places, \(row.sightings) sightings"

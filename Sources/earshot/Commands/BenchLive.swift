@@ -61,15 +61,12 @@ enum BenchLive {
 
     // The monitor's deadline on the monotonic clock, as a loop timer (as
     // AgentMonitor keeps it).
-    let deadline = MovingDeadline(monotonicOn: loop)
-    func at(_ micros: Int64?) -> MonotonicTime? {
-      micros.map { MonotonicTime(nanos: UInt64(max(0, $0)) * 1000) }
-    }
+    let deadline = MovingDeadline<DecisionTime>(liveOn: loop)
     deadline.onFire = { [unowned deadline] _ in
       driver.advance(to: Clock.decisionNow())
-      deadline.arm(at: at(driver.nextDeadline))
+      deadline.arm(at: driver.nextDeadline)
     }
-    func rearm() { deadline.arm(at: at(driver.nextDeadline)) }
+    func rearm() { deadline.arm(at: driver.nextDeadline) }
     // As AgentMonitor: the clocks read at each report (sleep and steps).
     var clocks = ClockWatch(Clock.reading())
 
