@@ -39,6 +39,8 @@ public enum DeviceRequest: Equatable, Sendable {
   /// The tracker watch: trust a tracker for a while (nil: until cleared), or clear it.
   case trackerTrust(TrackerNumber, for: Duration?)
   case trackerClear(TrackerNumber)
+  /// Ring, silence or identify a tracker the watch keeps, through BlueZ.
+  case trackerSound(TrackerNumber, TrackerSoundMode)
 }
 
 /// Who asks: a device (one that can ring the laptop and answer notices) or
@@ -86,6 +88,8 @@ public enum RequestOutcome: Equatable, Sendable {
   case rang(target: String, device: BDAddress, level: AlertLevel)
   /// The trackers kept after a trust or a clear (as `status` lists them).
   case trackers(JSONValue)
+  /// A tracker rang, was silenced or said who it is (`line` says so).
+  case trackerSound(TrackerNumber, TrackerSoundOutcome, line: String)
   case refused(RequestError)
 }
 

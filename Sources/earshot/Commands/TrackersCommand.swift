@@ -18,7 +18,12 @@ let trackersCommand = Command(
     its status on the control socket, with how long ago each was first and
     last heard. --trust N trusts tracker N (for --for SECONDS, or until it
     is cleared): it does not alert and keeps no evidence. --clear N forgets
-    tracker N, its evidence and its alert.
+    tracker N, its evidence and its alert. --ring N makes tracker N play its
+    sound through bluetoothd (AirTag, Find My accessories, DULT / Find Hub,
+    Pebblebee), --silence N stops it, --identify N asks it who it is (DULT:
+    product data, manufacturer, model, identifier); each prints one line:
+    it rang, it cannot be rung by a stranger (Tile, SmartTag, Chipolo), it
+    is near its owner, it was not found, or it failed after N tries.
     """,
   options: [
     socketOption,
@@ -28,6 +33,9 @@ let trackersCommand = Command(
     .value("trust", "N", "Trust the running agent's tracker N"),
     .value("for", "SECONDS", "With --trust: for this long (default: until cleared)"),
     .value("clear", "N", "Clear the running agent's tracker N"),
+    .value("ring", "N", "Make the running agent's tracker N play its sound"),
+    .value("silence", "N", "Stop tracker N's sound"),
+    .value("identify", "N", "Ask tracker N who it is (DULT)"),
   ],
   run: runTrackers)
 
@@ -112,6 +120,13 @@ private func liveTrackers(_ args: Arguments) throws -> Int32 {
     throw UsageError("--for goes with --trust")
   }
   if let n = try number("clear") { _ = try resultFields(client.call(.trackerClear(number: n))) }
+  for mode in TrackerSoundMode.allCases {
+    guard let n = try number(mode.rawValue) else { continue }
+    // One line whatever happened; a refusal's line is the error.
+    let fields = try resultFields(client.call(.trackerRing(number: n, mode: mode)))
+    Console.line(fields["message"]?.string ?? fields.encoded)
+    return 0
+  }
   let status = try resultFields(client.call(.status))
   guard case .array(let rows)? = status["trackers"] else {
     throw CommandFailure("the agent does not watch for trackers: set [trackers] enabled = true")
