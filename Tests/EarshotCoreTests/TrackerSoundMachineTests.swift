@@ -70,11 +70,11 @@ final class TrackerSoundMachineTests: XCTestCase {
   /// An AirTag offering DULT: indications on, Sound_Start, Success.
   func testDULTRingSubscribesWritesAndReadsTheAnswer() {
     var m = TrackerSoundMachine(family: .findMy, mode: .ring)
-    XCTAssertEqual(m.handle(.start, now: t0).first, .connect)
+    XCTAssertEqual(m.handle(.start, now: t0).last, .connect)
     var out = m.handle(.connected(keys(dult, airTag)), now: t0)
-    XCTAssertEqual(out.first, .subscribe(dult))
+    XCTAssertEqual(out.last, .subscribe(dult))
     out = m.handle(.subscribed(error: nil), now: t0)
-    XCTAssertEqual(out.first, .write(dult, [0x00, 0x03]))
+    XCTAssertEqual(out.last, .write(dult, [0x00, 0x03]))
     out = m.handle(.written(error: nil), now: t0)
     XCTAssertNil(finish(out), "waits for the DULT answer")
     XCTAssertEqual(m.phase, .answering)
@@ -124,7 +124,7 @@ final class TrackerSoundMachineTests: XCTestCase {
     var m = TrackerSoundMachine(family: .findMy, mode: .silence)
     _ = m.handle(.start, now: t0)
     _ = m.handle(.connected(keys(dult, airTag)), now: t0)
-    XCTAssertEqual(m.handle(.subscribed(error: nil), now: t0).first, .write(dult, [0x01, 0x03]))
+    XCTAssertEqual(m.handle(.subscribed(error: nil), now: t0).last, .write(dult, [0x01, 0x03]))
     _ = m.handle(.written(error: nil), now: t0)
     let out = m.handle(.value([0x02, 0x03, 0x01, 0x03, 0x00, 0x00]), now: t0)
     XCTAssertEqual(finish(out), .silenced(via: "DULT"))
@@ -183,7 +183,7 @@ final class TrackerSoundMachineTests: XCTestCase {
     var now = t0
     var out = m.handle(.start, now: now)
     for attempt in 1...3 {
-      XCTAssertEqual(out.first, .connect, "attempt \(attempt)")
+      XCTAssertEqual(out.last, .connect, "attempt \(attempt)")
       out = m.handle(.connectFailed("not heard", seen: false), now: now)
       XCTAssertEqual(out.first, .disconnect)
       if attempt < 3 {

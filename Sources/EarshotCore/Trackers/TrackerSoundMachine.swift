@@ -13,7 +13,8 @@ public enum TrackerSoundInput: Equatable, Sendable {
   case start
   /// `.connect` done: the tag's characteristics as "service/characteristic" keys.
   case connected(Set<String>)
-  /// `.connect` failed; `seen` false when bluetoothd has not heard the tag.
+  /// `.connect` failed; `seen` false only when bluetoothd answered and has
+  /// not heard the tag (all such: out of range), true for any other failure.
   case connectFailed(String, seen: Bool)
   /// `.subscribe` done; `error` nil on success.
   case subscribed(error: String?)
@@ -133,7 +134,9 @@ public enum TrackerSoundOutcome: Equatable, Sendable {
 ///   `.finish`, on every path (bluetoothd is never left with a link it
 ///   did not expect), and before each new connect;
 /// - Tile, SmartTag and Chipolo are answered without a connection;
-/// - malformed answers are logged and ignored (the deadline still holds).
+/// - malformed answers are logged and ignored (the deadline still holds);
+/// - a step's deadline is armed before the step, so a shell that answers
+///   at once (re-entering `handle`) never has its next deadline undone.
 public struct TrackerSoundMachine: Sendable {
   public struct Settings: Equatable, Sendable {
     public var attempts: Int
@@ -262,8 +265,8 @@ public struct TrackerSoundMachine: Sendable {
     attempts += 1
     phase = .connecting
     early = nil
-    out.append(.connect)
     arm(now + settings.connectTimeout, &out)
+    out.append(.connect)
   }
 
   /// The first step on the current way in.
@@ -271,8 +274,8 @@ public struct TrackerSoundMachine: Sendable {
     early = nil
     if rows[0].subscribeFirst {
       phase = .subscribing
-      out.append(.subscribe(rows[0]))
       arm(now + settings.stepTimeout, &out)
+      out.append(.subscribe(rows[0]))
     } else {
       write(now, &out)
     }
@@ -287,8 +290,8 @@ public struct TrackerSoundMachine: Sendable {
     case .identify: bytes = DULT.command(DULT.queries[query].opcode)
     }
     phase = .writing
-    out.append(.write(row, bytes))
     arm(now + settings.stepTimeout, &out)
+    out.append(.write(row, bytes))
   }
 
   /// A DULT answer on the current way in.

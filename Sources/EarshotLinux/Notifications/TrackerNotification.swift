@@ -119,9 +119,9 @@ public final class TrackerNotification: AgentTransport {
       notify(
         current, summary: summary, body: TrackerAlert.details(current, now: now()), replacing: id)
     case "ring":
-      // The answer (rang, near its owner, out of range…) replaces the body;
-      // the actions stay, so it can be rung again.
-      notify(row, summary: summary, body: "Ringing it…", replacing: id)
+      // The answer (rang, near its owner, out of range…) replaces the body
+      // when it comes (seconds: a connect); the actions stay, so it can be
+      // rung again.
       agent.perform(
         .trackerSound(row.number, .ring), from: Requester(device: nil, name: "notification")
       ) { [weak self] outcome in

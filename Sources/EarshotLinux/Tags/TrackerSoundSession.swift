@@ -74,7 +74,11 @@ extension TagTransport {
   }
 
   private func feed(_ s: TrackerSoundSession, _ input: TrackerSoundInput) {
-    for action in s.machine.handle(input, now: Clock.now()) { perform(action, s) }
+    for action in s.machine.handle(input, now: Clock.now()) {
+      // A step answered at once may have finished it meanwhile.
+      guard soundSessions[s.address] === s else { return }
+      perform(action, s)
+    }
   }
 
   private func perform(_ action: TrackerSoundAction, _ s: TrackerSoundSession) {
@@ -141,7 +145,7 @@ extension TagTransport {
     s.generation += 1
     let g = s.generation
     guard let central = bus() else {
-      return feed(s, .connectFailed("the system D-Bus is not reachable", seen: false))
+      return feed(s, .connectFailed("the system D-Bus is not reachable", seen: true))
     }
     func fail(_ why: String, seen: Bool) {
       guard g == s.generation else { return }
@@ -151,7 +155,8 @@ extension TagTransport {
       guard let self, g == s.generation else { return }
       let objects: BlueZCentral.Objects
       switch result {
-      case .failure(let e): return fail(e.description, seen: false)
+      // bluetoothd itself did not answer: no news of the tag.
+      case .failure(let e): return fail(e.description, seen: true)
       case .success(let o): objects = o
       }
       guard let device = BlueZCentral.devices(objects, address: s.address).first else {
