@@ -177,7 +177,7 @@ final class TrackerSoundMachineTests: XCTestCase {
     XCTAssertTrue(why.contains("does not speak DULT"), why)
   }
 
-  /// Never heard: scans, retries after 1 then 2 s, then "out of range".
+  /// Never heard: scans, retries after 3 then 6 s, then "out of range".
   func testNotFoundIsOutOfRangeAfterTheAttempts() {
     var m = TrackerSoundMachine(family: .findMy, mode: .ring)
     var now = t0
@@ -188,7 +188,7 @@ final class TrackerSoundMachineTests: XCTestCase {
       XCTAssertEqual(out.first, .disconnect)
       if attempt < 3 {
         guard case .armTimer(let at)? = out.last else { return XCTFail("\(out)") }
-        XCTAssertEqual(now.seconds(until: at), Double(attempt), accuracy: 1e-9)
+        XCTAssertEqual(now.seconds(until: at), 3 * Double(attempt), accuracy: 1e-9)
         XCTAssertTrue(m.handle(.timerFired, now: now).isEmpty, "an early firing is ignored")
         now = at
         out = m.handle(.timerFired, now: now)

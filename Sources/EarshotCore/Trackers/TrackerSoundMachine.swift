@@ -128,7 +128,8 @@ public enum TrackerSoundOutcome: Equatable, Sendable {
 /// Guarantees:
 /// - exactly one `.finish`, always the last action; nothing after it;
 /// - at most `settings.attempts` connects; a connect or link failure waits
-///   `retryDelay` × attempt before the next, and every step has a deadline
+///   `retryDelay` × attempt before the next (`searchDelay` × attempt when
+///   bluetoothd has not heard the tag: it scans meanwhile), and every step has a deadline
 ///   (a step that hangs is a failed attempt, never a hung request);
 /// - once a connect was asked for, `.disconnect` comes after it and before
 ///   `.finish`, on every path (bluetoothd is never left with a link it
@@ -143,15 +144,20 @@ public struct TrackerSoundMachine: Sendable {
     public var connectTimeout: Duration
     public var stepTimeout: Duration
     public var retryDelay: Duration
+    /// After "bluetoothd has not heard it": the scan needs time to hear
+    /// an advertisement (a tracker's come every 2 s or so).
+    public var searchDelay: Duration
 
     public init(
       attempts: Int = 3, connectTimeout: Duration = .seconds(20),
-      stepTimeout: Duration = .seconds(5), retryDelay: Duration = .seconds(1)
+      stepTimeout: Duration = .seconds(5), retryDelay: Duration = .seconds(1),
+      searchDelay: Duration = .seconds(3)
     ) {
       self.attempts = max(1, attempts)
       self.connectTimeout = connectTimeout
       self.stepTimeout = stepTimeout
       self.retryDelay = retryDelay
+      self.searchDelay = searchDelay
     }
   }
 
@@ -211,7 +217,7 @@ public struct TrackerSoundMachine: Sendable {
       begin(now, &out)
     case (.connecting, .connectFailed(let why, let seen)):
       if seen { neverSeen = false }
-      retry("cannot connect: \(why)", now, &out)
+      retry("cannot connect: \(why)", now, &out, searching: !seen)
     case (.subscribing, .subscribed(let error)):
       if let error {
         refuse("cannot turn on its indications: \(error)", now, &out)
@@ -390,7 +396,7 @@ public struct TrackerSoundMachine: Sendable {
 
   /// A failed attempt: wait and connect again, or answer.
   private mutating func retry(
-    _ why: String, _ now: MonotonicTime, _ out: inout [TrackerSoundAction]
+    _ why: String, _ now: MonotonicTime, _ out: inout [TrackerSoundAction], searching: Bool = false
   ) {
     // Whatever state the link is in, bluetoothd must not keep it.
     out.append(.disconnect)
@@ -398,7 +404,7 @@ public struct TrackerSoundMachine: Sendable {
       finish(neverSeen ? .outOfRange(attempts: attempts) : .failed(attempts: attempts, why), &out)
       return
     }
-    let delay = settings.retryDelay * attempts
+    let delay = (searching ? settings.searchDelay : settings.retryDelay) * attempts
     out.append(
       .log(
         "attempt \(attempts) of \(settings.attempts): \(why); again in \(delay.components.seconds) s"

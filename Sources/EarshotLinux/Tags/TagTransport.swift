@@ -21,6 +21,9 @@ public final class TagTransport: AgentTransport {
   private var started = false
   /// Trackers being rung or identified (`TrackerSoundSession`), by address.
   var soundSessions: [BDAddress: TrackerSoundSession] = [:]
+  /// Where a tracker bluetoothd has not heard is scanned for (the
+  /// scanner's adapter; nil: the first).
+  public var trackerAdapter: String?
   /// A tag's link as presence changed: true connected, false out of reach
   /// (lost, or a connect attempt failed). Regions naming it follow.
   public var onPresence: ((String, Bool) -> Void)?

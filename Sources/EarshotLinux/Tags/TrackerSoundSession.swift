@@ -33,7 +33,9 @@ final class TrackerSoundSession {
 }
 
 /// Ringing and identifying trackers through the tags' bluetoothd client
-/// (`BlueZCentral`): the machine decides, this carries out (thin).
+/// (`BlueZCentral`): the machine decides, this carries out (thin). A
+/// tracker bluetoothd has not heard is scanned for on `trackerAdapter`
+/// (the scanner's, `[scanner] adapter`; nil: the first adapter).
 extension TagTransport {
   /// Starts one; false when a request for this tracker is under way.
   public func soundTracker(
@@ -139,7 +141,7 @@ extension TagTransport {
     s.discovering = []
   }
 
-  /// Finds the tag on any adapter (discovering on every adapter when
+  /// Finds the tag on any adapter (discovering on `trackerAdapter` when
   /// bluetoothd has not heard it), connects and lists its characteristics.
   private func connectSound(_ s: TrackerSoundSession) {
     s.generation += 1
@@ -160,12 +162,16 @@ extension TagTransport {
       case .success(let o): objects = o
       }
       guard let device = BlueZCentral.devices(objects, address: s.address).first else {
-        let adapters = objects.filter { $0.value["org.bluez.Adapter1"] != nil }.map(\.key).sorted()
-        for a in adapters where !s.discovering.contains(a) {
-          central.discover(adapter: a)
-          s.discovering.append(a)
+        // The adapter that heard it: the scanner's.
+        switch BlueZCentral.adapter(objects, named: self.trackerAdapter) {
+        case .failure(let e): return fail(e.description, seen: true)
+        case .success(let a):
+          if !s.discovering.contains(a) {
+            central.discover(adapter: a)
+            s.discovering.append(a)
+          }
+          return fail("bluetoothd has not heard it (scanning for it on \(a))", seen: false)
         }
-        return fail("bluetoothd has not heard it (scanning for it)", seen: false)
       }
       self.stopDiscovering(s)
       s.devicePath = device

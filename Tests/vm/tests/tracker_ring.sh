@@ -3,8 +3,8 @@
 # and DULT's non-owner service; its Find My "separated" frame advertised
 # connectable from the random static address C3:11:22:33:44:55 with raw
 # HCI commands: bluetoothd's own extended advertising of that frame made
-# btvirt abort when the agent's scan started), hci1 is
-# the adapter bluetoothd connects through, hci2 the agent's scanner.
+# btvirt abort when the agent's scan started); hci1 is the laptop's one
+# adapter: the agent's scanner and bluetoothd's discovery and connection.
 # `earshot trackers --ring 1` reaches DULT (indications on, 00 03 written,
 # Success), --silence writes 01 03; with DULT refusing, the AirTag service
 # gets AF; near its owner (Invalid_state) is answered as such; --identify
@@ -12,15 +12,8 @@
 . "$RESULTS/env"
 TRACKER=C3:11:22:33:44:55
 printf '[General]\nTemporaryTimeout = 600\n' >main.conf
-start_system_bus
-start_btvirt -l3
-wait_for 10 hci_exists hci2 && hciconfig hci2 up
-btmon -w trace.btsnoop >/dev/null 2>&1 &
-start_bluetoothd bluetoothd.log -d -f main.conf
-a0=$(adapter_address hci0); a1=$(adapter_address hci1); a2=$(adapter_address hci2)
-wait_for 30 bluetoothd_lists "$a0" "$a1" "$a2" || fail "bluetoothd does not list hci0-hci2"
+bluetoothd_with_two_controllers 30 -d -f main.conf
 le_only "power on"
-for c in "power off" "le on" "bredr off" "power on"; do mgmt -i hci2 $c; done
 
 /usr/bin/python3 "$REPO/Tests/vm/tests/tracker_peripheral.py" hci0 >tracker.out 2>tracker.err &
 TRACKER_PID=$!
@@ -43,7 +36,7 @@ ADV=$!
 SOCK=/tmp/earshot.sock
 cat >tracker.conf <<CONF
 [scanner]
-adapter = hci2
+adapter = hci1
 duty = full
 [trackers]
 enabled = true
