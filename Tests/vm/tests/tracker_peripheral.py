@@ -3,19 +3,24 @@
 application registered with bluetoothd on one adapter, serving the AirTag
 sound service (7DFC9000-..., characteristic 7DFC9001-..., write) and DULT's
 non-owner service (15190001-..., control point 8E0C0001-..., write and
-indicate). It registers no advertisement: the test advertises the Find My
-frame itself (raw HCI, from a random static address).
+indicate). It registers no advertisement: the test sets the Find My frame
+up with raw HCI commands (from a random static address); this pulses its
+advertising once a second (disable and enable at once on a raw HCI socket:
+the emulator reports an advertiser only when its advertising is enabled,
+and connects only to one that is on, so the off time must be nil).
 
 A DULT write is answered by an indication, as DULT has it: Sound_Start and
 Sound_Stop with a Command_Response, Success, or Invalid_state while the file
 ./near_owner exists; Get_Manufacturer_Name and Get_Model_Name with their
 answers; Get_Identifier with Invalid_state; anything else Invalid_command.
 While ./dult_refuse exists DULT writes are refused (NotPermitted). Prints one
-JSON line per thing that happens. Usage: tracker_peripheral.py ADAPTER
+JSON line per thing that happens. Usage: tracker_peripheral.py ADAPTER (hciN)
 """
 import json
 import os
+import ctypes
 import signal
+import struct
 import sys
 
 import dbus
@@ -135,8 +140,26 @@ class Application(dbus.service.Object):
         return {dbus.ObjectPath(o.path): {o.interface: o.props} for o in self.objects}
 
 
+def raw_hci(index):
+    """A raw HCI socket on hciN (through libc: this Python has no AF_BLUETOOTH)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.socket(31, 3, 1)  # AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI
+    addr = struct.pack("<HHH", 31, index, 0)  # sockaddr_hci, HCI_CHANNEL_RAW
+    if fd < 0 or libc.bind(fd, addr, len(addr)) != 0:
+        raise OSError(ctypes.get_errno(), "cannot open a raw HCI socket")
+    return fd
+
+
+def pulse(fd):
+    # LE Set Advertising Enable (0x200A): off, then on, back to back.
+    for enable in (0, 1):
+        os.write(fd, bytes([0x01, 0x0A, 0x20, 0x01, enable]))
+    return True
+
+
 def main():
     adapter = "/org/bluez/" + sys.argv[1]
+    hci = raw_hci(int(sys.argv[1][3:]))
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     bus = dbus.SystemBus()
     Application(bus)
@@ -145,6 +168,7 @@ def main():
         dbus.ObjectPath(ROOT), {}, dbus_interface="org.bluez.GattManager1",
         reply_handler=lambda: say(event="ready"),
         error_handler=lambda e: (say(event="error", error=str(e)), loop.quit()))
+    GLib.timeout_add(1000, lambda: pulse(hci))
     GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGTERM, lambda: loop.quit() or False)
     loop.run()
 

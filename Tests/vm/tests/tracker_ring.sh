@@ -23,11 +23,7 @@ wait_for 60 grep -q '"ready"' tracker.out || { fail "the tracker did not registe
 hcitool -i hci0 cmd 0x08 0x0005 55 44 33 22 11 c3 >/dev/null
 hcitool -i hci0 cmd 0x08 0x0006 a0 00 a0 00 00 01 00 00 00 00 00 00 00 07 00 >/dev/null
 hcitool -i hci0 cmd 0x08 0x0008 1f 1e ff 4c 00 12 19 10 $(printf '%02x ' $(seq 1 22)) 00 00 >/dev/null
-# Advertising stays on (the emulator reports it to each scan that starts,
-# and connects only to an advertiser that is on at that moment); a
-# connection ends it, so it is turned on again before each request.
-adv_on() { hcitool -i hci0 cmd 0x08 0x000a 01 >/dev/null 2>&1; }
-adv_on
+# tracker_peripheral.py pulses the advertising (off and on at once) every second.
 
 SOCK=/tmp/earshot.sock
 cat >tracker.conf <<CONF
@@ -46,7 +42,7 @@ cat list.out
 
 connected() { busctl get-property org.bluez "/org/bluez/hci1/dev_${TRACKER//:/_}" org.bluez.Device1 Connected 2>/dev/null | grep -q true; }
 let_go() { wait_for 10 bash -c "! busctl get-property org.bluez /org/bluez/hci1/dev_${TRACKER//:/_} org.bluez.Device1 Connected 2>/dev/null | grep -q true"; }
-ring() { adv_on; timeout 120 "$EARSHOT" trackers --socket $SOCK "$@" >>ring.out 2>&1; }
+ring() { timeout 120 "$EARSHOT" trackers --socket $SOCK "$@" >>ring.out 2>&1; }
 
 ring --ring 1
 rc=$?
