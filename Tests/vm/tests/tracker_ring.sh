@@ -23,7 +23,9 @@ wait_for 60 grep -q '"ready"' tracker.out || { fail "the tracker did not registe
 hcitool -i hci0 cmd 0x08 0x0005 55 44 33 22 11 c3 >/dev/null
 hcitool -i hci0 cmd 0x08 0x0006 a0 00 a0 00 00 01 00 00 00 00 00 00 00 07 00 >/dev/null
 hcitool -i hci0 cmd 0x08 0x0008 1f 1e ff 4c 00 12 19 10 $(printf '%02x ' $(seq 1 22)) 00 00 >/dev/null
-# tracker_peripheral.py pulses the advertising (off and on at once) every second.
+# tracker_peripheral.py pulses the advertising (off and on at once) every
+# second from now on.
+touch advertise
 
 SOCK=/tmp/earshot.sock
 cat >tracker.conf <<CONF
