@@ -155,9 +155,11 @@ def pulse(fd):
     # btvirt aborted when advertising was enabled before.
     if not os.path.exists("advertise"):
         return True
-    # LE Set Advertising Enable (0x200A): off, then on, back to back.
+    # LE Set Extended Advertising Enable (0x2039), set 0: off, then on,
+    # back to back (the emulator connects an extended create connection
+    # only to an extended advertiser).
     for enable in (0, 1):
-        os.write(fd, bytes([0x01, 0x0A, 0x20, 0x01, enable]))
+        os.write(fd, bytes([0x01, 0x39, 0x20, 0x06, enable, 0x01, 0x00, 0x00, 0x00, 0x00]))
     return True
 
 

@@ -18,11 +18,14 @@ le_only "power on"
 /usr/bin/python3 "$REPO/Tests/vm/tests/tracker_peripheral.py" hci0 >tracker.out 2>tracker.err &
 TRACKER_PID=$!
 wait_for 60 grep -q '"ready"' tracker.out || { fail "the tracker did not register"; cat tracker.out tracker.err; }
-# LE Set Random Address (least significant byte first), then ADV_IND from it:
-# 4C 00 12 19, status 0x10 (an AirTag, battery full), 22 key bytes, 2 more.
-hcitool -i hci0 cmd 0x08 0x0005 55 44 33 22 11 c3 >/dev/null
-hcitool -i hci0 cmd 0x08 0x0006 a0 00 a0 00 00 01 00 00 00 00 00 00 00 07 00 >/dev/null
-hcitool -i hci0 cmd 0x08 0x0008 1f 1e ff 4c 00 12 19 10 $(printf '%02x ' $(seq 1 22)) 00 00 >/dev/null
+# Extended advertising set 0 (the emulator connects an extended create
+# connection only to an extended advertiser): its random address
+# (least significant byte first); connectable legacy ADV_IND (properties
+# 0x13) from it; the data: 4C 00 12 19, status 0x10 (an AirTag, battery
+# full), 22 key bytes, 2 more.
+hcitool -i hci0 cmd 0x08 0x0036 00 13 00 a0 00 00 a0 00 00 07 01 00 00 00 00 00 00 00 00 7f 01 00 01 00 00 >/dev/null
+hcitool -i hci0 cmd 0x08 0x0035 00 55 44 33 22 11 c3 >/dev/null
+hcitool -i hci0 cmd 0x08 0x0037 00 03 01 1f 1e ff 4c 00 12 19 10 $(printf '%02x ' $(seq 1 22)) 00 00 >/dev/null
 # tracker_peripheral.py pulses the advertising (off and on at once) every
 # second from now on.
 touch advertise
