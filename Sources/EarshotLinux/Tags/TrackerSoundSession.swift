@@ -170,7 +170,8 @@ extension TagTransport {
             central.discover(adapter: a)
             s.discovering.append(a)
           }
-          return fail("bluetoothd has not heard it (scanning for it on \(a))", seen: false)
+          let name = a.split(separator: "/").last.map(String.init) ?? a
+          return fail("bluetoothd has not heard it (scanning for it on \(name))", seen: false)
         }
       }
       self.stopDiscovering(s)
