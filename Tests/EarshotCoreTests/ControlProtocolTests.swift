@@ -101,6 +101,22 @@ final class ControlProtocolTests: XCTestCase {
       .noticeFail(3, reason: "busy"))
   }
 
+  func testTrackerRingTakesANumberAndAMode() throws {
+    XCTAssertEqual(
+      try request(#"{"id":1,"cmd":"tracker.ring","number":3}"#).command,
+      .trackerRing(number: 3, mode: .ring))
+    XCTAssertEqual(
+      try request(#"{"id":1,"cmd":"tracker.ring","number":3,"mode":"identify"}"#).command,
+      .trackerRing(number: 3, mode: .identify))
+    XCTAssertNotNil(rejection(#"{"id":1,"cmd":"tracker.ring"}"#), "no number")
+    XCTAssertNotNil(rejection(#"{"id":1,"cmd":"tracker.ring","number":0}"#))
+    XCTAssertNotNil(rejection(#"{"id":1,"cmd":"tracker.ring","number":1,"mode":"loud"}"#))
+    for mode in TrackerSoundMode.allCases {
+      let r = ControlRequest(id: .int(5), command: .trackerRing(number: 2, mode: mode))
+      XCTAssertEqual(try request(r.encoded), r)
+    }
+  }
+
   func testEncodedRequestsParseBack() throws {
     let commands: [ControlCommand] = [
       .status, .volumeSet(0.25), .subscribe([.find, .ranging]), .deviceRegister(name: "x y"),

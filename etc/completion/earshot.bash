@@ -30,11 +30,11 @@ _earshot() {
     volume) opts="--card --control --socket --help" ;;
     log) opts="--db --since --until --region --beacon --format --config --interval --batch --help" ;;
     plot) opts="--db --day --since --until --region --beacon --out --config --png --title --help" ;;
-    trackers) opts="--socket --capture --config --sensitivity --trust --for --clear --export --json --plot --out --png --help" ;;
+    trackers) opts="--socket --capture --config --sensitivity --trust --for --clear --export --json --plot --out --png --ring --silence --identify --help" ;;
     ble-agent) opts="--accept --capability --bus --help" ;;
   esac
   case $prev in
-    --adapter|--agent|--agents|--alert-device|--batch|--battery-allowance|--beacon|--beacons|--ble|--buffer|--bus|--capability|--capture|--card|--clear|--config|--control|--covered|--day|--db|--dense-minutes|--device|--directory|--drift|--duration|--duty-hours|--end|--export|--fallback|--fast|--first-agent|--for|--format|--frequency|--group|--hours|--input|--interval|--keys|--library|--log|--mains-allowance|--mixer-card|--monitor|--name|--offsets|--out|--output|--pace|--phones|--player|--plot|--png|--power|--radio|--radio-write|--ramp|--rate|--reference|--region|--reports|--resolution|--seconds|--security|--seed|--sensitivity|--since|--skew|--slow|--socket|--sound|--spec|--start-at|--state|--state-dir|--stats|--store|--timeout|--title|--topics|--trust|--truth|--until|--wait|--write)
+    --adapter|--agent|--agents|--alert-device|--batch|--battery-allowance|--beacon|--beacons|--ble|--buffer|--bus|--capability|--capture|--card|--clear|--config|--control|--covered|--day|--db|--dense-minutes|--device|--directory|--drift|--duration|--duty-hours|--end|--export|--fallback|--fast|--first-agent|--for|--format|--frequency|--group|--hours|--identify|--input|--interval|--keys|--library|--log|--mains-allowance|--mixer-card|--monitor|--name|--offsets|--out|--output|--pace|--phones|--player|--plot|--png|--power|--radio|--radio-write|--ramp|--rate|--reference|--region|--reports|--resolution|--ring|--seconds|--security|--seed|--sensitivity|--silence|--since|--skew|--slow|--socket|--sound|--spec|--start-at|--state|--state-dir|--stats|--store|--timeout|--title|--topics|--trust|--truth|--until|--wait|--write)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   COMPREPLY=($(compgen -W "$opts" -- "$cur"))

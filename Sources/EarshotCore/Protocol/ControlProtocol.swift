@@ -29,6 +29,7 @@ public enum ControlVerb: String, CaseIterable, Sendable {
   case trackerTrust = "tracker.trust"
   case trackerClear = "tracker.clear"
   case trackerEvidence = "tracker.evidence"
+  case trackerRing = "tracker.ring"
 }
 
 /// What a control-socket client asks for. The wire name is `cmd`.
@@ -67,6 +68,8 @@ public enum ControlCommand: Equatable, Sendable {
   case trackerClear(number: Int)
   /// A tracker's evidence (nil: every tracker kept), as `TrackerEvidence.json`.
   case trackerEvidence(number: Int?)
+  /// Ring (or silence, or identify) a tracker the watch keeps.
+  case trackerRing(number: Int, mode: TrackerSoundMode)
 
   /// The command's wire name (`cmd`).
   public var name: String { verb.rawValue }
@@ -96,6 +99,7 @@ public enum ControlCommand: Equatable, Sendable {
     case .trackerTrust: .trackerTrust
     case .trackerClear: .trackerClear
     case .trackerEvidence: .trackerEvidence
+    case .trackerRing: .trackerRing
     }
   }
 
@@ -138,6 +142,9 @@ public struct ControlRequest: Equatable, Sendable {
       if let seconds { fields.append(("seconds", .number(seconds))) }
     case .trackerClear(let n): fields.append(("number", .int(n)))
     case .trackerEvidence(let n?): fields.append(("number", .int(n)))
+    case .trackerRing(let n, let mode):
+      fields.append(("number", .int(n)))
+      fields.append(("mode", .string(mode.rawValue)))
     default: break
     }
     return JSONValue.object(fields).encoded
@@ -345,13 +352,23 @@ public enum ControlProtocol {
         throw ControlError(.invalidRequest, "\"number\" must be a tracker's number, 1 or more")
       }
       return .trackerEvidence(number: n)
-    case .trackerTrust, .trackerClear:
+    case .trackerTrust, .trackerClear, .trackerRing:
       guard let field = v["number"] else {
         throw ControlError(
           .missingField, "\(verb.rawValue) needs \"number\" (earshot trackers shows them)")
       }
       guard let n = field.integer.flatMap({ Int(exactly: $0) }), n > 0 else {
         throw ControlError(.invalidRequest, "\"number\" must be a tracker's number, 1 or more")
+      }
+      if verb == .trackerRing {
+        var mode = TrackerSoundMode.ring
+        if let m = v["mode"] {
+          guard let parsed = m.string.flatMap(TrackerSoundMode.init(rawValue:)) else {
+            throw ControlError(.invalidRequest, "\"mode\" must be ring, silence or identify")
+          }
+          mode = parsed
+        }
+        return .trackerRing(number: n, mode: mode)
       }
       guard verb == .trackerTrust else { return .trackerClear(number: n) }
       var seconds: Double? = nil

@@ -41,6 +41,8 @@ public enum DeviceRequest: Equatable, Sendable {
   case trackerClear(TrackerNumber)
   /// A tracker's evidence (nil: every tracker kept's).
   case trackerEvidence(TrackerNumber?)
+  /// Ring, silence or identify a tracker the watch keeps, through BlueZ.
+  case trackerSound(TrackerNumber, TrackerSoundMode)
 }
 
 /// Who asks: a device (one that can ring the laptop and answer notices) or
@@ -89,6 +91,8 @@ public enum RequestOutcome: Equatable, Sendable {
   /// The trackers kept after a trust or a clear (as `status` lists them),
   /// or their evidence.
   case trackers(JSONValue)
+  /// A tracker rang, was silenced or said who it is (`line` says so).
+  case trackerSound(TrackerNumber, TrackerSoundOutcome, line: String)
   case refused(RequestError)
 }
 

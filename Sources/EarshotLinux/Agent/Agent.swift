@@ -308,6 +308,7 @@ public final class Agent {
     }
     // Tags connect at start; `ring ADDRESS` opens the bus when first asked.
     let tags = TagTransport(tags: config.tags, agent: daemon, busAddress: surroundings.systemBus)
+    tags.trackerAdapter = config.scanner.adapter
     // Tags are presence: a region naming one follows its link.
     if let monitor { tags.onPresence = { monitor.tag($0, connected: $1) } }
     daemon.attach(tags: tags, showStatus: !config.tags.isEmpty)

@@ -169,7 +169,7 @@ public final class BLELinkTransport: AgentTransport {
       return .ok(.shutter(s), to: frame)
     case .mediaCompleted(_, let response, _):
       return LinkResponse(opcode: .playMedia, seq: frame.seq, status: linkStatus(response))
-    case .status, .findStatus, .found, .media, .rang, .trackers:
+    case .status, .findStatus, .found, .media, .rang, .trackers, .trackerSound:
       // Not link requests: never asked for by a frame.
       return .error(.failure, to: frame)
     }

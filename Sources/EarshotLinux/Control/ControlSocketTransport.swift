@@ -91,6 +91,7 @@ public final class ControlSocketTransport: AgentTransport {
         TrackerNumber(n), for: seconds.map { .milliseconds(Int64(($0 * 1000).rounded())) })
     case .trackerClear(let n): deviceRequest = .trackerClear(TrackerNumber(n))
     case .trackerEvidence(let n): deviceRequest = .trackerEvidence(n.map(TrackerNumber.init))
+    case .trackerRing(let n, let mode): deviceRequest = .trackerSound(TrackerNumber(n), mode)
     }
     let requester = Requester(device: link.device(of: client), name: "socket client \(client)")
     agent.perform(deviceRequest, from: requester) { [weak self] outcome in
@@ -153,6 +154,15 @@ public final class ControlSocketTransport: AgentTransport {
       return ControlProtocol.success(id: id, [("media", ControlProtocol.json(phase))])
     case .trackers(let list):
       return ControlProtocol.success(id: id, [("trackers", list)])
+    case .trackerSound(let number, let outcome, let line):
+      var fields: [(String, JSONValue)] = [
+        ("tracker", .int(number.value)), ("result", .string(outcome.code)),
+        ("message", .string(line)),
+      ]
+      if case .identified(_, let facts) = outcome {
+        fields.append(("facts", .object(facts.map { ($0.name, .string($0.value)) })))
+      }
+      return ControlProtocol.success(id: id, fields)
     case .rang(let target, let device, let level):
       return ControlProtocol.success(
         id: id,

@@ -130,6 +130,39 @@ extension Daemon {
       }
       dispatch(.trackersChanged)
       reply(.trackers(trackers.statusJSON))
+    case .trackerSound(let number, let mode):
+      try soundTracker(number, mode, reply)
+    }
+  }
+
+  /// Rings, silences or identifies a kept tracker through the tags'
+  /// bluetoothd client; every outcome but success is refused with its line.
+  private func soundTracker(
+    _ number: TrackerNumber, _ mode: TrackerSoundMode, _ reply: @escaping ReplyHandler
+  ) throws {
+    guard let trackers else {
+      throw RequestError(
+        .unavailable, "the agent does not watch for trackers: set [trackers] enabled = true")
+    }
+    guard let row = trackers.caughtUp().rows.first(where: { $0.number == number }) else {
+      throw RequestError(.failed, "no \(number) is kept (earshot trackers lists them)")
+    }
+    guard let tags else {
+      throw RequestError(.unavailable, "ringing devices is not set up in this agent")
+    }
+    let what = "tracker \(number.value) (\(row.frame.row.name) at \(row.address))"
+    let started = tags.soundTracker(
+      row.address, family: row.frame.family, mode: mode, what: what
+    ) { outcome in
+      let line = outcome.line(what)
+      switch outcome {
+      case .rang, .silenced, .identified: reply(.trackerSound(number, outcome, line: line))
+      case .refused, .failed: reply(.refused(RequestError(.failed, line)))
+      default: reply(.refused(RequestError(.unavailable, line)))
+      }
+    }
+    if !started {
+      throw RequestError(.busy, "\(what): a request to it is under way")
     }
   }
 

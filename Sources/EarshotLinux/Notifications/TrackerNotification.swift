@@ -2,7 +2,8 @@ import EarshotCore
 
 /// A desktop notification for each tracker that follows, as a transport on
 /// the user's session bus (org.freedesktop.Notifications). Its actions:
-/// **Ring it** where the protocol lets a stranger ring the tag, **Ignore**
+/// **Ring it** where the protocol lets a stranger ring the tag (through
+/// BlueZ, `tracker.ring`; the answer replaces the body), **Ignore**
 /// trusts it for a day (`tracker.trust`), **Details** shows it again with
 /// what `earshot trackers` lists for it.
 ///
@@ -118,13 +119,21 @@ public final class TrackerNotification: AgentTransport {
       notify(
         current, summary: summary, body: TrackerAlert.details(current, now: now()), replacing: id)
     case "ring":
-      // Ringing a stranger's tag through BlueZ is not built yet: say so.
-      agent.log("tracker notification: ring \(row.number): not built yet")
-      notify(
-        row, summary: summary,
-        body:
-          "Earshot cannot ring trackers yet; \(row.frame.row.name) at \(row.address) can be rung by a phone's tracker scanner.",
-        replacing: id)
+      // The answer (rang, near its owner, out of range…) replaces the body
+      // when it comes (seconds: a connect); the actions stay, so it can be
+      // rung again.
+      agent.perform(
+        .trackerSound(row.number, .ring), from: Requester(device: nil, name: "notification")
+      ) { [weak self] outcome in
+        guard let self else { return }
+        let line: String
+        switch outcome {
+        case .trackerSound(_, _, let l): line = l
+        case .refused(let e): line = e.message
+        default: return
+        }
+        self.notify(row, summary: summary, body: line, replacing: id)
+      }
     default:
       break
     }

@@ -252,6 +252,12 @@ public final class BlueZCentral {
     }
   }
 
+  /// Drops the link (bluetoothd answers at once if there is none).
+  public func disconnect(_ device: String) {
+    bus.call(destination: "org.bluez", path: device, interface: Self.device1, member: "Disconnect")
+    { _ in }
+  }
+
   public func startNotify(_ chrc: String, _ done: @escaping (Result<Void, TagFailure>) -> Void) {
     bus.call(destination: "org.bluez", path: chrc, interface: Self.chrc, member: "StartNotify") {
       result in

@@ -11,14 +11,19 @@ public final class TagTransport: AgentTransport {
   public let link = TagDeviceLink()
   public var deviceLink: DeviceLink? { link }
 
-  private unowned let agent: Daemon
-  private let loop: EventLoop
+  unowned let agent: Daemon
+  let loop: EventLoop
   private let busAddress: String?
-  private var central: BlueZCentral?
+  var central: BlueZCentral?
   private var slots: [TagSlot]
   private var hooks: HookRunner
   private var hookTimer: EventLoop.TimerID?
   private var started = false
+  /// Trackers being rung or identified (`TrackerSoundSession`), by address.
+  var soundSessions: [BDAddress: TrackerSoundSession] = [:]
+  /// Where a tracker bluetoothd has not heard is scanned for (the
+  /// scanner's adapter; nil: the first).
+  public var trackerAdapter: String?
   /// A tag's link as presence changed: true connected, false out of reach
   /// (lost, or a connect attempt failed). Regions naming it follow.
   public var onPresence: ((String, Bool) -> Void)?
@@ -79,18 +84,25 @@ public final class TagTransport: AgentTransport {
     }
     if let t = hookTimer { loop.cancel(t) }
     hookTimer = nil
+    stopSounds()
     central?.bus.close()
     central = nil
   }
 
   /// The D-Bus side, opened at first need (an agent without tags opens
   /// it only for `ring`).
-  private func bus() -> BlueZCentral? {
+  func bus() -> BlueZCentral? {
     if let central { return central }
     do {
       let c = try BlueZCentral(loop: loop, busAddress: busAddress)
-      c.onDisconnect = { [unowned self] path in self.disconnected(path) }
-      c.onValue = { [unowned self] path, value in self.value(path, value) }
+      c.onDisconnect = { [unowned self] path in
+        self.disconnected(path)
+        self.soundDisconnected(path)
+      }
+      c.onValue = { [unowned self] path, value in
+        self.value(path, value)
+        self.soundValue(path, value)
+      }
       c.onAdded = { [unowned self] path in self.added(path) }
       c.onBlueZBack = { [unowned self] in
         // bluetoothd came back: tags waiting for their retry go at once.

@@ -18,7 +18,12 @@ let trackersCommand = Command(
     its status on the control socket, with how long ago each was first and
     last heard. --trust N trusts tracker N (for --for SECONDS, or until it
     is cleared): it does not alert and keeps no evidence. --clear N forgets
-    tracker N, its evidence and its alert.
+    tracker N, its evidence and its alert. --ring N makes tracker N play its
+    sound through bluetoothd (AirTag, Find My accessories, DULT / Find Hub,
+    Pebblebee), --silence N stops it, --identify N asks it who it is (DULT:
+    product data, manufacturer, model, identifier); each prints one line:
+    it rang, it cannot be rung by a stranger (Tile, SmartTag, Chipolo), it
+    is near its owner, it was not found, or it failed after N tries.
 
     --export N (or all) writes tracker N's evidence, of the capture or of the
     running agent: one CSV row per sighting kept (tracker, protocol, kind,
@@ -42,6 +47,9 @@ let trackersCommand = Command(
     .value("plot", "N", "Draw tracker N's evidence as an SVG timeline per place"),
     .value("out", "FILE", "Where --export (default: standard output) or --plot writes"),
     .value("png", "FILE.png", "With --plot: also render a PNG (needs rsvg-convert)"),
+    .value("ring", "N", "Make the running agent's tracker N play its sound"),
+    .value("silence", "N", "Stop tracker N's sound"),
+    .value("identify", "N", "Ask tracker N who it is (DULT)"),
   ],
   run: runTrackers)
 
@@ -152,6 +160,13 @@ private func liveTrackers(_ args: Arguments) throws -> Int32 {
     throw UsageError("--for goes with --trust")
   }
   if let n = try number("clear") { _ = try resultFields(client.call(.trackerClear(number: n))) }
+  for mode in TrackerSoundMode.allCases {
+    guard let n = try number(mode.rawValue) else { continue }
+    // One line whatever happened; a refusal's line is the error.
+    let fields = try resultFields(client.call(.trackerRing(number: n, mode: mode)))
+    Console.line(fields["message"]?.string ?? fields.encoded)
+    return 0
+  }
   let status = try resultFields(client.call(.status))
   guard case .array(let rows)? = status["trackers"] else {
     throw CommandFailure("the agent does not watch for trackers: set [trackers] enabled = true")
