@@ -36,6 +36,19 @@ public struct AdvertisingIntervalEstimator: Sendable {
   // in the padding after the optional: 8 bytes less than before it).
   private var count: UInt8 = 0
   private var next: UInt8 = 0
+  private var slowRun: UInt8 = 0
+  private var sinceUpdate: UInt8 = 0
+  // The statistics' whole numbers, here in the padding too: the longest
+  // gap (in units), the misses the timeout allows and the slowdown factor
+  // (0: no statistics yet). The timeout and the slowdown threshold are
+  // worked out from them by the arithmetic that once stored them (so the
+  // same doubles): 48 bytes and a tag became 24.
+  private var longestGap: UInt16 = 0
+  private var misses: UInt16 = 0
+  private var factor: UInt8 = 0
+  private var interval = 0.0
+  private var loss = 0.0
+  private var upper = 0.0
 
   public init() {}
 
@@ -83,7 +96,6 @@ public struct AdvertisingIntervalEstimator: Sendable {
     guard loss > 0.01 else { return 2 }
     return 1 + max(1, (log(missChance) / (Double(slowdownGaps) * log(loss))).rounded(.up))
   }
-  private var slowRun: UInt8 = 0
 
   /// A beacon that slowed down: the gaps from before say nothing about it
   /// now. Keeps only the recent gaps, so it is learnt afresh (too few gaps:
@@ -96,7 +108,7 @@ public struct AdvertisingIntervalEstimator: Sendable {
     count = UInt8(recent)
     next = 0
     slowRun = 0
-    stats = nil
+    factor = 0
   }
 
   /// A gap across scanning downtime says nothing about the beacon.
@@ -104,17 +116,24 @@ public struct AdvertisingIntervalEstimator: Sendable {
 
   /// Statistics recomputed as gaps arrive (every gap at first, then every
   /// 16th, and at once for a gap longer than any seen), so that asking for
-  /// the timeout costs nothing.
+  /// the timeout costs a multiplication.
   private var stats:
     (
       interval: Double, loss: Double, upper: Double, longest: Double, timeout: Double,
       slowdown: Double
-    )? = nil
-  private var sinceUpdate: UInt8 = 0
+    )?
+  {
+    guard factor > 0 else { return nil }
+    let longest = Double(longestGap) * (Double(Self.unitMicros) / 1e6)
+    return (
+      interval, loss, upper, longest, max(interval * (Double(misses) + 1), 3 * longest),
+      Double(factor) * interval
+    )
+  }
 
   private mutating func update(now: Bool) {
     sinceUpdate &+= 1
-    guard count >= Self.minimumGaps, now || count < 64 || sinceUpdate >= 16 || stats == nil
+    guard count >= Self.minimumGaps, now || count < 64 || sinceUpdate >= 16 || factor == 0
     else { return }
     sinceUpdate = 0
     let unit = Double(Self.unitMicros) / 1e6
@@ -142,16 +161,16 @@ public struct AdvertisingIntervalEstimator: Sendable {
     let centre = loss + z2 / (2 * events)
     let spread = 2 * (loss * (1 - loss) / events + z2 / (4 * events * events)).squareRoot()
     let upper = min(0.95, (centre + spread) / (1 + z2 / events))
-    let longestSeconds = Double(longest) * unit
     var misses = 5.0
     // At the upper bound of the loss, as the timeout has always been taken.
     if upper > 0.01 { misses = max(misses, (log(Self.missChance) / log(upper)).rounded(.up)) }
     // The timeout and the slowdown threshold (in seconds) are worked out
-    // here, not at every report: both take logarithms.
-    stats = (
-      interval, loss, upper, longestSeconds, max(interval * (misses + 1), 3 * longestSeconds),
-      Self.slowdownFactor(loss: upper) * interval
-    )
+    // from these, with no logarithm at a report. Whole numbers: misses at
+    // most 270 and the factor 69 (the bound is at most 0.95).
+    (self.interval, self.loss, self.upper) = (interval, loss, upper)
+    self.longestGap = longest
+    self.misses = UInt16(misses)
+    self.factor = UInt8(Self.slowdownFactor(loss: upper))
   }
 
   /// The value of rank `rank` (0-based) among the first `count` gaps:

@@ -18,21 +18,25 @@ public struct RSSIFilter: Sendable {
   public static let windowCount = 5
   public static let windowMicros: Int64 = 3_000_000
   /// Measurement noise of a median (dB^2), and drift allowed per second.
-  public var measurementVariance = 9.0
-  public var processVariancePerSecond = 1.5
+  /// Constants, not stored: this struct is stored once per tracked beacon.
+  public static let measurementVariance = 9.0
+  public static let processVariancePerSecond = 1.5
 
   /// The median's window, oldest first, kept inline: a heap array per
   /// beacon cost more than the filter itself with thousands tracked, and an
-  /// allocation per report.
+  /// allocation per report. Samples as `Float`: RSSI comes in whole dBm
+  /// (an `Int8`), which a `Float` holds exactly, in half the bytes.
   private var times = InlineArray<5, Int64>(repeating: 0)
-  private var samples = InlineArray<5, Double>(repeating: 0)
-  private var estimate: Double? = nil
-  // One byte each, in the padding after `estimate` (this struct is stored
-  // once per tracked beacon): 16 bytes less than two `Int`s.
+  private var samples = InlineArray<5, Float>(repeating: 0)
+  // One byte each, after the samples (this struct is stored once per
+  // tracked beacon): 16 bytes less than two `Int`s.
   private var storedCount: UInt8 = 0
   private var storedSign: Int8 = 0
+  // Meaningful while the window holds a sample: the two are set and reset
+  // together, so no optional's tag, and the last sample's time is the
+  // window's newest (no field of its own).
+  private var estimate = 0.0
   private var variance = 0.0
-  private var lastTime: Int64 = 0
 
   private var count: Int {
     get { Int(storedCount) }
@@ -45,11 +49,14 @@ public struct RSSIFilter: Sendable {
 
   public init() {}
 
-  public var value: Double? { estimate }
+  public var value: Double? { count > 0 ? estimate : nil }
+
+  /// When the last sample was added, or `nil` before the first one (and
+  /// after `reset`).
+  var lastSampleTime: Int64? { count > 0 ? times[count - 1] : nil }
 
   public mutating func reset() {
     count = 0
-    estimate = nil
     lastInnovationSign = 0
   }
 
@@ -58,31 +65,32 @@ public struct RSSIFilter: Sendable {
   public mutating func add(_ rssi: Double, at time: DecisionTime) -> Double {
     let t = time.micros
     if count == Self.windowCount { dropOldest() }
+    // The newest sample stays newest when the oldest is dropped.
+    let previous = lastSampleTime
     times[count] = t
-    samples[count] = rssi
+    samples[count] = Float(rssi)
     count += 1
     while count > 1, t - times[0] > Self.windowMicros { dropOldest() }
     let m = median()
-    guard let x = estimate else {
+    guard let lastTime = previous else {
       estimate = m
-      variance = measurementVariance
-      lastTime = t
+      variance = Self.measurementVariance
       return m
     }
+    let x = estimate
     let dt = max(0, Double(t - lastTime) / 1e6)
-    lastTime = t
-    var p = variance + processVariancePerSecond * dt
+    var p = variance + Self.processVariancePerSecond * dt
     let innovation = m - x
     let sign = innovation > 0 ? 1 : -1
     // Normalised innovation beyond 2 sigma, twice in the same direction: a
     // real change. Open the gain in proportion to how far off we are.
-    if innovation * innovation > 4 * (p + measurementVariance) {
+    if innovation * innovation > 4 * (p + Self.measurementVariance) {
       if sign == lastInnovationSign { p += innovation * innovation }
       lastInnovationSign = sign
     } else {
       lastInnovationSign = 0
     }
-    let k = p / (p + measurementVariance)
+    let k = p / (p + Self.measurementVariance)
     let next = x + k * innovation
     estimate = next
     variance = (1 - k) * p
@@ -99,7 +107,8 @@ public struct RSSIFilter: Sendable {
 
   /// Insertion sort of at most five values on the stack.
   private func median() -> Double {
-    var s = samples
+    var s = InlineArray<5, Double>(repeating: 0)
+    for i in 0..<count { s[i] = Double(samples[i]) }
     for i in 1..<max(1, count) {
       let v = s[i]
       var j = i - 1

@@ -20,25 +20,48 @@ enum BenchLive {
     let seconds: Double
     let cpuNanos: UInt64
     let wakeups: Int
-    let monitorEvents: Int
     var cpuPercent: Double { Double(cpuNanos) / (seconds * 1e9) * 100 }
     var wakeupsPerSecond: Double { Double(wakeups) / seconds }
     var reportsPerSecond: Double { Double(reports) / seconds }
   }
 
-  static func run(events: [[UInt8]], config: Config, rate: Int, seconds: Double) throws -> Result {
-    guard !events.isEmpty else { throw CommandFailure("bench: no advertising events to replay") }
+  /// One path's monitor across the rounds of a run: the driver keeps what
+  /// it learnt (resolved addresses, intervals, regions entered) and each
+  /// round goes on in the capture where the last one stopped, so the
+  /// rounds after the first measure the steady state a running agent is
+  /// in (a new driver a round measured start-up: the identity capture's
+  /// first second is 200 addresses never seen, each tried against every
+  /// key).
+  final class Session {
+    let events: [[UInt8]]
+    let driver: MonitorDriver
+    fileprivate(set) var monitorEvents = 0
+    fileprivate var nextEvent = 0
+    fileprivate var started = false
+
+    init(events: [[UInt8]], config: Config) throws {
+      guard !events.isEmpty else { throw CommandFailure("bench: no advertising events to replay") }
+      self.events = events
+      driver = try BenchMonitor.driver(config) { _ in }
+      driver.observe { [unowned self] _ in self.monitorEvents += 1 }
+    }
+  }
+
+  static func run(_ session: Session, rate: Int, seconds: Double) throws -> Result {
+    let events = session.events
     var pair: [Int32] = [0, 0]
     guard socketpair(AF_UNIX, earshot_sock_seqpacket | earshot_sock_cloexec, 0, &pair) == 0
     else { throw SystemError(errno: errno, "socketpair") }
     let count = Int((Double(rate) * seconds).rounded())
     let packets = PacketTable(events: events)
+    let firstPacket = session.nextEvent % events.count
+    session.nextEvent += count
     let child = fork()
     if child < 0 { throw SystemError(errno: errno, "fork") }
     if child == 0 {
       // The writer: only raw memory, write(2) and clock_nanosleep(2) here.
       close(pair[0])
-      packets.write(to: pair[1], count: count, periodNanos: 1_000_000_000 / rate)
+      packets.write(to: pair[1], from: firstPacket, count: count, periodNanos: 1_000_000_000 / rate)
       _exit(0)
     }
     close(pair[1])
@@ -52,8 +75,7 @@ enum BenchLive {
     fd.setNonblocking()
 
     let loop = try EventLoop()
-    var monitorEvents = 0
-    let driver = try BenchMonitor.driver(config) { _ in monitorEvents += 1 }
+    let driver = session.driver
     var decoder = AdvertisingEventDecoder()
     var reports = 0
     var first: (nanos: UInt64, cpu: UInt64, wakeups: Int)? = nil
@@ -70,12 +92,24 @@ enum BenchLive {
     // As AgentMonitor: the clocks read at each report (sleep and steps).
     var clocks = ClockWatch(Clock.reading())
 
-    driver.start(at: Clock.decisionNow(), scanning: true)
+    if !session.started {
+      driver.start(at: Clock.decisionNow(), scanning: true)
+      session.started = true
+    } else {
+      // Time passed between the rounds (the other path's round).
+      driver.advance(to: Clock.decisionNow())
+    }
     rearm()
     let reader = PacketReader()
     // As LiveScanner reads its HCI socket: in batches, recvmmsg until a
     // short one.
     try loop.watch(fd, batchingFor: LiveScanner.readBatchNanos) { _ in
+      // Count from the first wakeup with packets to the end, so start-up
+      // is left out and the first batch's reports are in (and no clock is
+      // read per wakeup but the one the monitor needs). Marked before the
+      // batch is read: a slow start (valgrind) may find every packet and
+      // the end in one batch.
+      if first == nil { first = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups) }
       do {
         try reader.drain(fd) { packet, _ in
           guard packet.count > 0 else {
@@ -100,19 +134,15 @@ enum BenchLive {
       } catch {
         loop.stop()
       }
-      // Count from the first report to the end, so start-up is left out
-      // (and no clock is read per wakeup but the one the monitor needs).
-      if first == nil { first = (Clock.monotonicNanos(), Clock.processCPUNanos(), loop.wakeups) }
     }
     try loop.run()
     loop.unwatch(fd)
-    guard let first, let last, last.nanos > first.nanos else {
+    guard let first, let last, last.nanos > first.nanos, reports > 0 else {
       throw CommandFailure("bench: the live replay received too few reports")
     }
     return Result(
       reports: reports, seconds: Double(last.nanos - first.nanos) / 1e9,
-      cpuNanos: last.cpu - first.cpu, wakeups: last.wakeups - first.wakeups,
-      monitorEvents: monitorEvents)
+      cpuNanos: last.cpu - first.cpu, wakeups: last.wakeups - first.wakeups)
   }
 }
 
@@ -138,9 +168,9 @@ private struct PacketTable {
     offsets[count] = at
   }
 
-  /// Writes `count` packets (cycling), one every `periodNanos` on an
-  /// absolute schedule, then closes the socket.
-  func write(to fd: Int32, count total: Int, periodNanos: Int) {
+  /// Writes `count` packets (cycling, from packet `start`), one every
+  /// `periodNanos` on an absolute schedule, then closes the socket.
+  func write(to fd: Int32, from start: Int, count total: Int, periodNanos: Int) {
     var next = timespec()
     clock_gettime(CLOCK_MONOTONIC, &next)
     for i in 0..<total {
@@ -150,7 +180,7 @@ private struct PacketTable {
         next.tv_sec += 1
       }
       while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nil) == EINTR {}
-      let k = i % count
+      let k = (start + i) % count
       _ = send(fd, base + offsets[k], offsets[k + 1] - offsets[k], Int32(MSG_NOSIGNAL))
     }
     close(fd)
