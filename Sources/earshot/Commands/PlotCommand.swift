@@ -77,24 +77,28 @@ func runPlot(_ args: Arguments) throws -> Int32 {
   do {
     svg = ProximityPlot.svg(try reader.plotInput(q, title: title!, offset: offset))
   } catch { throw CommandFailure("\(error)") }
+  try writeOut(svg, to: out, png: args.value("png"))
+  return 0
+}
+
+/// Writes a command's output to the file `out`; with `png`, the output is
+/// an SVG drawing, also rendered as a PNG by rsvg-convert (`earshot plot`,
+/// `earshot trackers --plot`).
+func writeOut(_ text: String, to out: String, png: String? = nil) throws {
   do {
     let sink = try FileSink(creating: out)
-    try sink.write(Array(svg.utf8))
+    try sink.write(Array(text.utf8))
     try sink.flush()
   } catch { throw CommandFailure("\(error)") }
-
-  if let png = args.value("png") {
-    guard let tool = findInPath("rsvg-convert") else {
-      throw CommandFailure(
-        "wrote \(out), but --png needs rsvg-convert: install it (apt-get install librsvg2-bin)")
-    }
-    let status = try runTool(tool, ["rsvg-convert", "--format", "png", "--output", png, out])
-    guard status == 0 else {
-      throw CommandFailure(
-        "rsvg-convert failed (exit status \(status)) converting \(out) to \(png)")
-    }
+  guard let png else { return }
+  guard let tool = findInPath("rsvg-convert") else {
+    throw CommandFailure(
+      "wrote \(out), but --png needs rsvg-convert: install it (apt-get install librsvg2-bin)")
   }
-  return 0
+  let status = try runTool(tool, ["rsvg-convert", "--format", "png", "--output", png, out])
+  guard status == 0 else {
+    throw CommandFailure("rsvg-convert failed (exit status \(status)) converting \(out) to \(png)")
+  }
 }
 
 func findInPath(_ name: String) -> String? {

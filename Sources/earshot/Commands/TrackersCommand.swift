@@ -252,22 +252,7 @@ private struct EvidenceRequest {
       Console.out(text)
       return 0
     }
-    do {
-      let sink = try FileSink(creating: out)
-      try sink.write(Array(text.utf8))
-      try sink.flush()
-    } catch { throw CommandFailure("\(error)") }
-    if let png {
-      guard let tool = findInPath("rsvg-convert") else {
-        throw CommandFailure(
-          "wrote \(out), but --png needs rsvg-convert: install it (apt-get install librsvg2-bin)")
-      }
-      let status = try runTool(tool, ["rsvg-convert", "--format", "png", "--output", png, out])
-      guard status == 0 else {
-        throw CommandFailure(
-          "rsvg-convert failed (exit status \(status)) converting \(out) to \(png)")
-      }
-    }
+    try writeOut(text, to: out, png: png)
     return 0
   }
 }
