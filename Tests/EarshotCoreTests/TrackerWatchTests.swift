@@ -99,6 +99,27 @@ final class TrackerWatchTests: XCTestCase {
     XCTAssertTrue(wiped.isEmpty)
   }
 
+  func testTrustingAnEnrolledTagForAWhileLeavesItEnrolled() {
+    var settings = TrackerWatch.Settings()
+    settings.trusted = [K.tagAddress]
+    var w = TrackerWatch(settings: settings)
+    _ = w.handle(K.wifi(1), at: K.at(0))
+    _ = w.handle(K.airTag(), at: K.at(0))
+    let number = w.rows[0].number
+    XCTAssertEqual(w.handle(.trust(number, for: .seconds(60)), at: K.at(1)), [])
+    XCTAssertEqual(w.rows[0].trust, .enrolled)
+    // Long after that trust would have run out, it follows through 5 places.
+    var alerts: [TrackerWatch.Action] = []
+    for (i, p) in [2, 3, 4, 5, 6].enumerated() {
+      let start = 10 + i * 60
+      _ = w.handle(.moved(.resumed), at: K.at(start))
+      _ = w.handle(K.wifi(p), at: K.at(start))
+      for m in start..<start + 60 { alerts += w.handle(K.airTag(), at: K.at(m) + .seconds(1)) }
+    }
+    XCTAssertEqual(alerts, [])
+    XCTAssertEqual(w.rows[0].trust, .enrolled)
+  }
+
   func testEnrolledNeverAlertsAndTrustRunsOut() {
     var settings = TrackerWatch.Settings()
     settings.trusted = [K.tagAddress]

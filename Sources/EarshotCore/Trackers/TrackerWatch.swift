@@ -235,6 +235,8 @@ public struct TrackerWatch: Sendable {
       place.moved(move, at: now)
     case .trust(let number, let span):
       guard entries[number] != nil else { return [.unknownNumber(number)] }
+      // Enrolled is for good: a trust for a while running out must not end it.
+      guard entries[number]!.trust != .enrolled else { return [] }
       entries[number]!.trust = .until(span.map { now + $0 })
       // An alert's evidence stays until cleared; a stranger's is dropped.
       if entries[number]!.following == nil { entries[number]!.evidence = [] }
