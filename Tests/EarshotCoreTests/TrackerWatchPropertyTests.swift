@@ -18,7 +18,8 @@ final class TrackerWatchPropertyTests: XCTestCase {
       }
     }
     for situation in [
-      "alert", "evicted", "forgotten", "linked", "trust ran out", "cleared", "place",
+      "alert", "alert (no state)", "evicted", "forgotten", "linked", "trust ran out", "cleared",
+      "place",
     ] {
       XCTAssertGreaterThan(
         seen[situation] ?? 0, 10, "the random sequences rarely reach '\(situation)'")
@@ -63,13 +64,21 @@ final class TrackerWatchPropertyTests: XCTestCase {
       case 0..<5:
         let i = UInt64.random(in: 0..<10, using: &rng)
         let address = i == 0 ? enrolled : BDAddress(raw: 0xC700_0000_0000 + i)
-        event =
-          Bool.random(using: &rng) || i > 6
-          ? WatchKit.airTag(address)
-          : .tracker(
-            TrackerFrame.decode(
-              advertisingData: TrackerAirFrame.findMyNearOwner(kind: 1), address: address)!,
-            address: address, rssi: nil)
+        // Two static addresses whose frames may say no state: a Tile (never
+        // a state) and a Chipolo (its bit set or clear).
+        let data: [UInt8] =
+          switch i {
+          case 9: TrackerAirFrame.tile
+          case 8: TrackerAirFrame.chipolo(separated: Bool.random(using: &rng))
+          case 7: TrackerAirFrame.findMySeparated(kind: 1, key: address.raw)
+          default:
+            Bool.random(using: &rng)
+              ? TrackerAirFrame.findMySeparated(kind: 1, key: address.raw)
+              : TrackerAirFrame.findMyNearOwner(kind: 1)
+          }
+        event = .tracker(
+          TrackerFrame.decode(advertisingData: data, address: address)!, address: address,
+          rssi: nil)
       case 5, 6:
         // One SmartTag rotating, sometimes near its owner.
         if Bool.random(using: &rng) { counter += UInt32.random(in: 1...2, using: &rng) }
@@ -113,18 +122,27 @@ final class TrackerWatchPropertyTests: XCTestCase {
         if let t = trusted[row.number] {
           XCTAssertTrue(t.map { $0 <= now } ?? false, "alerted while trusted\n\(trace)")
         }
-        XCTAssertEqual(row.frame.state, .separated, trace)
         guard case .tracker(let f, _, _) = event else {
           XCTFail("an alert from no sighting\n\(trace)")
           continue
         }
-        XCTAssertEqual(f.state, .separated, "alerted on a frame that is not separated\n\(trace)")
+        XCTAssertEqual(row.frame.state, f.state, trace)
+        // Separated, or no state with a static address (under the stricter
+        // rule: twice the span, one place more).
+        let strict = f.state == .unknown
+        if strict {
+          seen["alert (no state)", default: 0] += 1
+          XCTAssertTrue(row.address.raw >> 46 == 0b11, "no state, no static address\n\(trace)")
+        } else {
+          XCTAssertEqual(f.state, .separated, "alerted on a near-owner frame\n\(trace)")
+        }
         // AirGuard's rule, recounted from the evidence.
         let ev = w.evidence(of: row.number)
         XCTAssertGreaterThanOrEqual(
-          Set(ev.compactMap(\.place)).count, settings.sensitivity.places, trace)
+          Set(ev.compactMap(\.place)).count, settings.sensitivity.places + (strict ? 1 : 0), trace)
         XCTAssertGreaterThanOrEqual(
-          ev[0].time.nanos(until: now), UInt64(settings.sensitivity.span / .nanoseconds(1)), trace)
+          ev[0].time.nanos(until: now),
+          UInt64(settings.sensitivity.span / .nanoseconds(1)) * (strict ? 2 : 1), trace)
         XCTAssertLessThanOrEqual(ev[0].time.nanos(until: now), UInt64(86_400_000_000_000), trace)
         for (i, a) in ev.enumerated() {
           for b in ev[(i + 1)...] where b.place == a.place {

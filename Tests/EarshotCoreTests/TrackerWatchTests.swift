@@ -78,25 +78,81 @@ final class TrackerWatchTests: XCTestCase {
     XCTAssertEqual(w.place.placeCount, 2)
   }
 
-  func testNearOwnerAndUnknownNeverAlertAndNearOwnerWipesEvidence() {
+  func testNearOwnerNeverAlertsAndWipesEvidence() {
     var settings = TrackerWatch.Settings()
     settings.sensitivity = .high
     let (_, near) = walk(settings, places: [1, 2, 3, 4], stay: 60) { m in
       K.smartTag(state: 5, counter: 100, id: 7)
     }
     XCTAssertTrue(near.isEmpty)
-    let (_, tile) = walk(settings, places: [1, 2, 3, 4], stay: 60) { _ in
-      let a = BDAddress("C2:00:00:00:00:01")!
-      return .tracker(
-        TrackerFrame.decode(advertisingData: TrackerAirFrame.tile, address: a)!, address: a,
-        rssi: nil)
-    }
-    XCTAssertTrue(tile.isEmpty)
     // Separated, but its owner shows up each time just before it would alert.
     let (_, wiped) = walk(settings, places: [1, 2, 3, 4], stay: 60) { m in
       K.smartTag(state: m % 60 == 59 ? 5 : 2, counter: 100, id: 7)
     }
     XCTAssertTrue(wiped.isEmpty)
+  }
+
+  /// A Tile (no state, a static address) heard at each place in turn.
+  static func tile(_ m: Int) -> TrackerWatch.Event {
+    let a = BDAddress("C2:00:00:00:00:01")!
+    return .tracker(
+      TrackerFrame.decode(advertisingData: TrackerAirFrame.tile, address: a)!, address: a,
+      rssi: nil)
+  }
+
+  func testNoStateWithAStaticAddressFollowsUnderTheStricterRule() {
+    for s in TrackerSensitivity.allCases {
+      var settings = TrackerWatch.Settings()
+      settings.sensitivity = s
+      // Twice the span, one place more: high 60 min and 3 places, medium
+      // 120 and 4, low 240 and 5.
+      XCTAssertTrue(settings.rule(for: .unknown) == (s.span * 2, s.places + 1), "\(s)")
+      XCTAssertTrue(settings.rule(for: .separated) == (s.span, s.places), "\(s)")
+      let (w, alerts) = walk(settings, places: [1, 2, 3, 4, 5, 6, 7], stay: 40, tag: Self.tile)
+      let placesMinute = s.places * 40
+      let spanMinute = Int(s.span / K.minute) * 2
+      XCTAssertEqual(alerts.map(\.0), [max(placesMinute, spanMinute)], "\(s)")
+      // Its places: one more than the separated rule's, or all it went
+      // through while the span ran.
+      XCTAssertEqual(alerts.first?.1.places, max(placesMinute, spanMinute) / 40 + 1, "\(s)")
+      XCTAssertEqual(alerts.first?.1.frame.state, .unknown, "\(s)")
+      XCTAssertEqual(w.followingCount, 1, "\(s)")
+    }
+    // The separated rule's places and span are not enough for it.
+    var settings = TrackerWatch.Settings()
+    settings.sensitivity = .high
+    let (_, early) = walk(settings, places: [1, 2], stay: 55, tag: Self.tile)
+    XCTAssertTrue(early.isEmpty)
+    // The config's span and places are the base of the stricter rule too.
+    settings.followSpan = .seconds(10 * 60)
+    settings.followPlaces = 2
+    let (_, custom) = walk(settings, places: [1, 2, 3], stay: 15, tag: Self.tile)
+    XCTAssertEqual(custom.map(\.0), [30])
+    // Enrolled: never.
+    settings.trusted = [BDAddress("C2:00:00:00:00:01")!]
+    let (_, enrolled) = walk(settings, places: [1, 2, 3, 4, 5, 6, 7], stay: 60, tag: Self.tile)
+    XCTAssertTrue(enrolled.isEmpty)
+  }
+
+  func testNoStateWithoutAnAddressNeverAlerts() {
+    var settings = TrackerWatch.Settings()
+    settings.sensitivity = .high
+    // A SmartTag premature offline (its handle the aging counter): no evidence.
+    let (w, smartTag) = walk(settings, places: [1, 2, 3, 4, 5, 6], stay: 60) { _ in
+      K.smartTag(state: 1, counter: 100, id: 7)
+    }
+    XCTAssertTrue(smartTag.isEmpty)
+    XCTAssertEqual(w.rows.count, 1)
+    XCTAssertEqual(w.evidence(of: w.rows[0].number), [])
+    // DULT: no handle, never kept.
+    let (d, dult) = walk(settings, places: [1, 2, 3, 4, 5, 6], stay: 60) { _ in
+      let a = BDAddress("52:00:00:00:00:01")!
+      return .tracker(
+        TrackerFrame.decode(advertisingData: [0x05, 0x16, 0xB2, 0xFC, 0x01, 0x00], address: a)!,
+        address: a, rssi: nil)
+    }
+    XCTAssertTrue(dult.isEmpty)
+    XCTAssertEqual(d.count, 0)
   }
 
   func testTrustingAnEnrolledTagForAWhileLeavesItEnrolled() {

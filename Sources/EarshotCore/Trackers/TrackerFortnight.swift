@@ -5,10 +5,11 @@
 /// owner's enrolled Chipolo and a SmartTag the owner trusts at its first
 /// sighting; the partner's SmartTag near its owner at home and at weekends;
 /// a neighbour's separated AirTag heard at home in the evenings and on the
-/// morning train twice a week; and three followers: a separated AirTag in the bag from day 3 (its
+/// morning train twice a week; and four followers: a separated AirTag in the bag from day 3 (its
 /// address changes daily at 04:00), a stranger's separated SmartTag
 /// rotating its id every 15 minutes from day 5, a Find Hub tag in 0x41 mode
-/// from day 8 (its address daily). Each sighting is a report's advertising
+/// from day 8 (its address daily), a Tile (no state, a static address)
+/// from day 10. Each sighting is a report's advertising
 /// data decoded by `TrackerFrame.decode`, once a minute per advertiser.
 public struct TrackerFortnight: Sendable {
   /// The true place, as the laptop's owner would name it.
@@ -35,8 +36,11 @@ public struct TrackerFortnight: Sendable {
     case airTag = "airtag"
     case smartTag = "smarttag"
     case findHub = "findhub"
+    case tile
 
-    public var follows: Bool { self == .airTag || self == .smartTag || self == .findHub }
+    public var follows: Bool {
+      self == .airTag || self == .smartTag || self == .findHub || self == .tile
+    }
   }
 
   public struct Step: Sendable {
@@ -58,6 +62,7 @@ public struct TrackerFortnight: Sendable {
     case .airTag: 2
     case .smartTag: 4
     case .findHub: 7
+    case .tile: 9
     default: nil
     }
   }
@@ -200,6 +205,9 @@ public struct TrackerFortnight: Sendable {
     }
     if s.day >= Self.firstDay(.findHub)! {
       cast.append(Cast(role: .findHub, event: findHub(salt: 0xF1D)))
+    }
+    if s.day >= Self.firstDay(.tile)! {
+      cast.append(Cast(role: .tile, event: tile(Self.staticAddress(Self.mix(seed, 0x711E)))))
     }
     return cast
   }

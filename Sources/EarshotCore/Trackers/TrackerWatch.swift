@@ -1,5 +1,6 @@
 /// How readily a separated tracker is taken to follow, as AirGuard's levels:
-/// seen within `window` for at least `span`, across at least `places`.
+/// seen within `window` for at least `span`, across at least `places` (one
+/// whose frames say no state: `TrackerWatch.Settings.rule(for:)`).
 public enum TrackerSensitivity: String, Hashable, Sendable, CaseIterable {
   case high, medium, low
 
@@ -71,15 +72,21 @@ public struct TrackerRow: Hashable, Sendable {
 ///
 /// Guarantees:
 /// - A tracker alerts (`Action.following`) only when, within `window`, its
-///   separated sightings span at least the sensitivity's `span` and fall in
-///   at least its number of distinct known places (AirGuard's rule; the
-///   settings' `followSpan` and `followPlaces` replace them when set), counting
+///   sightings span at least the sensitivity's `span` and fall in at least
+///   its number of distinct known places (AirGuard's rule; the settings'
+///   `followSpan` and `followPlaces` replace them when set; twice the span
+///   and one place more for a frame that says no state), counting
 ///   at most one sighting per `spacing` per place (an unknown place counts
 ///   for the span, never as a place).
-/// - Only separated frames are evidence. A near-owner frame wipes the
-///   evidence of the tracker it names (its owner is with it); frames
-///   without a handle (Find My near its owner, Find Hub 0x40, DULT) are
-///   never kept, so they never alert.
+/// - Separated frames are evidence, and so are frames that say no state
+///   from a tracker with a static address (Tile, Pebblebee, a Chipolo whose
+///   bit is clear), under a stricter rule: twice the span and one place
+///   more (`Settings.rule(for:)`), since such a tag may be with its owner.
+///   A near-owner frame wipes the evidence of the tracker it names (its
+///   owner is with it); frames without a handle (Find My near its owner,
+///   Find Hub 0x40, DULT) are never kept, so they never alert; a SmartTag
+///   that says no state (premature offline: it has just left its owner)
+///   gathers none.
 /// - An enrolled tracker (`Settings.trusted`) or one trusted by the user
 ///   (`Event.trust`, until its time) never alerts and gathers no evidence
 ///   (one that alerted before keeps its alert's while trusted; when a timed
@@ -129,6 +136,17 @@ public struct TrackerWatch: Sendable {
       followSpan = config.span.map { .milliseconds(Int64(($0 * 1000).rounded())) }
       followPlaces = config.places
       trusted = Set(config.trusted)
+    }
+
+    /// The span and places a tracker's evidence must meet, by the state of
+    /// its latest frame: the sensitivity's (or `followSpan`, `followPlaces`)
+    /// when separated; twice the span and one place more when the frame says
+    /// no state (the next stricter level's: a tag that may be near its owner
+    /// must follow for longer, through more places).
+    public func rule(for state: TrackerState) -> (span: Duration, places: Int) {
+      let span = followSpan ?? sensitivity.span
+      let places = followPlaces ?? sensitivity.places
+      return state == .separated ? (span, places) : (span * 2, places + 1)
     }
   }
 
@@ -287,10 +305,15 @@ public struct TrackerWatch: Sendable {
     e.lastSeen = now
     e.rssi = rssi ?? e.rssi
     expireTrust(&e)
+    // A frame that says no state is evidence only with an address for its
+    // handle (Tile, Pebblebee, Chipolo); a SmartTag's (premature offline:
+    // it has just left its owner) is not, as AirGuard keeps none.
+    let byAddress = if case .address = identity { true } else { false }
     switch frame.state {
     case .nearOwner where e.following == nil:
       e.evidence = []
-    case .separated where e.trust == .none:
+    case .separated where e.trust == .none,
+      .unknown where e.trust == .none && byAddress:
       record(&e, rssi: rssi)
       if e.following == nil, follows(e) {
         e.following = now
@@ -371,13 +394,13 @@ public struct TrackerWatch: Sendable {
     if e.evidence.count > settings.maximumEvidence { e.evidence.removeFirst() }
   }
 
-  /// AirGuard's rule on the evidence within the window.
+  /// AirGuard's rule on the evidence within the window (stricter for a
+  /// frame that says no state).
   private func follows(_ e: Entry) -> Bool {
-    let s = settings.sensitivity
+    let rule = settings.rule(for: e.frame.state)
     guard let first = e.evidence.first else { return false }
     let places = Set(e.evidence.compactMap(\.place))
-    return places.count >= settings.followPlaces ?? s.places
-      && first.time.nanos(until: now) >= nanos(settings.followSpan ?? s.span)
+    return places.count >= rule.places && first.time.nanos(until: now) >= nanos(rule.span)
   }
 
   private mutating func makeRoomForFollowing(besides number: TrackerNumber) {
