@@ -559,12 +559,12 @@ extension TrackersConfig: ConfigSection {
       \.mqtt),
     .init(
       "span",
-      "Seconds a separated tracker must be heard across before it follows (up to 86400); empty = the sensitivity's.",
+      "Seconds a separated tracker must be heard across before it follows (up to 86400); empty = the sensitivity's; a tag that says no state (Tile) needs twice it.",
       set: { t, v in t.span = v.isEmpty ? nil : try ConfigValue.seconds(v, upTo: 86_400) },
       show: { $0.span.map(ConfigValue.show) ?? "" }),
     .init(
       "places",
-      "Distinct places it must be heard in (2-64); empty = the sensitivity's.",
+      "Distinct places it must be heard in (2-64); empty = the sensitivity's; a tag that says no state needs one more.",
       set: { t, v in t.places = v.isEmpty ? nil : try ConfigValue.integer(v, in: 2...64) },
       show: { $0.places.map(String.init) ?? "" }),
     .seconds(
