@@ -128,10 +128,11 @@ final class RoomRuleTests: XCTestCase {
     var rule = RoomRule(settings: .init(awayAfter: .seconds(30)))
     _ = feed(&rule, 0...20, [("kitchen", { _ in 1 })])
     _ = feed(&rule, 0...49, [("hall", { _ in 1 })], id: other)  // time goes on
-    XCTAssertEqual(rule.advance(to: 49_999_999), [])
-    XCTAssertEqual(rule.nextDeadline, 50_000_000)
+    XCTAssertEqual(rule.advance(to: WallTime(micros: 49_999_999)), [])
+    XCTAssertEqual(rule.nextDeadline, WallTime(micros: 50_000_000))
     XCTAssertEqual(
-      rule.advance(to: 50_500_000), [RoomChange(t: 50_000_000, beacon: tag, room: nil)])
+      rule.advance(to: WallTime(micros: 50_500_000)),
+      [RoomChange(t: 50_000_000, beacon: tag, room: nil)])
     XCTAssertEqual(
       RoomChange(t: 50_000_000, beacon: tag, room: nil).json.hasSuffix("\"room\":null}"), true)
     XCTAssertNil(rule.room(of: tag))
@@ -146,26 +147,27 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(rule.room(of: tag), "kitchen")
     // To the best room still hearing it, at once.
     XCTAssertEqual(
-      rule.agent("kitchen", online: false, at: 20_500_000),
+      rule.agent("kitchen", online: false, at: WallTime(micros: 20_500_000)),
       [RoomChange(t: 20_500_000, beacon: tag, room: "hall")])
     // And only the hall hearing it for minutes: never away.
     let later = feed(&rule, 22...300, [("hall", { _ in 6 })])
     XCTAssertEqual(later, [])
-    XCTAssertEqual(rule.advance(to: 300_000_000), [])
+    XCTAssertEqual(rule.advance(to: WallTime(micros: 300_000_000)), [])
   }
 
   func testABeaconOnlyTheOfflineAgentHeardGoesAwayAfterAwayAfterNotAtOnce() {
     var rule = RoomRule(settings: .init(awayAfter: .seconds(30)))
     _ = feed(&rule, 0...20, [("kitchen", { _ in 1 })])
-    _ = rule.agent("kitchen", online: false, at: 21_000_000)
-    XCTAssertEqual(rule.advance(to: 49_000_000), [])
+    _ = rule.agent("kitchen", online: false, at: WallTime(micros: 21_000_000))
+    XCTAssertEqual(rule.advance(to: WallTime(micros: 49_000_000)), [])
     XCTAssertEqual(
-      rule.advance(to: 51_000_000), [RoomChange(t: 50_000_000, beacon: tag, room: nil)])
+      rule.advance(to: WallTime(micros: 51_000_000)),
+      [RoomChange(t: 50_000_000, beacon: tag, room: nil)])
   }
 
   func testAnAgentThatSpeaksAgainIsBackOnline() {
     var rule = RoomRule(settings: .init())
-    _ = rule.agent("kitchen", online: false, at: 0)
+    _ = rule.agent("kitchen", online: false, at: WallTime(micros: 0))
     _ = rule.sighting(s(1, "kitchen", 1))
     XCTAssertEqual(rule.sighting(s(3, "kitchen", 1)).map(\.room), ["kitchen"])
   }
@@ -179,7 +181,8 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(feed(&rule, 1000...1029, [("kitchen", { _ in 1 })]), [])
     // `other` was never heard since the restart at 1000: away 30 s later.
     XCTAssertEqual(
-      rule.advance(to: 1041_000_000), [RoomChange(t: 1030_000_000, beacon: other, room: nil)])
+      rule.advance(to: WallTime(micros: 1041_000_000)),
+      [RoomChange(t: 1030_000_000, beacon: other, room: nil)])
     // Restoring a beacon already decided changes nothing.
     rule.restore(tag, room: "hall")
     XCTAssertEqual(rule.room(of: tag), "kitchen")
@@ -193,7 +196,7 @@ final class RoomRuleTests: XCTestCase {
     let learnt = rule.awayTimeout(of: tag)!
     XCTAssertGreaterThanOrEqual(learnt, 6)
     XCTAssertLessThan(learnt, 30, "a steady 1 s pace is learnt")
-    let away = rule.advance(to: 200_000_000)
+    let away = rule.advance(to: WallTime(micros: 200_000_000))
     XCTAssertEqual(away.map(\.room), [nil])
     XCTAssertEqual(Double(away[0].t) / 1e6, 100 + learnt, accuracy: 0.01)
   }
@@ -225,8 +228,8 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(rule.beaconCount, 100)
     XCTAssertEqual(rule.refused, 200)
     // Away beacons unheard for an hour are forgotten.
-    _ = rule.advance(to: 2 * 3_600_000_000)
-    _ = rule.advance(to: 2 * 3_600_000_000 + 61_000_000)
+    _ = rule.advance(to: WallTime(micros: 2 * 3_600_000_000))
+    _ = rule.advance(to: WallTime(micros: 2 * 3_600_000_000 + 61_000_000))
     XCTAssertEqual(rule.beaconCount, 0)
     // Rooms per beacon are bounded too.
     for r in 0..<100 { _ = rule.sighting(s(8000 + Double(r) * 0.01, "room\(r)", 1)) }
@@ -241,9 +244,11 @@ final class RoomRuleTests: XCTestCase {
       for sec in 0...200 {
         if sec < 100 { out += rule.sighting(s(Double(sec), "kitchen", sec < 60 ? 1 : 5)) }
         if sec < 100 { out += rule.sighting(s(Double(sec), "hall", sec < 60 ? 5 : 1)) }
-        if sec % advanceEvery == 0 { out += rule.advance(to: Int64(sec) * 1_000_000) }
+        if sec % advanceEvery == 0 {
+          out += rule.advance(to: WallTime(micros: Int64(sec) * 1_000_000))
+        }
       }
-      return out + rule.advance(to: 300_000_000)
+      return out + rule.advance(to: WallTime(micros: 300_000_000))
     }
     XCTAssertEqual(run(1), run(7))
     XCTAssertEqual(run(1).map(\.room), ["kitchen", "hall", nil])

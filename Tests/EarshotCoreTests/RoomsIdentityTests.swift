@@ -324,7 +324,7 @@ final class RoomsIdentityTests: XCTestCase {
             count: 1, name: "phone"))
       }
     }
-    out += rule.advance(to: 120_000_000)
+    out += rule.advance(to: WallTime(micros: 120_000_000))
     XCTAssertEqual(out.map(\.subject), [phone, phone, phone])
     XCTAssertEqual(out.map(\.room), ["kitchen", "living", nil])
     XCTAssertEqual(rule.room(of: phone), nil)

@@ -100,7 +100,7 @@ public struct RoomJudge: Sendable {
 
   /// An agent's status (`online`/`offline`) that arrived at `arrival`.
   public mutating func agent(_ room: String, online: Bool, at arrival: MonotonicTime) -> Changes {
-    let t = clock.time(at: arrival)?.micros
+    let t = clock.time(at: arrival)
     return Changes(
       rule: rule.agent(room, online: online, at: t),
       naive: naive?.agent(room, online: online, at: t) ?? [])
@@ -109,7 +109,7 @@ public struct RoomJudge: Sendable {
   /// Time passes: beacons silent for their away time go away.
   public mutating func advance(to m: MonotonicTime) -> Changes {
     guard let t = clock.time(at: m) else { return Changes() }
-    return Changes(rule: rule.advance(to: t.micros), naive: naive?.advance(to: t.micros) ?? [])
+    return Changes(rule: rule.advance(to: t), naive: naive?.advance(to: t) ?? [])
   }
 
   /// A room retained from before a restart.

@@ -272,7 +272,7 @@ public struct RoomRule: Sendable {
 
   /// An agent's status: offline (its last will, or a clean stop) drops its
   /// room out at once; its beacons move at their next sighting elsewhere.
-  public mutating func agent(_ room: String, online isOnline: Bool, at t: Int64? = nil)
+  public mutating func agent(_ room: String, online isOnline: Bool, at t: WallTime? = nil)
     -> [RoomChange]
   {
     var out = t.map { advance(to: $0) } ?? []
@@ -302,7 +302,9 @@ public struct RoomRule: Sendable {
 
   /// Time passes: beacons whose silence has lasted their away time go
   /// away (each change at the moment it became due).
-  public mutating func advance(to t: Int64) -> [RoomChange] {
+  public mutating func advance(to t: WallTime) -> [RoomChange] { advance(to: t.micros) }
+
+  private mutating func advance(to t: Int64) -> [RoomChange] {
     if t > now { now = t }
     guard now >= awayFloor else { return [] }
     var out: [RoomChange] = []
@@ -364,7 +366,7 @@ public struct RoomRule: Sendable {
   // MARK: Queries
 
   /// When `advance` next has something to do.
-  public var nextDeadline: Int64? { states.isEmpty ? nil : awayFloor }
+  public var nextDeadline: WallTime? { states.isEmpty ? nil : WallTime(micros: awayFloor) }
 
   /// The spread (dB²) of one link of a subject, for tests and diagnostics.
   func spread(of subject: RoomSubject, room: String) -> Double? {

@@ -297,8 +297,9 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
       decided += rule.sighting(s)
       baseline += naive.sighting(s)
     }
-    decided += rule.advance(to: max(end, sightings.map(\.t).max() ?? end))
-    baseline += naive.advance(to: max(end, sightings.map(\.t).max() ?? end))
+    let last = WallTime(micros: max(end, sightings.map(\.t).max() ?? end))
+    decided += rule.advance(to: last)
+    baseline += naive.advance(to: last)
   } else {
     var judge = RoomJudge(
       settings: settings, clock: RoomClock(origin: .wall(WallTime(micros: start), at: .zero)),
