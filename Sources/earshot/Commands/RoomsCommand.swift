@@ -278,7 +278,7 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   sightings.sort { ($0.t, $0.room) < ($1.t, $1.room) }
   let start = sightings.first?.t ?? 0
   func arrival(_ t: Int64) -> MonotonicTime {
-    MonotonicTime(nanos: UInt64(max(0, t - start)) * 1000)
+    MonotonicTime(decision: DecisionTime(micros: t - start))
   }
   let heard = sightings.map(\.t)
   for k in sightings.indices {
