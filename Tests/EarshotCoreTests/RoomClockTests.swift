@@ -41,7 +41,7 @@ final class RoomClockTests: XCTestCase {
           out.append(
             Heard(
               sighting: RoomSighting(
-                t: t, beacon: id, room: room, rssi: nil, distance: d, count: 1),
+                t: WallTime(micros: t), beacon: id, room: room, rssi: nil, distance: d, count: 1),
               arrival: boot.adding(seconds: heard + delay)))
         }
       }
@@ -111,7 +111,8 @@ final class RoomClockTests: XCTestCase {
     // Only an agent an hour ahead hears the keys, for 10 s.
     for sec in 0..<10 {
       let s = RoomSighting(
-        t: t0 + 3_600_000_000 + Int64(sec) * 1_000_000, beacon: keys, room: "kitchen", rssi: nil,
+        t: WallTime(micros: t0 + 3_600_000_000 + Int64(sec) * 1_000_000), beacon: keys,
+        room: "kitchen", rssi: nil,
         distance: 1, count: 1)
       placed += judge.sighting(s, arrival: boot.adding(seconds: Double(sec))).rule
     }
@@ -131,7 +132,8 @@ final class RoomClockTests: XCTestCase {
     for sec in 0..<10 {
       for (room, d, ahead) in [("kitchen", 1.0, 3600.0), ("living", 3.0, -600.0)] {
         let s = RoomSighting(
-          t: t0 + Int64((Double(sec) + ahead) * 1e6), beacon: keys, room: room, rssi: nil,
+          t: WallTime(micros: t0 + Int64((Double(sec) + ahead) * 1e6)), beacon: keys, room: room,
+          rssi: nil,
           distance: d, count: 1)
         _ = judge.sighting(s, arrival: boot.adding(seconds: Double(sec) + 0.1))
       }
@@ -152,10 +154,11 @@ final class RoomClockTests: XCTestCase {
     XCTAssertFalse(clock.isStarted)
     for sec in 0..<100 {
       let s = RoomSighting(
-        t: t0 + Int64(sec) * 1_000_000, beacon: keys, room: "kitchen", rssi: nil, distance: 1,
+        t: WallTime(micros: t0 + Int64(sec) * 1_000_000), beacon: keys, room: "kitchen", rssi: nil,
+        distance: 1,
         count: 1)
       let stamped = clock.stamp(s, arrival: boot.adding(seconds: Double(sec) / 20))
-      XCTAssertLessThanOrEqual(abs(stamped.t - s.t), 1, "sighting \(sec)")
+      XCTAssertLessThanOrEqual(abs(stamped.t.micros - s.t.micros), 1, "sighting \(sec)")
     }
     XCTAssertEqual(clock.time(at: boot.adding(seconds: 10))?.micros, t0 + 200_000_000)
   }
@@ -166,10 +169,11 @@ final class RoomClockTests: XCTestCase {
     let boot = MonotonicTime(nanos: 7_000_000_000)
     var clock = RoomClock(origin: .wall(WallTime(micros: t0), at: boot))
     let s = RoomSighting(
-      t: t0 + 3_605_000_000, beacon: keys, room: "kitchen", rssi: nil, distance: 1, count: 1)
+      t: WallTime(micros: t0 + 3_605_000_000), beacon: keys, room: "kitchen", rssi: nil,
+      distance: 1, count: 1)
     let arrival = boot.adding(seconds: 5)
     XCTAssertEqual(clock.skew(of: s, arrival: arrival), 3600)
-    XCTAssertEqual(clock.stamp(s, arrival: arrival).t, t0 + 5_000_000)
+    XCTAssertEqual(clock.stamp(s, arrival: arrival).t, WallTime(micros: t0 + 5_000_000))
     // Never before its start, whatever the monotonic time says.
     XCTAssertEqual(clock.time(at: .zero)?.micros, t0)
   }

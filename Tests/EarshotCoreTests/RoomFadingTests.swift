@@ -50,7 +50,8 @@ final class RoomFadingTests: XCTestCase {
         let t = Int64(sec) * 1_000_000 + Int64(k) * 400_000
         out += rule.sighting(
           RoomSighting(
-            t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, db / 20), count: 1))
+            t: WallTime(micros: t), beacon: tag, room: room, rssi: nil, distance: pow(10, db / 20),
+            count: 1))
       }
     }
     return out
@@ -146,7 +147,8 @@ final class RoomFadingTests: XCTestCase {
           let t = Int64(sec) * 1_000_000 + Int64(k) * 400_000
           _ = rule.sighting(
             RoomSighting(
-              t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, db / 20), count: 1))
+              t: WallTime(micros: t), beacon: tag, room: room, rssi: nil,
+              distance: pow(10, db / 20), count: 1))
         }
       }
       let spreads = ["kitchen", "living"].map { rule.spread(of: .beacon(tag), room: $0) ?? 0 }
@@ -194,7 +196,8 @@ final class RoomFadingTests: XCTestCase {
           let t = Int64(sec) * 1_000_000 + Int64(k) * 400_000
           changes += rule.sighting(
             RoomSighting(
-              t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, loss / 20), count: 1))
+              t: WallTime(micros: t), beacon: tag, room: room, rssi: nil,
+              distance: pow(10, loss / 20), count: 1))
         }
       }
       XCTAssertEqual(changes.map(\.room), ["kitchen", "living"], "seed \(seed)")
@@ -235,7 +238,8 @@ final class RoomFadingTests: XCTestCase {
           let t = Int64(sec) * 1_000_000 + Int64(k) * 400_000
           changes += restored.sighting(
             RoomSighting(
-              t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, db / 20), count: 1))
+              t: WallTime(micros: t), beacon: tag, room: room, rssi: nil,
+              distance: pow(10, db / 20), count: 1))
         }
       }
       let back = changes.first { $0.room == "kitchen" }
@@ -339,7 +343,8 @@ final class RoomFadingTests: XCTestCase {
           let t = Int64(sec) * 1_000_000 + Int64(k) * 300_000
           changes += rule.sighting(
             RoomSighting(
-              t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, db / 20), count: 1))
+              t: WallTime(micros: t), beacon: tag, room: room, rssi: nil,
+              distance: pow(10, db / 20), count: 1))
         }
       }
       XCTAssertEqual(

@@ -9,7 +9,8 @@ final class RoomRuleTests: XCTestCase {
 
   func s(_ sec: Double, _ room: String, _ d: Double?, _ id: TrackedID? = nil) -> RoomSighting {
     RoomSighting(
-      t: Int64(sec * 1e6), beacon: id ?? tag, room: room, rssi: nil, distance: d, count: 1)
+      t: WallTime(micros: Int64(sec * 1e6)), beacon: id ?? tag, room: room, rssi: nil, distance: d,
+      count: 1)
   }
 
   /// Feeds one sighting per room per second over `range` (seconds).
@@ -311,7 +312,8 @@ final class RoomSightingTests: XCTestCase {
   func testSightingPayloadAndTopicRoundTrip() throws {
     let topics = RoomTopics(prefix: "earshot/rooms", shards: 16)
     let s = RoomSighting(
-      t: 1_733_000_000_123_000, beacon: tag, room: "Kitchen", rssi: -71.24, distance: 2.314,
+      t: WallTime(micros: 1_733_000_000_123_000), beacon: tag, room: "Kitchen", rssi: -71.24,
+      distance: 2.314,
       count: 7)
     XCTAssertEqual(
       s.payload,
@@ -325,7 +327,7 @@ final class RoomSightingTests: XCTestCase {
       RoomSighting.parse(topic: topic, payload: Array(s.payload.utf8), topics: topics))
     XCTAssertEqual(back.beacon, tag)
     XCTAssertEqual(back.room, "Kitchen")
-    XCTAssertEqual(back.t, 1_733_000_000_123_000)
+    XCTAssertEqual(back.t, WallTime(micros: 1_733_000_000_123_000))
     XCTAssertEqual(back.distance, 2.31)
     XCTAssertEqual(back.count, 7)
     XCTAssertEqual(topics.subject(inStateTopic: topics.state(tag)), .beacon(tag))
@@ -362,14 +364,18 @@ final class RoomSightingTests: XCTestCase {
     let stranger = TrackedBeacon(
       id: TrackedID(uuid: testUUID, major: 2, minor: 1), measuredPower: -59)
     let address = BDAddress(raw: 0x0102_0304_0506)
-    var sent: [RoomSighting] = []
+    var sent: [SightingPublisher.Due] = []
     for k in 0..<100 {  // 10 Hz for 10 s at 1 m
       let t = Int64(k) * 100_000
-      if let s = p.report(at: t, beacon: beacon, address: address, rssi: -59) { sent.append(s) }
-      XCTAssertNil(p.report(at: t, beacon: stranger, address: address, rssi: -59))
+      if let s = p.report(at: DecisionTime(micros: t), beacon: beacon, address: address, rssi: -59)
+      {
+        sent.append(s)
+      }
+      XCTAssertNil(
+        p.report(at: DecisionTime(micros: t), beacon: stranger, address: address, rssi: -59))
     }
     XCTAssertEqual(sent.count, 10)
-    XCTAssertEqual(sent.map(\.t), (0..<10).map { Int64($0) * 1_000_000 })
+    XCTAssertEqual(sent.map(\.t), (0..<10).map { DecisionTime(micros: Int64($0) * 1_000_000) })
     XCTAssertEqual(sent[0].count, 1)
     XCTAssertEqual(sent[1].count, 10, "reports since the previous sighting")
     XCTAssertEqual(try XCTUnwrap(sent.last?.distance), 1, accuracy: 0.05)

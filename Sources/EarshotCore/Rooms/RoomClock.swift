@@ -50,11 +50,11 @@ public struct RoomClock: Sendable, Equatable {
   /// kept (the caller has it for display).
   public mutating func stamp(_ s: RoomSighting, arrival: MonotonicTime) -> RoomSighting {
     if origin == nil {
-      origin = WallTime(micros: s.t)
+      origin = s.t
       originAt = arrival
     }
     var stamped = s
-    stamped.t = time(at: arrival)!.micros
+    stamped.t = time(at: arrival)!
     return stamped
   }
 
@@ -62,7 +62,7 @@ public struct RoomClock: Sendable, Equatable {
   /// when behind), from a sighting's `t` and its arrival: shown, never
   /// used to decide. Includes the delivery delay.
   public func skew(of s: RoomSighting, arrival: MonotonicTime) -> Double? {
-    time(at: arrival).map { Double(s.t - $0.micros) / 1e6 }
+    time(at: arrival).map { Double(s.t.micros - $0.micros) / 1e6 }
   }
 }
 

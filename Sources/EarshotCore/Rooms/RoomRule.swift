@@ -237,7 +237,8 @@ public struct RoomRule: Sendable {
 
   /// One sighting. Returns the changes it (and the time it brings) causes.
   public mutating func sighting(_ s: RoomSighting) -> [RoomChange] {
-    var out = advance(to: s.t)
+    let t = s.t.micros
+    var out = advance(to: t)
     let room = index(of: s.room)
     if !online[Int(room)] { online[Int(room)] = true }  // it speaks: it is up
     guard let i = position(of: s.subject, create: true) else {
@@ -245,21 +246,21 @@ public struct RoomRule: Sendable {
       return out
     }
     let timeout = awayTimeout(states[i])
-    states[i].lastHeard = max(states[i].lastHeard ?? s.t, s.t)
-    states[i].interval.observe(at: DecisionTime(micros: s.t), absentAfter: timeout)
+    states[i].lastHeard = max(states[i].lastHeard ?? t, t)
+    states[i].interval.observe(at: DecisionTime(micros: t), absentAfter: timeout)
     if let d = s.distance {
       let k = Self.traceIndex(&states[i], room: room)
-      states[i].traces[k].add(s.t, Float(log10(d)))
-      states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
+      states[i].traces[k].add(t, Float(log10(d)))
+      states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, t)
       // Another room has led the window for a while: a move not yet
       // recognised (or a fade whose first seconds have taught its depth).
       // It must not teach the spreads, or the next move is hidden too.
-      let doubt = states[i].otherLeads.map { Double(s.t - $0) > settings.doubtAfter * 1e6 } ?? false
+      let doubt = states[i].otherLeads.map { Double(t - $0) > settings.doubtAfter * 1e6 } ?? false
       Self.learnLevels(
-        &states[i].traces[k], at: s.t, pending: states[i].pending != nil, teach: !doubt,
+        &states[i].traces[k], at: t, pending: states[i].pending != nil, teach: !doubt,
         settings: settings)
     } else if let k = states[i].traces.firstIndex(where: { $0.room == room }) {
-      states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
+      states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, t)
     }
     if let change = Self.decide(&states[i], at: now, settings: settings, online: online) {
       out.append(RoomChange(t: now, subject: s.subject, room: change.map { roomNames[Int($0)] }))
