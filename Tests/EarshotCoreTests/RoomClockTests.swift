@@ -83,13 +83,14 @@ final class RoomClockTests: XCTestCase {
     XCTAssertEqual(skewed.map(\.room), inStep.map(\.room), "\(skewed)")
     XCTAssertEqual(skewed.map(\.subject), inStep.map(\.subject))
     for (a, b) in zip(skewed, inStep) {
-      XCTAssertLessThanOrEqual(abs(a.t - b.t), 1000, "within a millisecond: \(a) \(b)")
+      XCTAssertLessThanOrEqual(
+        abs(a.t.micros - b.t.micros), 1000, "within a millisecond: \(a) \(b)")
     }
     // Dated on the aggregator's clock: the walker reaches the kitchen
     // within the window and switch_after of 150 s.
     let kitchen = inStep.first { $0.beacon == walker && $0.room == "kitchen" }!
-    XCTAssertGreaterThan(kitchen.t, t0 + 150_000_000)
-    XCTAssertLessThan(kitchen.t, t0 + 160_000_000)
+    XCTAssertGreaterThan(kitchen.t.micros, t0 + 150_000_000)
+    XCTAssertLessThan(kitchen.t.micros, t0 + 160_000_000)
   }
 
   /// What the test guards against: the same skewed sightings judged on
@@ -117,11 +118,12 @@ final class RoomClockTests: XCTestCase {
       placed += judge.sighting(s, arrival: boot.adding(seconds: Double(sec))).rule
     }
     XCTAssertEqual(placed.map(\.room), ["kitchen"])
-    XCTAssertEqual(placed.first?.t, t0 + 2_000_000, "dated by arrival")
+    XCTAssertEqual(placed.first?.t.micros, t0 + 2_000_000, "dated by arrival")
     // Away 30 s after the last arrival, on this clock: not before.
     XCTAssertEqual(judge.advance(to: boot.adding(seconds: 38.9)).rule, [])
     let away = judge.advance(to: boot.adding(seconds: 39.5)).rule
-    XCTAssertEqual(away, [RoomChange(t: t0 + 39_000_000, beacon: keys, room: nil)])
+    XCTAssertEqual(
+      away, [RoomChange(t: WallTime(micros: t0 + 39_000_000), beacon: keys, room: nil)])
   }
 
   func testAnAgentGoingOfflineCountsAtItsArrival() {
@@ -140,7 +142,8 @@ final class RoomClockTests: XCTestCase {
     }
     XCTAssertEqual(judge.rule.room(of: keys), "kitchen")
     let moved = judge.agent("kitchen", online: false, at: boot.adding(seconds: 10))
-    XCTAssertEqual(moved.rule, [RoomChange(t: t0 + 10_000_000, beacon: keys, room: "living")])
+    XCTAssertEqual(
+      moved.rule, [RoomChange(t: WallTime(micros: t0 + 10_000_000), beacon: keys, room: "living")])
     XCTAssertEqual(moved.naive.map(\.room), ["living"])
   }
 

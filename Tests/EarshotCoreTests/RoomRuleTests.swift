@@ -37,7 +37,8 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(rule.sighting(s(100.5, "hall", 4)), [])
     XCTAssertEqual(rule.sighting(s(101, "kitchen", 1.5)), [])
     let first = rule.sighting(s(101.5, "hall", 4))
-    XCTAssertEqual(first, [RoomChange(t: 101_500_000, beacon: tag, room: "kitchen")])
+    XCTAssertEqual(
+      first, [RoomChange(t: WallTime(micros: 101_500_000), beacon: tag, room: "kitchen")])
     XCTAssertEqual(
       first[0].json, "{\"t\":101.500,\"event\":\"room\",\"beacon\":\"\(tag)\",\"room\":\"kitchen\"}"
     )
@@ -57,7 +58,7 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(moved.first?.room, "hall")
     // Steady links wander by nothing, so the margin is what is required;
     // a lead of twice the margin gathers switch_after's evidence in half.
-    let at = Double(moved.first!.t) / 1e6
+    let at = Double(moved.first!.t.micros) / 1e6
     XCTAssertGreaterThanOrEqual(at, 203, "not before half of switch_after")
     XCTAssertLessThanOrEqual(at, 208, "the window's lag plus switch_after")
   }
@@ -70,7 +71,7 @@ final class RoomRuleTests: XCTestCase {
     let moved = feed(&rule, 121...160, [("kitchen", { _ in 3 }), ("hall", { _ in 2 })])
     XCTAssertEqual(moved.map(\.room), ["hall"])
     guard let first = moved.first else { return }
-    let at = Double(first.t) / 1e6
+    let at = Double(first.t.micros) / 1e6
     XCTAssertGreaterThanOrEqual(at, 121 + 4 / 1.17, "switch_after at the lead's pace")
     XCTAssertLessThanOrEqual(at, 129)
   }
@@ -99,8 +100,8 @@ final class RoomRuleTests: XCTestCase {
     let c = feed(&rule, 11...60, [("hall", { _ in 8 })])
     XCTAssertEqual(c.map(\.room), ["hall"], "no margin against a room that hears nothing")
     guard let first = c.first else { return }
-    XCTAssertGreaterThanOrEqual(first.t, 40_000_000)
-    XCTAssertLessThanOrEqual(first.t, 49_000_000)
+    XCTAssertGreaterThanOrEqual(first.t.micros, 40_000_000)
+    XCTAssertLessThanOrEqual(first.t.micros, 49_000_000)
   }
 
   func testAChallengerBeatsASilentCurrentRoomsLastLevelAtOnce() {
@@ -111,7 +112,7 @@ final class RoomRuleTests: XCTestCase {
     let c = feed(&rule, 61...80, [("hall", { _ in 1 })])
     XCTAssertEqual(c.map(\.room), ["hall"])
     guard let first = c.first else { return }
-    XCTAssertLessThanOrEqual(first.t, 70_000_000, "its last level was weak")
+    XCTAssertLessThanOrEqual(first.t.micros, 70_000_000, "its last level was weak")
   }
 
   func testAGapAtTheCurrentRoomShorterThanTwiceSwitchAfterMovesNothing() {
@@ -133,9 +134,10 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(rule.nextDeadline, WallTime(micros: 50_000_000))
     XCTAssertEqual(
       rule.advance(to: WallTime(micros: 50_500_000)),
-      [RoomChange(t: 50_000_000, beacon: tag, room: nil)])
+      [RoomChange(t: WallTime(micros: 50_000_000), beacon: tag, room: nil)])
     XCTAssertEqual(
-      RoomChange(t: 50_000_000, beacon: tag, room: nil).json.hasSuffix("\"room\":null}"), true)
+      RoomChange(t: WallTime(micros: 50_000_000), beacon: tag, room: nil).json.hasSuffix(
+        "\"room\":null}"), true)
     XCTAssertNil(rule.room(of: tag))
     // Back: placed again after place_after.
     XCTAssertEqual(rule.sighting(s(60, "hall", 2)).map(\.room), [])
@@ -149,7 +151,7 @@ final class RoomRuleTests: XCTestCase {
     // To the best room still hearing it, at once.
     XCTAssertEqual(
       rule.agent("kitchen", online: false, at: WallTime(micros: 20_500_000)),
-      [RoomChange(t: 20_500_000, beacon: tag, room: "hall")])
+      [RoomChange(t: WallTime(micros: 20_500_000), beacon: tag, room: "hall")])
     // And only the hall hearing it for minutes: never away.
     let later = feed(&rule, 22...300, [("hall", { _ in 6 })])
     XCTAssertEqual(later, [])
@@ -163,7 +165,7 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(rule.advance(to: WallTime(micros: 49_000_000)), [])
     XCTAssertEqual(
       rule.advance(to: WallTime(micros: 51_000_000)),
-      [RoomChange(t: 50_000_000, beacon: tag, room: nil)])
+      [RoomChange(t: WallTime(micros: 50_000_000), beacon: tag, room: nil)])
   }
 
   func testAnAgentThatSpeaksAgainIsBackOnline() {
@@ -183,7 +185,7 @@ final class RoomRuleTests: XCTestCase {
     // `other` was never heard since the restart at 1000: away 30 s later.
     XCTAssertEqual(
       rule.advance(to: WallTime(micros: 1041_000_000)),
-      [RoomChange(t: 1030_000_000, beacon: other, room: nil)])
+      [RoomChange(t: WallTime(micros: 1030_000_000), beacon: other, room: nil)])
     // Restoring a beacon already decided changes nothing.
     rule.restore(tag, room: "hall")
     XCTAssertEqual(rule.room(of: tag), "kitchen")
@@ -199,7 +201,7 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertLessThan(learnt, 30, "a steady 1 s pace is learnt")
     let away = rule.advance(to: WallTime(micros: 200_000_000))
     XCTAssertEqual(away.map(\.room), [nil])
-    XCTAssertEqual(Double(away[0].t) / 1e6, 100 + learnt, accuracy: 0.01)
+    XCTAssertEqual(Double(away[0].t.micros) / 1e6, 100 + learnt, accuracy: 0.01)
   }
 
   func testMarginInMetres() {
@@ -275,7 +277,7 @@ final class RoomRuleTests: XCTestCase {
       changes += rule.sighting(s(sec + 0.2, "kitchen", metres(kitchen - jitter)))
     }
     XCTAssertEqual(changes.map(\.room), ["hall", "kitchen"])
-    XCTAssertLessThanOrEqual(changes[1].t, 30_000_000, "\(changes)")
+    XCTAssertLessThanOrEqual(changes[1].t.micros, 30_000_000, "\(changes)")
     // A short lead twice the margin moves nothing in the first minute: the
     // kitchen 6 dB better for 10 s.
     var early = RoomRule(settings: .init())
@@ -301,8 +303,8 @@ final class RoomRuleTests: XCTestCase {
       changes += rule.sighting(s(t + 3, "hall", metres(hall)))
     }
     XCTAssertEqual(changes.map(\.room), ["kitchen", "hall"], "\(changes)")
-    XCTAssertLessThanOrEqual(changes[0].t, 6_000_000)
-    XCTAssertLessThanOrEqual(changes[1].t, 140_000_000, "\(changes)")
+    XCTAssertLessThanOrEqual(changes[0].t.micros, 6_000_000)
+    XCTAssertLessThanOrEqual(changes[1].t.micros, 140_000_000, "\(changes)")
   }
 }
 
@@ -448,13 +450,17 @@ final class RoomsDiscoveryTests: XCTestCase {
     XCTAssertEqual(
       try JSONParser.parse(m[1].payload)["state_topic"]?.string, topics.location(.beacon(tag)))
     XCTAssertNil(try JSONParser.parse(m[1].payload)["value_template"])
-    XCTAssertEqual(RoomsDiscovery.location(RoomChange(t: 5, beacon: tag, room: nil)), "not_home")
     XCTAssertEqual(
-      RoomsDiscovery.location(RoomChange(t: 5, beacon: tag, room: "kitchen")), "kitchen")
+      RoomsDiscovery.location(RoomChange(t: WallTime(micros: 5), beacon: tag, room: nil)),
+      "not_home")
+    XCTAssertEqual(
+      RoomsDiscovery.location(RoomChange(t: WallTime(micros: 5), beacon: tag, room: "kitchen")),
+      "kitchen")
     XCTAssertNotEqual(
       try JSONParser.parse(m[0].payload)["unique_id"],
       try JSONParser.parse(m[1].payload)["unique_id"])
-    let state = RoomsDiscovery.state(RoomChange(t: 5_000_000, beacon: tag, room: nil))
+    let state = RoomsDiscovery.state(
+      RoomChange(t: WallTime(micros: 5_000_000), beacon: tag, room: nil))
     XCTAssertEqual(state, "{\"t\":5.000,\"beacon\":\"\(tag)\",\"room\":null}")
   }
 }

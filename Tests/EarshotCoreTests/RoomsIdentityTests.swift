@@ -145,7 +145,8 @@ final class RoomsIdentityTests: XCTestCase {
         topics: topics))
     XCTAssertEqual(back, s)
 
-    let change = RoomChange(t: 5_000_000, subject: byAddress, room: "kitchen", name: "phone")
+    let change = RoomChange(
+      t: WallTime(micros: 5_000_000), subject: byAddress, room: "kitchen", name: "phone")
     XCTAssertEqual(
       change.json,
       "{\"t\":5.000,\"event\":\"room\",\"device\":\"00:1A:7D:DA:71:13\",\"name\":\"phone\",\"room\":\"kitchen\"}"
@@ -154,7 +155,7 @@ final class RoomsIdentityTests: XCTestCase {
     XCTAssertEqual(
       RoomsDiscovery.state(change),
       "{\"t\":5.000,\"device\":\"00:1A:7D:DA:71:13\",\"name\":\"phone\",\"room\":\"kitchen\"}")
-    let keyed = RoomChange(t: 5_000_000, subject: byKey, room: nil)
+    let keyed = RoomChange(t: WallTime(micros: 5_000_000), subject: byKey, room: nil)
     XCTAssertEqual(RoomChange.parse(keyed.json), keyed)
     XCTAssertTrue(keyed.json.contains("\"device\":\"irk#\(key.tag)\""), keyed.json)
   }
@@ -334,7 +335,7 @@ final class RoomsIdentityTests: XCTestCase {
     XCTAssertEqual(rule.room(of: phone), nil)
     // switch_after holds it back, as for a beacon: a lead this clear (31 dB)
     // waits a third of it, after the quick mean has seen the move.
-    XCTAssertGreaterThanOrEqual(out[1].t, 61_000_000)
-    XCTAssertLessThanOrEqual(out[1].t, 70_000_000)
+    XCTAssertGreaterThanOrEqual(out[1].t.micros, 61_000_000)
+    XCTAssertLessThanOrEqual(out[1].t.micros, 70_000_000)
   }
 }

@@ -141,7 +141,7 @@ public struct RoomBaseline: Sendable {
     if next != room || (!placed && next != nil) {
       room = next
       placed = placed || next != nil
-      out.append(RoomChange(t: t, subject: subject, room: next))
+      out.append(RoomChange(t: WallTime(micros: t), subject: subject, room: next))
     }
   }
 }

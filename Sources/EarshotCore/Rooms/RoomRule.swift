@@ -263,7 +263,9 @@ public struct RoomRule: Sendable {
       states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, t)
     }
     if let change = Self.decide(&states[i], at: now, settings: settings, online: online) {
-      out.append(RoomChange(t: now, subject: s.subject, room: change.map { roomNames[Int($0)] }))
+      out.append(
+        RoomChange(
+          t: WallTime(micros: now), subject: s.subject, room: change.map { roomNames[Int($0)] }))
     }
     if states[i].hasRoom, let heard = states[i].lastHeard {
       awayFloor = min(awayFloor, heard &+ Int64(timeout * 1e6))
@@ -285,7 +287,9 @@ public struct RoomRule: Sendable {
       if states[i].challenger == r { states[i].challenger = nil }
       guard states[i].current == r, states[i].hasRoom, now != .min else { continue }
       if let change = Self.decide(&states[i], at: now, settings: settings, online: online) {
-        out.append(RoomChange(t: now, subject: ids[i], room: change.map { roomNames[Int($0)] }))
+        out.append(
+          RoomChange(
+            t: WallTime(micros: now), subject: ids[i], room: change.map { roomNames[Int($0)] }))
       }
     }
     return out
@@ -328,7 +332,7 @@ public struct RoomRule: Sendable {
           states[i].firstHeard = nil
           states[i].otherLeads = nil
           states[i].traces.removeAll()
-          out.append(RoomChange(t: due, subject: ids[i], room: nil))
+          out.append(RoomChange(t: WallTime(micros: due), subject: ids[i], room: nil))
         } else {
           next = min(next, due)
         }

@@ -83,20 +83,23 @@ public struct RoomSighting: Sendable, Equatable {
 
 /// A room decision: the beacon or device is in `room`, or away (`nil`).
 public struct RoomChange: Sendable, Equatable {
-  public var t: Int64
+  /// When the rule decided it, on its axis (`RoomClock`: a wall date that
+  /// moves with the aggregator's monotonic clock; message time in `rooms
+  /// evaluate --message-time`): what outputs and retained states show.
+  public var t: WallTime
   public var subject: RoomSubject
   public var room: String?
   /// A device's name (its `track` name), for the outputs.
   public var name: String?
 
-  public init(t: Int64, subject: RoomSubject, room: String?, name: String? = nil) {
+  public init(t: WallTime, subject: RoomSubject, room: String?, name: String? = nil) {
     self.t = t
     self.subject = subject
     self.room = room
     self.name = name
   }
 
-  public init(t: Int64, beacon: TrackedID, room: String?) {
+  public init(t: WallTime, beacon: TrackedID, room: String?) {
     self.init(t: t, subject: .beacon(beacon), room: room)
   }
 
@@ -106,7 +109,7 @@ public struct RoomChange: Sendable, Equatable {
   /// or for a device `…,"device":"AA:BB:CC:DD:EE:FF","name":"phone",…`.
   public var json: String {
     var j = JSONLine()
-    j.add("t", Double(t) / 1e6, decimals: 3)
+    j.add("t", t.seconds, decimals: 3)
     j.add("event", "room")
     addSubject(to: &j)
     if let room { j.add("room", room) } else { j.addNull("room") }
@@ -134,7 +137,7 @@ public struct RoomChange: Sendable, Equatable {
         ?? j["device"]?.string.flatMap(TrackedDeviceID.init).map(RoomSubject.device)
     else { return nil }
     return RoomChange(
-      t: Int64((t * 1e6).rounded()), subject: subject, room: j["room"]?.string,
+      t: WallTime(seconds: t), subject: subject, room: j["room"]?.string,
       name: j["name"]?.string)
   }
 }

@@ -384,7 +384,8 @@ private func runRoomsScore(_ args: Arguments) throws -> Int32 {
     "no room decided in \(path) is a room of \(truthPath); name each agent's [rooms] room after the rooms of the truth"
   )
   let endSeconds = try args.double("end")
-  let end = endSeconds.map { Int64($0 * 1e6) } ?? (truth + decided + baseline).map(\.t).max()!
+  let end =
+    endSeconds.map { Int64($0 * 1e6) } ?? (truth + decided + baseline).map(\.t.micros).max()!
   printScores(
     RoomScore.score(truth: truth, decided: decided, covered: covered, end: end),
     baseline.isEmpty
