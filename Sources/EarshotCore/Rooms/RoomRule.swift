@@ -4,9 +4,10 @@
 
 /// Decides, per beacon (or device by identity: a subject), which room it is in from the sightings of every
 /// agent, or that it is away. Pure: sightings, agents going on and off
-/// line and the passing of time go in (a sighting's `t`, microseconds:
+/// line and the passing of time go in (a sighting's `t`, a `WallTime`:
 /// `RoomJudge` sets it to the sighting's arrival on the aggregator's clock,
-/// `RoomClock`, so agents' clocks do not matter); room changes come out.
+/// `RoomClock`, so agents' clocks do not matter); room changes come out,
+/// dated on the same axis.
 ///
 /// - The candidate is the room whose sightings over the last `window`
 ///   seconds give the shortest distance (geometric mean: distances are
