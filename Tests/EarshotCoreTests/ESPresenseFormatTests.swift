@@ -35,7 +35,8 @@ final class ESPresenseFormatTests: XCTestCase {
 
   func testTheMessage() throws {
     let s = RoomSighting(
-      t: 1_767_225_600_000_000, beacon: TrackedID(uuid: uuid, major: 1, minor: 10),
+      t: WallTime(micros: 1_767_225_600_000_000),
+      beacon: TrackedID(uuid: uuid, major: 1, minor: 10),
       room: "Living Room", rssi: -71.234, distance: 2.345, count: 3)
     let m = try XCTUnwrap(
       ESPresenseFormat.message(
@@ -61,7 +62,8 @@ final class ESPresenseFormatTests: XCTestCase {
     let watch = TrackedDevice(name: "watch", irk: irk)
     func take(_ topic: String, _ payload: String) -> RoomSighting? {
       ESPresenseFormat.sighting(
-        topic: topic, payload: Array(payload.utf8), trackDevices: [phone, watch], now: 42)
+        topic: topic, payload: Array(payload.utf8), trackDevices: [phone, watch],
+        now: WallTime(micros: 42))
     }
     // As the firmware writes a public-address phone (fields in its order).
     let s = try XCTUnwrap(
@@ -73,7 +75,7 @@ final class ESPresenseFormatTests: XCTestCase {
     XCTAssertEqual(s.room, "living_room")
     XCTAssertEqual(s.distance, 1.9)
     XCTAssertEqual(s.rssi, -78.5)
-    XCTAssertEqual(s.t, 42, "a node's sighting is dated by its arrival")
+    XCTAssertEqual(s.t, WallTime(micros: 42), "a node's sighting is dated by its arrival")
     XCTAssertEqual(
       take(
         "espresense/devices/known:a4c1381f2b3c/hall", #"{"id":"known:a4c1381f2b3c","distance":3}"#)?

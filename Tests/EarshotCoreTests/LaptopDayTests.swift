@@ -337,14 +337,14 @@ final class LaptopDayTests: XCTestCase {
     for k in 0..<100 {  // 10 Hz for 10 s, the clock set back at 5 s
       if k == 50 { clock.step(-7200) }
       let r = clock.reading
-      let decided = LiveTime.decision(stamp: WallTime(micros: clock.wallMicros), at: r).micros
+      let decided = LiveTime.decision(stamp: WallTime(micros: clock.wallMicros), at: r)
       if let s = publisher.report(
         at: decided,
         beacon: TrackedBeacon(
           id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
         address: BDAddress(raw: 0x0102_0304_0506), rssi: -59)
       {
-        sent.append((s.t, LiveTime.shown(DecisionTime(micros: s.t), at: r).micros))
+        sent.append((s.t.micros, LiveTime.shown(s.t, at: r).micros))
       }
       clock.advance(0.1)
     }

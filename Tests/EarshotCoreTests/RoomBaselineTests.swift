@@ -37,14 +37,14 @@ final class RoomBaselineTests: XCTestCase {
     // The 5 s mean takes the lounge for the second after the reflection:
     // one report of 25 moves it by 30/25 < 10 dB, so it does not.
     XCTAssertEqual(five.map(\.room), ["kitchen", "living", nil])
-    XCTAssertEqual(five[0].t, 1_000_000, "decided at the first whole second")
+    XCTAssertEqual(five[0].t.micros, 1_000_000, "decided at the first whole second")
     // The mean crosses over at 62.5 s; decided at the next second.
-    XCTAssertEqual(five[1].t, 63_000_000)
+    XCTAssertEqual(five[1].t.micros, 63_000_000)
     // Away 30 s after the last report (119.8 s), at a whole second.
-    XCTAssertEqual(five[2].t, 150_000_000)
+    XCTAssertEqual(five[2].t.micros, 150_000_000)
     let fifteen = run(.strongest(window: .seconds(15)), 0..<120, ["kitchen", "living"], rssi)
     XCTAssertEqual(fifteen.map(\.room), ["kitchen", "living", nil])
-    XCTAssertEqual(fifteen[1].t, 68_000_000, "half of 15 s after the crossing")
+    XCTAssertEqual(fifteen[1].t.micros, 68_000_000, "half of 15 s after the crossing")
     XCTAssertEqual(RoomBaseline.Kind.strongest(window: .seconds(15)).name, "strongest-15s")
   }
 
@@ -68,13 +68,13 @@ final class RoomBaselineTests: XCTestCase {
           // Placed at 1 s, away at 30 s; placed again a second after the
           // gap, away 30 s after its last report (1.8 s later).
           XCTAssertEqual(
-            out.map { [$0.t, $0.room == nil ? 0 : 1] },
+            out.map { [$0.t.micros, $0.room == nil ? 0 : 1] },
             [[1_000_000, 1], [30_000_000, 0], [later + 1_000_000, 1], [later + 32_000_000, 0]],
             kind.name)
         case .mqttRoom:
           // The report at 0 s is not in the second (0, 1] s, so sends no
           // message; placed a second after the gap, never away.
-          XCTAssertEqual(out.map(\.t), [later + 1_000_000], kind.name)
+          XCTAssertEqual(out.map(\.t.micros), [later + 1_000_000], kind.name)
           XCTAssertEqual(out.map(\.room), ["kitchen"], kind.name)
         }
       }
@@ -96,9 +96,9 @@ final class RoomBaselineTests: XCTestCase {
       if k % 100 == 50 { out += rule.report(at: WallTime(micros: t), room: "living", rssi: -66) }
     }
     // At 20 s the kitchen's mean over (5, 20] s: 10 s at -60, 5 s at -70.
-    XCTAssertEqual(out.last { $0.t <= 20_000_000 }?.room, "kitchen", "\(out)")
+    XCTAssertEqual(out.last { $0.t.micros <= 20_000_000 }?.room, "kitchen", "\(out)")
     // By 27 s its -60 seconds have mostly left the window.
-    XCTAssertEqual(out.last { $0.t <= 29_000_000 }?.room, "living", "\(out)")
+    XCTAssertEqual(out.last { $0.t.micros <= 29_000_000 }?.room, "living", "\(out)")
   }
 
   func testMqttRoomTakesACloserRoomAtOnceAndASilentRoomAfterItsTimeout() {
@@ -113,9 +113,9 @@ final class RoomBaselineTests: XCTestCase {
     XCTAssertEqual(changes.map(\.room), ["study", "kitchen", "study"])
     // The last study message was at 40 s (reports up to 39.8 s); the
     // kitchen's at 45 s is the first 5 s later.
-    XCTAssertEqual(changes[1].t, 45_000_000)
+    XCTAssertEqual(changes[1].t.micros, 45_000_000)
     // The study's first message back: its mean is stronger than the held one.
-    XCTAssertEqual(changes[2].t, 81_000_000)
+    XCTAssertEqual(changes[2].t.micros, 81_000_000)
     // Never away by itself (away_timeout 0).
     XCTAssertEqual(changes.last?.room, "study")
   }
@@ -123,7 +123,7 @@ final class RoomBaselineTests: XCTestCase {
   func testScoresCountChangesDuringStaysAndTheFirstPlacement() {
     let b = RoomSubject.beacon(tag)
     func c(_ s: Double, _ room: String?) -> RoomChange {
-      RoomChange(t: Int64(s * 1e6), subject: b, room: room)
+      RoomChange(t: WallTime(micros: Int64(s * 1e6)), subject: b, room: room)
     }
     // Hall (no receiver) until 10 s, kitchen for 200 s, living for 60 s
     // (a short stay), kitchen again until 400 s.

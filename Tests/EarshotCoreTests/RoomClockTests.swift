@@ -41,7 +41,7 @@ final class RoomClockTests: XCTestCase {
           out.append(
             Heard(
               sighting: RoomSighting(
-                t: t, beacon: id, room: room, rssi: nil, distance: d, count: 1),
+                t: WallTime(micros: t), beacon: id, room: room, rssi: nil, distance: d, count: 1),
               arrival: boot.adding(seconds: heard + delay)))
         }
       }
@@ -83,13 +83,14 @@ final class RoomClockTests: XCTestCase {
     XCTAssertEqual(skewed.map(\.room), inStep.map(\.room), "\(skewed)")
     XCTAssertEqual(skewed.map(\.subject), inStep.map(\.subject))
     for (a, b) in zip(skewed, inStep) {
-      XCTAssertLessThanOrEqual(abs(a.t - b.t), 1000, "within a millisecond: \(a) \(b)")
+      XCTAssertLessThanOrEqual(
+        abs(a.t.micros - b.t.micros), 1000, "within a millisecond: \(a) \(b)")
     }
     // Dated on the aggregator's clock: the walker reaches the kitchen
     // within the window and switch_after of 150 s.
     let kitchen = inStep.first { $0.beacon == walker && $0.room == "kitchen" }!
-    XCTAssertGreaterThan(kitchen.t, t0 + 150_000_000)
-    XCTAssertLessThan(kitchen.t, t0 + 160_000_000)
+    XCTAssertGreaterThan(kitchen.t.micros, t0 + 150_000_000)
+    XCTAssertLessThan(kitchen.t.micros, t0 + 160_000_000)
   }
 
   /// What the test guards against: the same skewed sightings judged on
@@ -111,16 +112,18 @@ final class RoomClockTests: XCTestCase {
     // Only an agent an hour ahead hears the keys, for 10 s.
     for sec in 0..<10 {
       let s = RoomSighting(
-        t: t0 + 3_600_000_000 + Int64(sec) * 1_000_000, beacon: keys, room: "kitchen", rssi: nil,
+        t: WallTime(micros: t0 + 3_600_000_000 + Int64(sec) * 1_000_000), beacon: keys,
+        room: "kitchen", rssi: nil,
         distance: 1, count: 1)
       placed += judge.sighting(s, arrival: boot.adding(seconds: Double(sec))).rule
     }
     XCTAssertEqual(placed.map(\.room), ["kitchen"])
-    XCTAssertEqual(placed.first?.t, t0 + 2_000_000, "dated by arrival")
+    XCTAssertEqual(placed.first?.t.micros, t0 + 2_000_000, "dated by arrival")
     // Away 30 s after the last arrival, on this clock: not before.
     XCTAssertEqual(judge.advance(to: boot.adding(seconds: 38.9)).rule, [])
     let away = judge.advance(to: boot.adding(seconds: 39.5)).rule
-    XCTAssertEqual(away, [RoomChange(t: t0 + 39_000_000, beacon: keys, room: nil)])
+    XCTAssertEqual(
+      away, [RoomChange(t: WallTime(micros: t0 + 39_000_000), beacon: keys, room: nil)])
   }
 
   func testAnAgentGoingOfflineCountsAtItsArrival() {
@@ -131,14 +134,16 @@ final class RoomClockTests: XCTestCase {
     for sec in 0..<10 {
       for (room, d, ahead) in [("kitchen", 1.0, 3600.0), ("living", 3.0, -600.0)] {
         let s = RoomSighting(
-          t: t0 + Int64((Double(sec) + ahead) * 1e6), beacon: keys, room: room, rssi: nil,
+          t: WallTime(micros: t0 + Int64((Double(sec) + ahead) * 1e6)), beacon: keys, room: room,
+          rssi: nil,
           distance: d, count: 1)
         _ = judge.sighting(s, arrival: boot.adding(seconds: Double(sec) + 0.1))
       }
     }
     XCTAssertEqual(judge.rule.room(of: keys), "kitchen")
     let moved = judge.agent("kitchen", online: false, at: boot.adding(seconds: 10))
-    XCTAssertEqual(moved.rule, [RoomChange(t: t0 + 10_000_000, beacon: keys, room: "living")])
+    XCTAssertEqual(
+      moved.rule, [RoomChange(t: WallTime(micros: t0 + 10_000_000), beacon: keys, room: "living")])
     XCTAssertEqual(moved.naive.map(\.room), ["living"])
   }
 
@@ -152,10 +157,11 @@ final class RoomClockTests: XCTestCase {
     XCTAssertFalse(clock.isStarted)
     for sec in 0..<100 {
       let s = RoomSighting(
-        t: t0 + Int64(sec) * 1_000_000, beacon: keys, room: "kitchen", rssi: nil, distance: 1,
+        t: WallTime(micros: t0 + Int64(sec) * 1_000_000), beacon: keys, room: "kitchen", rssi: nil,
+        distance: 1,
         count: 1)
       let stamped = clock.stamp(s, arrival: boot.adding(seconds: Double(sec) / 20))
-      XCTAssertLessThanOrEqual(abs(stamped.t - s.t), 1, "sighting \(sec)")
+      XCTAssertLessThanOrEqual(abs(stamped.t.micros - s.t.micros), 1, "sighting \(sec)")
     }
     XCTAssertEqual(clock.time(at: boot.adding(seconds: 10))?.micros, t0 + 200_000_000)
   }
@@ -166,10 +172,11 @@ final class RoomClockTests: XCTestCase {
     let boot = MonotonicTime(nanos: 7_000_000_000)
     var clock = RoomClock(origin: .wall(WallTime(micros: t0), at: boot))
     let s = RoomSighting(
-      t: t0 + 3_605_000_000, beacon: keys, room: "kitchen", rssi: nil, distance: 1, count: 1)
+      t: WallTime(micros: t0 + 3_605_000_000), beacon: keys, room: "kitchen", rssi: nil,
+      distance: 1, count: 1)
     let arrival = boot.adding(seconds: 5)
     XCTAssertEqual(clock.skew(of: s, arrival: arrival), 3600)
-    XCTAssertEqual(clock.stamp(s, arrival: arrival).t, t0 + 5_000_000)
+    XCTAssertEqual(clock.stamp(s, arrival: arrival).t, WallTime(micros: t0 + 5_000_000))
     // Never before its start, whatever the monotonic time says.
     XCTAssertEqual(clock.time(at: .zero)?.micros, t0)
   }

@@ -50,7 +50,8 @@ final class RoomFadingTests: XCTestCase {
         let t = Int64(sec) * 1_000_000 + Int64(k) * 400_000
         out += rule.sighting(
           RoomSighting(
-            t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, db / 20), count: 1))
+            t: WallTime(micros: t), beacon: tag, room: room, rssi: nil, distance: pow(10, db / 20),
+            count: 1))
       }
     }
     return out
@@ -105,13 +106,13 @@ final class RoomFadingTests: XCTestCase {
       for turn in 1..<12 {
         let start = Int64(turn * 300) * 1_000_000
         let room = turn % 2 == 1 ? "living" : "kitchen"
-        guard let hit = c.first(where: { $0.t >= start && $0.room == room }),
-          hit.t < start + 300_000_000
+        guard let hit = c.first(where: { $0.t.micros >= start && $0.room == room }),
+          hit.t.micros < start + 300_000_000
         else {
           XCTFail("seed \(seed): the move at \(turn * 300) s was never found")
           continue
         }
-        latencies.append(Double(hit.t - start) / 1e6)
+        latencies.append(Double(hit.t.micros - start) / 1e6)
       }
       XCTAssertEqual(moves(c), 11, "seed \(seed): no change but the moves")
     }
@@ -146,7 +147,8 @@ final class RoomFadingTests: XCTestCase {
           let t = Int64(sec) * 1_000_000 + Int64(k) * 400_000
           _ = rule.sighting(
             RoomSighting(
-              t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, db / 20), count: 1))
+              t: WallTime(micros: t), beacon: tag, room: room, rssi: nil,
+              distance: pow(10, db / 20), count: 1))
         }
       }
       let spreads = ["kitchen", "living"].map { rule.spread(of: .beacon(tag), room: $0) ?? 0 }
@@ -194,12 +196,13 @@ final class RoomFadingTests: XCTestCase {
           let t = Int64(sec) * 1_000_000 + Int64(k) * 400_000
           changes += rule.sighting(
             RoomSighting(
-              t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, loss / 20), count: 1))
+              t: WallTime(micros: t), beacon: tag, room: room, rssi: nil,
+              distance: pow(10, loss / 20), count: 1))
         }
       }
       XCTAssertEqual(changes.map(\.room), ["kitchen", "living"], "seed \(seed)")
       if let moved = changes.last, moved.room == "living" {
-        XCTAssertLessThanOrEqual(Double(moved.t) / 1e6 - 600, 15, "seed \(seed)")
+        XCTAssertLessThanOrEqual(Double(moved.t.micros) / 1e6 - 600, 15, "seed \(seed)")
       }
     }
   }
@@ -235,12 +238,13 @@ final class RoomFadingTests: XCTestCase {
           let t = Int64(sec) * 1_000_000 + Int64(k) * 400_000
           changes += restored.sighting(
             RoomSighting(
-              t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, db / 20), count: 1))
+              t: WallTime(micros: t), beacon: tag, room: room, rssi: nil,
+              distance: pow(10, db / 20), count: 1))
         }
       }
       let back = changes.first { $0.room == "kitchen" }
       XCTAssertNotNil(back, "seed \(seed)")
-      XCTAssertLessThan(back?.t ?? .max, 600_000_000, "seed \(seed): \(changes)")
+      XCTAssertLessThan(back?.t.micros ?? .max, 600_000_000, "seed \(seed): \(changes)")
       XCTAssertLessThanOrEqual(changes.count, 3, "seed \(seed): \(changes)")
       XCTAssertEqual(changes.last?.room, "kitchen", "seed \(seed)")
     }
@@ -339,7 +343,8 @@ final class RoomFadingTests: XCTestCase {
           let t = Int64(sec) * 1_000_000 + Int64(k) * 300_000
           changes += rule.sighting(
             RoomSighting(
-              t: t, beacon: tag, room: room, rssi: nil, distance: pow(10, db / 20), count: 1))
+              t: WallTime(micros: t), beacon: tag, room: room, rssi: nil,
+              distance: pow(10, db / 20), count: 1))
         }
       }
       XCTAssertEqual(

@@ -9,7 +9,8 @@ final class RoomRuleTests: XCTestCase {
 
   func s(_ sec: Double, _ room: String, _ d: Double?, _ id: TrackedID? = nil) -> RoomSighting {
     RoomSighting(
-      t: Int64(sec * 1e6), beacon: id ?? tag, room: room, rssi: nil, distance: d, count: 1)
+      t: WallTime(micros: Int64(sec * 1e6)), beacon: id ?? tag, room: room, rssi: nil, distance: d,
+      count: 1)
   }
 
   /// Feeds one sighting per room per second over `range` (seconds).
@@ -36,7 +37,8 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(rule.sighting(s(100.5, "hall", 4)), [])
     XCTAssertEqual(rule.sighting(s(101, "kitchen", 1.5)), [])
     let first = rule.sighting(s(101.5, "hall", 4))
-    XCTAssertEqual(first, [RoomChange(t: 101_500_000, beacon: tag, room: "kitchen")])
+    XCTAssertEqual(
+      first, [RoomChange(t: WallTime(micros: 101_500_000), beacon: tag, room: "kitchen")])
     XCTAssertEqual(
       first[0].json, "{\"t\":101.500,\"event\":\"room\",\"beacon\":\"\(tag)\",\"room\":\"kitchen\"}"
     )
@@ -56,7 +58,7 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(moved.first?.room, "hall")
     // Steady links wander by nothing, so the margin is what is required;
     // a lead of twice the margin gathers switch_after's evidence in half.
-    let at = Double(moved.first!.t) / 1e6
+    let at = Double(moved.first!.t.micros) / 1e6
     XCTAssertGreaterThanOrEqual(at, 203, "not before half of switch_after")
     XCTAssertLessThanOrEqual(at, 208, "the window's lag plus switch_after")
   }
@@ -69,7 +71,7 @@ final class RoomRuleTests: XCTestCase {
     let moved = feed(&rule, 121...160, [("kitchen", { _ in 3 }), ("hall", { _ in 2 })])
     XCTAssertEqual(moved.map(\.room), ["hall"])
     guard let first = moved.first else { return }
-    let at = Double(first.t) / 1e6
+    let at = Double(first.t.micros) / 1e6
     XCTAssertGreaterThanOrEqual(at, 121 + 4 / 1.17, "switch_after at the lead's pace")
     XCTAssertLessThanOrEqual(at, 129)
   }
@@ -98,8 +100,8 @@ final class RoomRuleTests: XCTestCase {
     let c = feed(&rule, 11...60, [("hall", { _ in 8 })])
     XCTAssertEqual(c.map(\.room), ["hall"], "no margin against a room that hears nothing")
     guard let first = c.first else { return }
-    XCTAssertGreaterThanOrEqual(first.t, 40_000_000)
-    XCTAssertLessThanOrEqual(first.t, 49_000_000)
+    XCTAssertGreaterThanOrEqual(first.t.micros, 40_000_000)
+    XCTAssertLessThanOrEqual(first.t.micros, 49_000_000)
   }
 
   func testAChallengerBeatsASilentCurrentRoomsLastLevelAtOnce() {
@@ -110,7 +112,7 @@ final class RoomRuleTests: XCTestCase {
     let c = feed(&rule, 61...80, [("hall", { _ in 1 })])
     XCTAssertEqual(c.map(\.room), ["hall"])
     guard let first = c.first else { return }
-    XCTAssertLessThanOrEqual(first.t, 70_000_000, "its last level was weak")
+    XCTAssertLessThanOrEqual(first.t.micros, 70_000_000, "its last level was weak")
   }
 
   func testAGapAtTheCurrentRoomShorterThanTwiceSwitchAfterMovesNothing() {
@@ -128,12 +130,14 @@ final class RoomRuleTests: XCTestCase {
     var rule = RoomRule(settings: .init(awayAfter: .seconds(30)))
     _ = feed(&rule, 0...20, [("kitchen", { _ in 1 })])
     _ = feed(&rule, 0...49, [("hall", { _ in 1 })], id: other)  // time goes on
-    XCTAssertEqual(rule.advance(to: 49_999_999), [])
-    XCTAssertEqual(rule.nextDeadline, 50_000_000)
+    XCTAssertEqual(rule.advance(to: WallTime(micros: 49_999_999)), [])
+    XCTAssertEqual(rule.nextDeadline, WallTime(micros: 50_000_000))
     XCTAssertEqual(
-      rule.advance(to: 50_500_000), [RoomChange(t: 50_000_000, beacon: tag, room: nil)])
+      rule.advance(to: WallTime(micros: 50_500_000)),
+      [RoomChange(t: WallTime(micros: 50_000_000), beacon: tag, room: nil)])
     XCTAssertEqual(
-      RoomChange(t: 50_000_000, beacon: tag, room: nil).json.hasSuffix("\"room\":null}"), true)
+      RoomChange(t: WallTime(micros: 50_000_000), beacon: tag, room: nil).json.hasSuffix(
+        "\"room\":null}"), true)
     XCTAssertNil(rule.room(of: tag))
     // Back: placed again after place_after.
     XCTAssertEqual(rule.sighting(s(60, "hall", 2)).map(\.room), [])
@@ -146,26 +150,27 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(rule.room(of: tag), "kitchen")
     // To the best room still hearing it, at once.
     XCTAssertEqual(
-      rule.agent("kitchen", online: false, at: 20_500_000),
-      [RoomChange(t: 20_500_000, beacon: tag, room: "hall")])
+      rule.agent("kitchen", online: false, at: WallTime(micros: 20_500_000)),
+      [RoomChange(t: WallTime(micros: 20_500_000), beacon: tag, room: "hall")])
     // And only the hall hearing it for minutes: never away.
     let later = feed(&rule, 22...300, [("hall", { _ in 6 })])
     XCTAssertEqual(later, [])
-    XCTAssertEqual(rule.advance(to: 300_000_000), [])
+    XCTAssertEqual(rule.advance(to: WallTime(micros: 300_000_000)), [])
   }
 
   func testABeaconOnlyTheOfflineAgentHeardGoesAwayAfterAwayAfterNotAtOnce() {
     var rule = RoomRule(settings: .init(awayAfter: .seconds(30)))
     _ = feed(&rule, 0...20, [("kitchen", { _ in 1 })])
-    _ = rule.agent("kitchen", online: false, at: 21_000_000)
-    XCTAssertEqual(rule.advance(to: 49_000_000), [])
+    _ = rule.agent("kitchen", online: false, at: WallTime(micros: 21_000_000))
+    XCTAssertEqual(rule.advance(to: WallTime(micros: 49_000_000)), [])
     XCTAssertEqual(
-      rule.advance(to: 51_000_000), [RoomChange(t: 50_000_000, beacon: tag, room: nil)])
+      rule.advance(to: WallTime(micros: 51_000_000)),
+      [RoomChange(t: WallTime(micros: 50_000_000), beacon: tag, room: nil)])
   }
 
   func testAnAgentThatSpeaksAgainIsBackOnline() {
     var rule = RoomRule(settings: .init())
-    _ = rule.agent("kitchen", online: false, at: 0)
+    _ = rule.agent("kitchen", online: false, at: WallTime(micros: 0))
     _ = rule.sighting(s(1, "kitchen", 1))
     XCTAssertEqual(rule.sighting(s(3, "kitchen", 1)).map(\.room), ["kitchen"])
   }
@@ -179,7 +184,8 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(feed(&rule, 1000...1029, [("kitchen", { _ in 1 })]), [])
     // `other` was never heard since the restart at 1000: away 30 s later.
     XCTAssertEqual(
-      rule.advance(to: 1041_000_000), [RoomChange(t: 1030_000_000, beacon: other, room: nil)])
+      rule.advance(to: WallTime(micros: 1041_000_000)),
+      [RoomChange(t: WallTime(micros: 1030_000_000), beacon: other, room: nil)])
     // Restoring a beacon already decided changes nothing.
     rule.restore(tag, room: "hall")
     XCTAssertEqual(rule.room(of: tag), "kitchen")
@@ -193,9 +199,9 @@ final class RoomRuleTests: XCTestCase {
     let learnt = rule.awayTimeout(of: tag)!
     XCTAssertGreaterThanOrEqual(learnt, 6)
     XCTAssertLessThan(learnt, 30, "a steady 1 s pace is learnt")
-    let away = rule.advance(to: 200_000_000)
+    let away = rule.advance(to: WallTime(micros: 200_000_000))
     XCTAssertEqual(away.map(\.room), [nil])
-    XCTAssertEqual(Double(away[0].t) / 1e6, 100 + learnt, accuracy: 0.01)
+    XCTAssertEqual(Double(away[0].t.micros) / 1e6, 100 + learnt, accuracy: 0.01)
   }
 
   func testMarginInMetres() {
@@ -225,8 +231,8 @@ final class RoomRuleTests: XCTestCase {
     XCTAssertEqual(rule.beaconCount, 100)
     XCTAssertEqual(rule.refused, 200)
     // Away beacons unheard for an hour are forgotten.
-    _ = rule.advance(to: 2 * 3_600_000_000)
-    _ = rule.advance(to: 2 * 3_600_000_000 + 61_000_000)
+    _ = rule.advance(to: WallTime(micros: 2 * 3_600_000_000))
+    _ = rule.advance(to: WallTime(micros: 2 * 3_600_000_000 + 61_000_000))
     XCTAssertEqual(rule.beaconCount, 0)
     // Rooms per beacon are bounded too.
     for r in 0..<100 { _ = rule.sighting(s(8000 + Double(r) * 0.01, "room\(r)", 1)) }
@@ -241,9 +247,11 @@ final class RoomRuleTests: XCTestCase {
       for sec in 0...200 {
         if sec < 100 { out += rule.sighting(s(Double(sec), "kitchen", sec < 60 ? 1 : 5)) }
         if sec < 100 { out += rule.sighting(s(Double(sec), "hall", sec < 60 ? 5 : 1)) }
-        if sec % advanceEvery == 0 { out += rule.advance(to: Int64(sec) * 1_000_000) }
+        if sec % advanceEvery == 0 {
+          out += rule.advance(to: WallTime(micros: Int64(sec) * 1_000_000))
+        }
       }
-      return out + rule.advance(to: 300_000_000)
+      return out + rule.advance(to: WallTime(micros: 300_000_000))
     }
     XCTAssertEqual(run(1), run(7))
     XCTAssertEqual(run(1).map(\.room), ["kitchen", "hall", nil])
@@ -269,7 +277,7 @@ final class RoomRuleTests: XCTestCase {
       changes += rule.sighting(s(sec + 0.2, "kitchen", metres(kitchen - jitter)))
     }
     XCTAssertEqual(changes.map(\.room), ["hall", "kitchen"])
-    XCTAssertLessThanOrEqual(changes[1].t, 30_000_000, "\(changes)")
+    XCTAssertLessThanOrEqual(changes[1].t.micros, 30_000_000, "\(changes)")
     // A short lead twice the margin moves nothing in the first minute: the
     // kitchen 6 dB better for 10 s.
     var early = RoomRule(settings: .init())
@@ -295,8 +303,8 @@ final class RoomRuleTests: XCTestCase {
       changes += rule.sighting(s(t + 3, "hall", metres(hall)))
     }
     XCTAssertEqual(changes.map(\.room), ["kitchen", "hall"], "\(changes)")
-    XCTAssertLessThanOrEqual(changes[0].t, 6_000_000)
-    XCTAssertLessThanOrEqual(changes[1].t, 140_000_000, "\(changes)")
+    XCTAssertLessThanOrEqual(changes[0].t.micros, 6_000_000)
+    XCTAssertLessThanOrEqual(changes[1].t.micros, 140_000_000, "\(changes)")
   }
 }
 
@@ -306,7 +314,8 @@ final class RoomSightingTests: XCTestCase {
   func testSightingPayloadAndTopicRoundTrip() throws {
     let topics = RoomTopics(prefix: "earshot/rooms", shards: 16)
     let s = RoomSighting(
-      t: 1_733_000_000_123_000, beacon: tag, room: "Kitchen", rssi: -71.24, distance: 2.314,
+      t: WallTime(micros: 1_733_000_000_123_000), beacon: tag, room: "Kitchen", rssi: -71.24,
+      distance: 2.314,
       count: 7)
     XCTAssertEqual(
       s.payload,
@@ -320,7 +329,7 @@ final class RoomSightingTests: XCTestCase {
       RoomSighting.parse(topic: topic, payload: Array(s.payload.utf8), topics: topics))
     XCTAssertEqual(back.beacon, tag)
     XCTAssertEqual(back.room, "Kitchen")
-    XCTAssertEqual(back.t, 1_733_000_000_123_000)
+    XCTAssertEqual(back.t, WallTime(micros: 1_733_000_000_123_000))
     XCTAssertEqual(back.distance, 2.31)
     XCTAssertEqual(back.count, 7)
     XCTAssertEqual(topics.subject(inStateTopic: topics.state(tag)), .beacon(tag))
@@ -357,14 +366,18 @@ final class RoomSightingTests: XCTestCase {
     let stranger = TrackedBeacon(
       id: TrackedID(uuid: testUUID, major: 2, minor: 1), measuredPower: -59)
     let address = BDAddress(raw: 0x0102_0304_0506)
-    var sent: [RoomSighting] = []
+    var sent: [SightingPublisher.Due] = []
     for k in 0..<100 {  // 10 Hz for 10 s at 1 m
       let t = Int64(k) * 100_000
-      if let s = p.report(at: t, beacon: beacon, address: address, rssi: -59) { sent.append(s) }
-      XCTAssertNil(p.report(at: t, beacon: stranger, address: address, rssi: -59))
+      if let s = p.report(at: DecisionTime(micros: t), beacon: beacon, address: address, rssi: -59)
+      {
+        sent.append(s)
+      }
+      XCTAssertNil(
+        p.report(at: DecisionTime(micros: t), beacon: stranger, address: address, rssi: -59))
     }
     XCTAssertEqual(sent.count, 10)
-    XCTAssertEqual(sent.map(\.t), (0..<10).map { Int64($0) * 1_000_000 })
+    XCTAssertEqual(sent.map(\.t), (0..<10).map { DecisionTime(micros: Int64($0) * 1_000_000) })
     XCTAssertEqual(sent[0].count, 1)
     XCTAssertEqual(sent[1].count, 10, "reports since the previous sighting")
     XCTAssertEqual(try XCTUnwrap(sent.last?.distance), 1, accuracy: 0.05)
@@ -437,13 +450,17 @@ final class RoomsDiscoveryTests: XCTestCase {
     XCTAssertEqual(
       try JSONParser.parse(m[1].payload)["state_topic"]?.string, topics.location(.beacon(tag)))
     XCTAssertNil(try JSONParser.parse(m[1].payload)["value_template"])
-    XCTAssertEqual(RoomsDiscovery.location(RoomChange(t: 5, beacon: tag, room: nil)), "not_home")
     XCTAssertEqual(
-      RoomsDiscovery.location(RoomChange(t: 5, beacon: tag, room: "kitchen")), "kitchen")
+      RoomsDiscovery.location(RoomChange(t: WallTime(micros: 5), beacon: tag, room: nil)),
+      "not_home")
+    XCTAssertEqual(
+      RoomsDiscovery.location(RoomChange(t: WallTime(micros: 5), beacon: tag, room: "kitchen")),
+      "kitchen")
     XCTAssertNotEqual(
       try JSONParser.parse(m[0].payload)["unique_id"],
       try JSONParser.parse(m[1].payload)["unique_id"])
-    let state = RoomsDiscovery.state(RoomChange(t: 5_000_000, beacon: tag, room: nil))
+    let state = RoomsDiscovery.state(
+      RoomChange(t: WallTime(micros: 5_000_000), beacon: tag, room: nil))
     XCTAssertEqual(state, "{\"t\":5.000,\"beacon\":\"\(tag)\",\"room\":null}")
   }
 }

@@ -44,11 +44,12 @@ final class RoomsIdentityTests: XCTestCase {
   func report(
     _ m: inout RegionMonitor, _ p: inout SightingPublisher, at t: Int64, _ address: BDAddress,
     type: AddressType = .random, rssi: Int8 = -59, tx: Int8? = nil
-  ) -> RoomSighting? {
+  ) -> SightingPublisher.Due? {
     let n = m.resolveDevice(address, type: type)
     _ = m.report(at: DecisionTime(micros: t), device: n, address: address, rssi: rssi, txPower: tx)
     return p.report(
-      at: t, device: n.map { m.devices.entries[$0] }, address: address, rssi: rssi, txPower: tx)
+      at: DecisionTime(micros: t), device: n.map { m.devices.entries[$0] }, address: address,
+      rssi: rssi, txPower: tx)
   }
 
   // MARK: Config
@@ -131,7 +132,8 @@ final class RoomsIdentityTests: XCTestCase {
     }
 
     let s = RoomSighting(
-      t: 1_733_000_000_123_000, subject: byKey, room: "kitchen", rssi: -60, distance: 1.5,
+      t: WallTime(micros: 1_733_000_000_123_000), subject: byKey, room: "kitchen", rssi: -60,
+      distance: 1.5,
       count: 4, name: "phone")
     XCTAssertEqual(
       s.payload,
@@ -143,7 +145,8 @@ final class RoomsIdentityTests: XCTestCase {
         topics: topics))
     XCTAssertEqual(back, s)
 
-    let change = RoomChange(t: 5_000_000, subject: byAddress, room: "kitchen", name: "phone")
+    let change = RoomChange(
+      t: WallTime(micros: 5_000_000), subject: byAddress, room: "kitchen", name: "phone")
     XCTAssertEqual(
       change.json,
       "{\"t\":5.000,\"event\":\"room\",\"device\":\"00:1A:7D:DA:71:13\",\"name\":\"phone\",\"room\":\"kitchen\"}"
@@ -152,7 +155,7 @@ final class RoomsIdentityTests: XCTestCase {
     XCTAssertEqual(
       RoomsDiscovery.state(change),
       "{\"t\":5.000,\"device\":\"00:1A:7D:DA:71:13\",\"name\":\"phone\",\"room\":\"kitchen\"}")
-    let keyed = RoomChange(t: 5_000_000, subject: byKey, room: nil)
+    let keyed = RoomChange(t: WallTime(micros: 5_000_000), subject: byKey, room: nil)
     XCTAssertEqual(RoomChange.parse(keyed.json), keyed)
     XCTAssertTrue(keyed.json.contains("\"device\":\"irk#\(key.tag)\""), keyed.json)
   }
@@ -188,7 +191,7 @@ final class RoomsIdentityTests: XCTestCase {
     let c = try config("phone=irk:\(keyHex)")
     var (m, p) = agent(c)
     XCTAssertTrue(m.watchesDevices, "rooms alone make the monitor resolve devices")
-    var sent: [RoomSighting] = []
+    var sent: [SightingPublisher.Due] = []
     var addresses: Set<BDAddress> = []
     // Ten minutes at 2 Hz, a new private address every minute.
     for k in 0..<1200 {
@@ -228,7 +231,7 @@ final class RoomsIdentityTests: XCTestCase {
     // A beacon report does not reach the device path either.
     XCTAssertNil(
       p.report(
-        at: 0,
+        at: DecisionTime(micros: 0),
         beacon: TrackedBeacon(
           id: TrackedID(uuid: testUUID, major: 1, minor: 1), measuredPower: -59),
         address: phoneIdentity, rssi: -50))
@@ -267,7 +270,7 @@ final class RoomsIdentityTests: XCTestCase {
   func testDistanceUsesTxPowerElseTheRegionsPowerElseTheDefault() throws {
     func distance(_ c: Config, tx: Int8?) throws -> Double {
       var (m, p) = agent(c)
-      var last: RoomSighting? = nil
+      var last: SightingPublisher.Due? = nil
       for k in 0..<5 {
         let a = key.address(prand: 0x3333, cipher: cipher)
         last = report(&m, &p, at: Int64(k) * 1_000_000, a, rssi: -65, tx: tx) ?? last
@@ -301,7 +304,8 @@ final class RoomsIdentityTests: XCTestCase {
     for k in 0..<(SightingPublisher.capacity + 50) {
       let id = TrackedID(uuid: testUUID, major: UInt16(k / 65536), minor: UInt16(k % 65536))
       _ = p.report(
-        at: 20_000_000 + Int64(k), beacon: TrackedBeacon(id: id, measuredPower: -59),
+        at: DecisionTime(micros: 20_000_000 + Int64(k)),
+        beacon: TrackedBeacon(id: id, measuredPower: -59),
         address: BDAddress(raw: 7), rssi: -60)
     }
     XCTAssertEqual(p.trackedCount, SightingPublisher.capacity)
@@ -320,17 +324,18 @@ final class RoomsIdentityTests: XCTestCase {
       for (room, d) in [(near, 1.0), (far, 6.0)] {
         out += rule.sighting(
           RoomSighting(
-            t: Int64(sec) * 1_000_000, subject: phone, room: room, rssi: nil, distance: d,
+            t: WallTime(micros: Int64(sec) * 1_000_000), subject: phone, room: room, rssi: nil,
+            distance: d,
             count: 1, name: "phone"))
       }
     }
-    out += rule.advance(to: 120_000_000)
+    out += rule.advance(to: WallTime(micros: 120_000_000))
     XCTAssertEqual(out.map(\.subject), [phone, phone, phone])
     XCTAssertEqual(out.map(\.room), ["kitchen", "living", nil])
     XCTAssertEqual(rule.room(of: phone), nil)
     // switch_after holds it back, as for a beacon: a lead this clear (31 dB)
     // waits a third of it, after the quick mean has seen the move.
-    XCTAssertGreaterThanOrEqual(out[1].t, 61_000_000)
-    XCTAssertLessThanOrEqual(out[1].t, 70_000_000)
+    XCTAssertGreaterThanOrEqual(out[1].t.micros, 61_000_000)
+    XCTAssertLessThanOrEqual(out[1].t.micros, 70_000_000)
   }
 }

@@ -135,7 +135,7 @@ extension RoomsIntegrationTests {
     let phoneRooms = changes.filter { $0.subject == phone }
     XCTAssertEqual(phoneRooms.map(\.room), ["kitchen", "living", nil], report)
     XCTAssertTrue(phoneRooms.allSatisfy { $0.name == "phone" }, "named by the agents: \(report)")
-    let moved = Double(phoneRooms[1].t) / 1e6 - 1_767_225_600
+    let moved = Double(phoneRooms[1].t.micros) / 1e6 - 1_767_225_600
     XCTAssertGreaterThan(moved, 151, report)
     XCTAssertLessThan(moved, 151 + 12, report)
     XCTAssertTrue(

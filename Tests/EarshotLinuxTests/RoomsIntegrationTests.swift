@@ -333,9 +333,9 @@ final class RoomsIntegrationTests: XCTestCase {
       let state = try XCTUnwrap(retained[topics.state(b)], "\(retained)")
       let json = try JSONParser.parse(state)
       let t = Int64((try XCTUnwrap(json["t"]?.number, state) * 1e6).rounded())
-      let decided = try XCTUnwrap(now.last { $0.beacon == b && $0.t <= t }, state)
+      let decided = try XCTUnwrap(now.last { $0.beacon == b && $0.t.micros <= t }, state)
       XCTAssertEqual(json["room"]?.string, decided.room, state)
-      XCTAssertGreaterThanOrEqual(t, before.last { $0.beacon == b }?.t ?? .max, state)
+      XCTAssertGreaterThanOrEqual(t, before.last { $0.beacon == b }?.t.micros ?? .max, state)
     }
     // The device_tracker's plain-text location says the same room (read
     // together; the two are published back to back, so retry a moment).
@@ -456,10 +456,10 @@ final class RoomsIntegrationTests: XCTestCase {
     // Dated by this machine's clock, not an agent's.
     let began = Int64(start.timeIntervalSince1970 * 1e6)
     for c in changes {
-      XCTAssertGreaterThan(c.t, began, "\(c)")
-      XCTAssertLessThan(c.t, began + 20_000_000, "\(c)")
+      XCTAssertGreaterThan(c.t.micros, began, "\(c)")
+      XCTAssertLessThan(c.t.micros, began + 20_000_000, "\(c)")
     }
-    let moved = try XCTUnwrap(changes.last).t - began
+    let moved = try XCTUnwrap(changes.last).t.micros - began
     XCTAssertGreaterThan(moved, 5_000_000, "not before the walker moved")
     XCTAssertLessThan(moved, 13_000_000, "within the window and switch_after")
     XCTAssertTrue(log.contains("ignored a retained sighting"), log)

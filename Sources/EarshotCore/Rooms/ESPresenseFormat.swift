@@ -106,7 +106,7 @@ extension ESPresenseFormat {
   /// them already. A node's sighting carries no time: `t` is the
   /// aggregator's `now` (its arrival).
   public static func sighting(
-    topic: String, payload: [UInt8], trackDevices: [TrackedDevice], now: Int64
+    topic: String, payload: [UInt8], trackDevices: [TrackedDevice], now: WallTime
   ) -> RoomSighting? {
     let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
     guard parts.count == 4, parts[0] == prefix, parts[1] == "devices", !parts[3].isEmpty,

@@ -23,7 +23,7 @@ public struct RoomBaseline: Sendable {
     /// Its name in `rooms evaluate --baseline`'s lines.
     public var name: String {
       switch self {
-      case .strongest(let w): "strongest-\(Int(w.seconds.rounded()))s"
+      case .strongest(let w): "strongest-\(Int(w.inSeconds.rounded()))s"
       case .mqttRoom: "mqtt_room"
       }
     }
@@ -61,10 +61,10 @@ public struct RoomBaseline: Sendable {
   public init(kind: Kind, subject: RoomSubject, awayAfter: Duration = .seconds(30)) {
     self.kind = kind
     self.subject = subject
-    self.awayAfter = awayAfter.micros
+    self.awayAfter = awayAfter.wholeMicros
     switch kind {
-    case .strongest(let window): span = max(window.micros, Self.tick)
-    case .mqttRoom: span = Self.mqttMean.micros
+    case .strongest(let window): span = max(window.wholeMicros, Self.tick)
+    case .mqttRoom: span = Self.mqttMean.wholeMicros
     }
   }
 
@@ -120,17 +120,17 @@ public struct RoomBaseline: Sendable {
     case .strongest(let window):
       var best: (room: String, rssi: Double)? = nil
       for name in reports.keys.sorted() {
-        guard let m = mean(name, over: window.micros, at: t) else { continue }
+        guard let m = mean(name, over: window.wholeMicros, at: t) else { continue }
         if best == nil || m > best!.rssi { best = (name, m) }
       }
       if let best { next = best.room }
     case .mqttRoom(let timeout):
       // Each receiver's message of this second, in the rooms' order.
       for name in reports.keys.sorted() {
-        guard let m = mean(name, over: Self.mqttMean.micros, at: t),
+        guard let m = mean(name, over: Self.mqttMean.wholeMicros, at: t),
           reports[name]!.last!.t > t - Self.tick
         else { continue }
-        if heldRSSI == nil || name == next || m > heldRSSI! || t - updated >= timeout.micros {
+        if heldRSSI == nil || name == next || m > heldRSSI! || t - updated >= timeout.wholeMicros {
           next = name
           heldRSSI = m
           updated = t
@@ -141,15 +141,7 @@ public struct RoomBaseline: Sendable {
     if next != room || (!placed && next != nil) {
       room = next
       placed = placed || next != nil
-      out.append(RoomChange(t: t, subject: subject, room: next))
+      out.append(RoomChange(t: WallTime(micros: t), subject: subject, room: next))
     }
   }
-}
-
-extension Duration {
-  fileprivate var micros: Int64 {
-    let (s, atto) = components
-    return s * 1_000_000 + atto / 1_000_000_000_000
-  }
-  fileprivate var seconds: Double { Double(micros) / 1e6 }
 }

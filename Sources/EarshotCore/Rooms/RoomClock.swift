@@ -50,11 +50,11 @@ public struct RoomClock: Sendable, Equatable {
   /// kept (the caller has it for display).
   public mutating func stamp(_ s: RoomSighting, arrival: MonotonicTime) -> RoomSighting {
     if origin == nil {
-      origin = WallTime(micros: s.t)
+      origin = s.t
       originAt = arrival
     }
     var stamped = s
-    stamped.t = time(at: arrival)!.micros
+    stamped.t = time(at: arrival)!
     return stamped
   }
 
@@ -62,7 +62,7 @@ public struct RoomClock: Sendable, Equatable {
   /// when behind), from a sighting's `t` and its arrival: shown, never
   /// used to decide. Includes the delivery delay.
   public func skew(of s: RoomSighting, arrival: MonotonicTime) -> Double? {
-    time(at: arrival).map { Double(s.t - $0.micros) / 1e6 }
+    time(at: arrival).map { Double(s.t.micros - $0.micros) / 1e6 }
   }
 }
 
@@ -100,7 +100,7 @@ public struct RoomJudge: Sendable {
 
   /// An agent's status (`online`/`offline`) that arrived at `arrival`.
   public mutating func agent(_ room: String, online: Bool, at arrival: MonotonicTime) -> Changes {
-    let t = clock.time(at: arrival)?.micros
+    let t = clock.time(at: arrival)
     return Changes(
       rule: rule.agent(room, online: online, at: t),
       naive: naive?.agent(room, online: online, at: t) ?? [])
@@ -109,7 +109,7 @@ public struct RoomJudge: Sendable {
   /// Time passes: beacons silent for their away time go away.
   public mutating func advance(to m: MonotonicTime) -> Changes {
     guard let t = clock.time(at: m) else { return Changes() }
-    return Changes(rule: rule.advance(to: t.micros), naive: naive?.advance(to: t.micros) ?? [])
+    return Changes(rule: rule.advance(to: t), naive: naive?.advance(to: t) ?? [])
   }
 
   /// A room retained from before a restart.

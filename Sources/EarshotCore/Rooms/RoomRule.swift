@@ -4,9 +4,10 @@
 
 /// Decides, per beacon (or device by identity: a subject), which room it is in from the sightings of every
 /// agent, or that it is away. Pure: sightings, agents going on and off
-/// line and the passing of time go in (a sighting's `t`, microseconds:
+/// line and the passing of time go in (a sighting's `t`, a `WallTime`:
 /// `RoomJudge` sets it to the sighting's arrival on the aggregator's clock,
-/// `RoomClock`, so agents' clocks do not matter); room changes come out.
+/// `RoomClock`, so agents' clocks do not matter); room changes come out,
+/// dated on the same axis.
 ///
 /// - The candidate is the room whose sightings over the last `window`
 ///   seconds give the shortest distance (geometric mean: distances are
@@ -237,7 +238,8 @@ public struct RoomRule: Sendable {
 
   /// One sighting. Returns the changes it (and the time it brings) causes.
   public mutating func sighting(_ s: RoomSighting) -> [RoomChange] {
-    var out = advance(to: s.t)
+    let t = s.t.micros
+    var out = advance(to: t)
     let room = index(of: s.room)
     if !online[Int(room)] { online[Int(room)] = true }  // it speaks: it is up
     guard let i = position(of: s.subject, create: true) else {
@@ -245,24 +247,26 @@ public struct RoomRule: Sendable {
       return out
     }
     let timeout = awayTimeout(states[i])
-    states[i].lastHeard = max(states[i].lastHeard ?? s.t, s.t)
-    states[i].interval.observe(at: DecisionTime(micros: s.t), absentAfter: timeout)
+    states[i].lastHeard = max(states[i].lastHeard ?? t, t)
+    states[i].interval.observe(at: DecisionTime(micros: t), absentAfter: timeout)
     if let d = s.distance {
       let k = Self.traceIndex(&states[i], room: room)
-      states[i].traces[k].add(s.t, Float(log10(d)))
-      states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
+      states[i].traces[k].add(t, Float(log10(d)))
+      states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, t)
       // Another room has led the window for a while: a move not yet
       // recognised (or a fade whose first seconds have taught its depth).
       // It must not teach the spreads, or the next move is hidden too.
-      let doubt = states[i].otherLeads.map { Double(s.t - $0) > settings.doubtAfter * 1e6 } ?? false
+      let doubt = states[i].otherLeads.map { Double(t - $0) > settings.doubtAfter * 1e6 } ?? false
       Self.learnLevels(
-        &states[i].traces[k], at: s.t, pending: states[i].pending != nil, teach: !doubt,
+        &states[i].traces[k], at: t, pending: states[i].pending != nil, teach: !doubt,
         settings: settings)
     } else if let k = states[i].traces.firstIndex(where: { $0.room == room }) {
-      states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, s.t)
+      states[i].traces[k].lastHeard = max(states[i].traces[k].lastHeard, t)
     }
     if let change = Self.decide(&states[i], at: now, settings: settings, online: online) {
-      out.append(RoomChange(t: now, subject: s.subject, room: change.map { roomNames[Int($0)] }))
+      out.append(
+        RoomChange(
+          t: WallTime(micros: now), subject: s.subject, room: change.map { roomNames[Int($0)] }))
     }
     if states[i].hasRoom, let heard = states[i].lastHeard {
       awayFloor = min(awayFloor, heard &+ Int64(timeout * 1e6))
@@ -272,7 +276,7 @@ public struct RoomRule: Sendable {
 
   /// An agent's status: offline (its last will, or a clean stop) drops its
   /// room out at once; its beacons move at their next sighting elsewhere.
-  public mutating func agent(_ room: String, online isOnline: Bool, at t: Int64? = nil)
+  public mutating func agent(_ room: String, online isOnline: Bool, at t: WallTime? = nil)
     -> [RoomChange]
   {
     var out = t.map { advance(to: $0) } ?? []
@@ -284,7 +288,9 @@ public struct RoomRule: Sendable {
       if states[i].challenger == r { states[i].challenger = nil }
       guard states[i].current == r, states[i].hasRoom, now != .min else { continue }
       if let change = Self.decide(&states[i], at: now, settings: settings, online: online) {
-        out.append(RoomChange(t: now, subject: ids[i], room: change.map { roomNames[Int($0)] }))
+        out.append(
+          RoomChange(
+            t: WallTime(micros: now), subject: ids[i], room: change.map { roomNames[Int($0)] }))
       }
     }
     return out
@@ -302,7 +308,9 @@ public struct RoomRule: Sendable {
 
   /// Time passes: beacons whose silence has lasted their away time go
   /// away (each change at the moment it became due).
-  public mutating func advance(to t: Int64) -> [RoomChange] {
+  public mutating func advance(to t: WallTime) -> [RoomChange] { advance(to: t.micros) }
+
+  private mutating func advance(to t: Int64) -> [RoomChange] {
     if t > now { now = t }
     guard now >= awayFloor else { return [] }
     var out: [RoomChange] = []
@@ -325,7 +333,7 @@ public struct RoomRule: Sendable {
           states[i].firstHeard = nil
           states[i].otherLeads = nil
           states[i].traces.removeAll()
-          out.append(RoomChange(t: due, subject: ids[i], room: nil))
+          out.append(RoomChange(t: WallTime(micros: due), subject: ids[i], room: nil))
         } else {
           next = min(next, due)
         }
@@ -364,7 +372,7 @@ public struct RoomRule: Sendable {
   // MARK: Queries
 
   /// When `advance` next has something to do.
-  public var nextDeadline: Int64? { states.isEmpty ? nil : awayFloor }
+  public var nextDeadline: WallTime? { states.isEmpty ? nil : WallTime(micros: awayFloor) }
 
   /// The spread (dB²) of one link of a subject, for tests and diagnostics.
   func spread(of subject: RoomSubject, room: String) -> Double? {

@@ -62,28 +62,28 @@ public struct RoomScore: Sendable, Equatable {
     let byBeacon = Dictionary(grouping: truth, by: \.subject)
     let decidedBy = Dictionary(grouping: decided, by: \.subject)
     for (beacon, lines) in byBeacon {
-      let truthLine = lines.sorted { $0.t < $1.t }
-      let pred = (decidedBy[beacon] ?? []).sorted { $0.t < $1.t }
+      let truthLine = lines.sorted { $0.t.micros < $1.t.micros }
+      let pred = (decidedBy[beacon] ?? []).sorted { $0.t.micros < $1.t.micros }
       func predicted(at t: Int64) -> String?? {
         // `.none`: nothing decided yet.
         var r: String?? = .none
         for p in pred {
-          if p.t > t { break }
+          if p.t.micros > t { break }
           r = .some(p.room)
         }
         return r
       }
       // Wrong-room time, piecewise over the union of change times.
-      var cuts = Set(truthLine.map(\.t))
-      for p in pred { cuts.insert(p.t) }
-      for l in truthLine { cuts.insert(l.t + settleMicros) }
-      let start = truthLine[0].t
+      var cuts = Set(truthLine.map(\.t.micros))
+      for p in pred { cuts.insert(p.t.micros) }
+      for l in truthLine { cuts.insert(l.t.micros + settleMicros) }
+      let start = truthLine[0].t.micros
       let times = cuts.filter { $0 >= start && $0 < end }.sorted() + [end]
       for k in 0..<(times.count - 1) {
         let (a, b) = (times[k], times[k + 1])
         guard b > a else { continue }
-        let trueRoom = truthLine.last { $0.t <= a }!
-        if a < trueRoom.t + settleMicros { continue }
+        let trueRoom = truthLine.last { $0.t.micros <= a }!
+        if a < trueRoom.t.micros + settleMicros { continue }
         if let r = trueRoom.room, !covered.contains(r) { continue }
         let seconds = Double(b - a) / 1e6
         out.scoredSeconds += seconds
@@ -95,7 +95,7 @@ public struct RoomScore: Sendable, Equatable {
       if rooms.count == 1, let only = truthLine[0].room, covered.contains(only) {
         out.stationaryHours += Double(end - start) / 3.6e9
         var last: String?? = .none
-        for p in pred where p.t >= start && p.t < end {
+        for p in pred where p.t.micros >= start && p.t.micros < end {
           if case .some = last, last! != p.room { out.stationaryChanges += 1 }
           last = .some(p.room)
         }
@@ -104,11 +104,11 @@ public struct RoomScore: Sendable, Equatable {
       // the stay's room.
       for (k, l) in truthLine.enumerated() {
         guard let r = l.room, covered.contains(r) else { continue }
-        let until = k + 1 < truthLine.count ? truthLine[k + 1].t : end
-        guard Double(until - l.t) / 1e6 >= Self.stayAtLeast else { continue }
-        out.stayHours += Double(until - l.t) / 3.6e9
-        var named = predicted(at: l.t + settleMicros - 1) == .some(r)
-        for p in pred where p.t >= l.t + settleMicros && p.t < until {
+        let until = k + 1 < truthLine.count ? truthLine[k + 1].t.micros : end
+        guard Double(until - l.t.micros) / 1e6 >= Self.stayAtLeast else { continue }
+        out.stayHours += Double(until - l.t.micros) / 3.6e9
+        var named = predicted(at: l.t.micros + settleMicros - 1) == .some(r)
+        for p in pred where p.t.micros >= l.t.micros + settleMicros && p.t.micros < until {
           if !named && p.room == r {
             named = true
           } else {
@@ -118,12 +118,14 @@ public struct RoomScore: Sendable, Equatable {
       }
       // The first placement.
       if let k = truthLine.firstIndex(where: { $0.room.map(covered.contains) ?? false }) {
-        let (a, r) = (truthLine[k].t, truthLine[k].room)
-        let until = k + 1 < truthLine.count ? truthLine[k + 1].t : end
+        let (a, r) = (truthLine[k].t.micros, truthLine[k].room)
+        let until = k + 1 < truthLine.count ? truthLine[k + 1].t.micros : end
         if predicted(at: a) == .some(r) {
           out.firstRight.append(0)
-        } else if let hit = pred.first(where: { $0.t >= a && $0.t < until && $0.room == r }) {
-          out.firstRight.append(Double(hit.t - a) / 1e6)
+        } else if let hit = pred.first(where: {
+          $0.t.micros >= a && $0.t.micros < until && $0.room == r
+        }) {
+          out.firstRight.append(Double(hit.t.micros - a) / 1e6)
         } else {
           out.firstRight.append(Double(until - a) / 1e6)
           out.firstNeverRight += 1
@@ -132,17 +134,19 @@ public struct RoomScore: Sendable, Equatable {
       // Latencies.
       for (k, l) in truthLine.enumerated() where k > 0 {
         guard truthLine[k - 1].room != l.room else { continue }
-        let until = k + 1 < truthLine.count ? truthLine[k + 1].t : end
-        let hit = pred.first { $0.t >= l.t && $0.t < until && $0.room == l.room }
+        let until = k + 1 < truthLine.count ? truthLine[k + 1].t.micros : end
+        let hit = pred.first {
+          $0.t.micros >= l.t.micros && $0.t.micros < until && $0.room == l.room
+        }
         if let r = l.room {
           guard covered.contains(r) else { continue }
           if let hit {
-            out.confirmLatencies.append(Double(hit.t - l.t) / 1e6)
-          } else if predicted(at: l.t) != .some(r) {
+            out.confirmLatencies.append(Double(hit.t.micros - l.t.micros) / 1e6)
+          } else if predicted(at: l.t.micros) != .some(r) {
             out.unconfirmed += 1
           }
         } else if let hit {
-          out.awayLatencies.append(Double(hit.t - l.t) / 1e6)
+          out.awayLatencies.append(Double(hit.t.micros - l.t.micros) / 1e6)
         } else {
           out.awayMissed += 1
         }

@@ -2,10 +2,14 @@
 /// `[rooms] interval`: what `earshot run` publishes and `earshot rooms`
 /// decides from.
 public struct RoomSighting: Sendable, Equatable {
-  /// Microseconds since the Unix epoch: capture time in a replay, the
-  /// agent's clock live. The aggregator decides on its arrival instead
-  /// (`RoomClock.stamp`).
-  public var t: Int64
+  /// A wall time: what crosses machines. As sent, the agent's wall clock
+  /// when it sent the sighting (capture time in a replay); stamped by
+  /// `RoomClock.stamp`, its arrival on the aggregator's axis, the time the
+  /// rule decides on. The agent decides when to send on its own decision
+  /// time (`SightingPublisher.Due`, a `DecisionTime`), so the two cannot
+  /// be mixed up: a `Due` becomes a sighting only given the wall time to
+  /// send (`Due.sent(at:)`).
+  public var t: WallTime
   public var subject: RoomSubject
   public var room: String
   /// Filtered RSSI in dBm, after this receiver's `rssi_offset`.
@@ -18,7 +22,7 @@ public struct RoomSighting: Sendable, Equatable {
   public var name: String?
 
   public init(
-    t: Int64, subject: RoomSubject, room: String, rssi: Double?, distance: Double?, count: Int,
+    t: WallTime, subject: RoomSubject, room: String, rssi: Double?, distance: Double?, count: Int,
     name: String? = nil
   ) {
     self.t = t
@@ -31,7 +35,7 @@ public struct RoomSighting: Sendable, Equatable {
   }
 
   public init(
-    t: Int64, beacon: TrackedID, room: String, rssi: Double?, distance: Double?, count: Int
+    t: WallTime, beacon: TrackedID, room: String, rssi: Double?, distance: Double?, count: Int
   ) {
     self.init(
       t: t, subject: .beacon(beacon), room: room, rssi: rssi, distance: distance, count: count)
@@ -44,7 +48,7 @@ public struct RoomSighting: Sendable, Equatable {
   /// the millisecond.
   public var payload: String {
     var j = JSONLine()
-    j.add("t", Double(t) / 1e6, decimals: 3)
+    j.add("t", t.seconds, decimals: 3)
     j.add("room", room)
     if let rssi { j.add("rssi", rssi, decimals: 1) } else { j.addNull("rssi") }
     if let distance { j.add("distance", distance, decimals: 2) } else { j.addNull("distance") }
@@ -72,27 +76,30 @@ public struct RoomSighting: Sendable, Equatable {
         $0.isEmpty || $0.utf8.count > 64 ? nil : $0
       }
     return RoomSighting(
-      t: Int64((t * 1e6).rounded()), subject: subject, room: room, rssi: rssi,
+      t: WallTime(seconds: t), subject: subject, room: room, rssi: rssi,
       distance: distance, count: n, name: name)
   }
 }
 
 /// A room decision: the beacon or device is in `room`, or away (`nil`).
 public struct RoomChange: Sendable, Equatable {
-  public var t: Int64
+  /// When the rule decided it, on its axis (`RoomClock`: a wall date that
+  /// moves with the aggregator's monotonic clock; message time in `rooms
+  /// evaluate --message-time`): what outputs and retained states show.
+  public var t: WallTime
   public var subject: RoomSubject
   public var room: String?
   /// A device's name (its `track` name), for the outputs.
   public var name: String?
 
-  public init(t: Int64, subject: RoomSubject, room: String?, name: String? = nil) {
+  public init(t: WallTime, subject: RoomSubject, room: String?, name: String? = nil) {
     self.t = t
     self.subject = subject
     self.room = room
     self.name = name
   }
 
-  public init(t: Int64, beacon: TrackedID, room: String?) {
+  public init(t: WallTime, beacon: TrackedID, room: String?) {
     self.init(t: t, subject: .beacon(beacon), room: room)
   }
 
@@ -102,7 +109,7 @@ public struct RoomChange: Sendable, Equatable {
   /// or for a device `…,"device":"AA:BB:CC:DD:EE:FF","name":"phone",…`.
   public var json: String {
     var j = JSONLine()
-    j.add("t", Double(t) / 1e6, decimals: 3)
+    j.add("t", t.seconds, decimals: 3)
     j.add("event", "room")
     addSubject(to: &j)
     if let room { j.add("room", room) } else { j.addNull("room") }
@@ -130,7 +137,7 @@ public struct RoomChange: Sendable, Equatable {
         ?? j["device"]?.string.flatMap(TrackedDeviceID.init).map(RoomSubject.device)
     else { return nil }
     return RoomChange(
-      t: Int64((t * 1e6).rounded()), subject: subject, room: j["room"]?.string,
+      t: WallTime(seconds: t), subject: subject, room: j["room"]?.string,
       name: j["name"]?.string)
   }
 }

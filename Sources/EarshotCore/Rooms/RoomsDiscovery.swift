@@ -23,7 +23,7 @@ public struct RoomsDiscovery: Sendable {
   /// its `name`).
   public static func state(_ change: RoomChange) -> String {
     var j = JSONLine()
-    j.add("t", Double(change.t) / 1e6, decimals: 3)
+    j.add("t", change.t.seconds, decimals: 3)
     change.addSubject(to: &j)
     if let room = change.room { j.add("room", room) } else { j.addNull("room") }
     return j.line

@@ -2,8 +2,9 @@
 /// into at most one sighting per subject per `interval` (filtered RSSI,
 /// calibrated distance, reports heard since the last one). Pure; time is
 /// the monitor's decision time (capture time in a replay, the monotonic
-/// clock live), and the shell stamps each sighting with the wall time to
-/// send (`RoomsAgent`).
+/// clock live): what comes out is a `Due`, dated in it, which becomes a
+/// `RoomSighting` only given the wall time to send (`RoomsAgent`), so a
+/// decision time never goes out as a wall time.
 ///
 /// Devices come in already resolved: the shell asks the region monitor's
 /// directory once per report (`RegionMonitor.resolveDevice`) and hands the
@@ -22,6 +23,25 @@ public struct SightingPublisher: Sendable {
   /// UUID-only `track` can match any number of identities).
   public static let capacity = 10_000
 
+  /// A sighting due to be sent, at decision time `t`: the fields of a
+  /// `RoomSighting` without its wall time.
+  public struct Due: Sendable, Equatable {
+    public var t: DecisionTime
+    public var subject: RoomSubject
+    public var room: String
+    public var rssi: Double?
+    public var distance: Double?
+    public var count: Int
+    public var name: String?
+
+    /// The sighting as sent at wall time `shown`.
+    public func sent(at shown: WallTime) -> RoomSighting {
+      RoomSighting(
+        t: shown, subject: subject, room: room, rssi: rssi, distance: distance, count: count,
+        name: name)
+    }
+  }
+
   struct Entry: Sendable {
     let subject: RoomSubject
     var track: BeaconTrack
@@ -31,7 +51,7 @@ public struct SightingPublisher: Sendable {
     mutating func add(
       at t: Int64, address: BDAddress, rssi: Int8?, measuredPower: Int8, source: PowerSource,
       room: String, name: String?, interval: Int64, model: PathLossModel
-    ) -> RoomSighting? {
+    ) -> Due? {
       track.observe(
         address: address, rssi: rssi, measuredPower: measuredPower, powerSource: source,
         at: DecisionTime(micros: t))
@@ -40,8 +60,9 @@ public struct SightingPublisher: Sendable {
       // Readings older than a few intervals say nothing about now.
       let r = track.ranged(
         at: DecisionTime(micros: t), model: model, staleAfter: max(1, 3 * Double(interval) / 1e6))
-      let s = RoomSighting(
-        t: t, subject: subject, room: room, rssi: r.rssi.map { $0 + model.rssiOffset },
+      let s = Due(
+        t: DecisionTime(micros: t), subject: subject, room: room,
+        rssi: r.rssi.map { $0 + model.rssiOffset },
         distance: r.accuracy, count: count, name: name)
       lastSent = t
       count = 0
@@ -62,8 +83,8 @@ public struct SightingPublisher: Sendable {
 
   /// One iBeacon report; a sighting when this beacon's interval has passed.
   public mutating func report(
-    at t: Int64, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?
-  ) -> RoomSighting? {
+    at t: DecisionTime, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?
+  ) -> Due? {
     guard track.contains(where: { $0.matches(beacon.id) }) else { return nil }
     return add(
       .beacon(beacon.id), key: .beacon(beacon.id), at: t, address: address, rssi: rssi,
@@ -74,8 +95,8 @@ public struct SightingPublisher: Sendable {
   /// directory says sent it; nil, an unknown or unresolvable address,
   /// publishes nothing). `txPower`: the report's TX Power Level field.
   public mutating func report(
-    at t: Int64, device: DeviceIdentity?, address: BDAddress, rssi: Int8?, txPower: Int8?
-  ) -> RoomSighting? {
+    at t: DecisionTime, device: DeviceIdentity?, address: BDAddress, rssi: Int8?, txPower: Int8?
+  ) -> Due? {
     guard let device, let tracked = trackDevices.first(where: { $0.matches(device) }) else {
       return nil
     }
@@ -87,9 +108,10 @@ public struct SightingPublisher: Sendable {
   }
 
   private mutating func add(
-    _ subject: RoomSubject, key: TrackKey, at t: Int64, address: BDAddress, rssi: Int8?,
+    _ subject: RoomSubject, key: TrackKey, at time: DecisionTime, address: BDAddress, rssi: Int8?,
     power: (power: Int8, source: PowerSource), name: String?
-  ) -> RoomSighting? {
+  ) -> Due? {
+    let t = time.micros
     if entries[subject] == nil {
       if entries.count >= Self.capacity,
         let stalest = entries.min(by: { $0.value.track.lastSeen < $1.value.track.lastSeen })

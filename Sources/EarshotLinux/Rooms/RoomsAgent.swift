@@ -36,18 +36,21 @@ public final class RoomsAgent {
     // The publisher's intervals run on the monitor's decision time (live:
     // monotonic, so a step of the wall clock neither floods nor silences
     // the sightings); each sighting leaves stamped with the wall time.
-    shown = { [unowned driver] in driver.shownTime($0) }
+    shown = { [unowned driver] in driver.timeline.shown($0) }
     driver.onBeacon = { t, beacon, report in  // the driver keeps this part alive
-      self.report(at: t, beacon: beacon, address: report.address, rssi: report.rssi)
+      self.report(
+        at: DecisionTime(micros: t), beacon: beacon, address: report.address, rssi: report.rssi)
     }
     guard !publisher.trackDevices.isEmpty else { return }
     driver.onDevice = { t, device, report, tx in
-      self.report(at: t, device: device, address: report.address, rssi: report.rssi, txPower: tx)
+      self.report(
+        at: DecisionTime(micros: t), device: device, address: report.address, rssi: report.rssi,
+        txPower: tx)
     }
   }
 
   public func report(
-    at t: Int64, device: DeviceIdentity?, address: BDAddress, rssi: Int8?, txPower: Int8?
+    at t: DecisionTime, device: DeviceIdentity?, address: BDAddress, rssi: Int8?, txPower: Int8?
   ) {
     guard
       let s = publisher.report(
@@ -56,19 +59,19 @@ public final class RoomsAgent {
     publish(s, address: address, power: txPower.map { Int8(clamping: Int($0) - 41) })
   }
 
-  public func report(at t: Int64, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?) {
+  public func report(at t: DecisionTime, beacon: TrackedBeacon, address: BDAddress, rssi: Int8?) {
     guard let s = publisher.report(at: t, beacon: beacon, address: address, rssi: rssi) else {
       return
     }
     publish(s, address: address, power: beacon.measuredPower)
   }
 
-  /// The wall time of a report's time (see `attach`).
-  private var shown: (Int64) -> Int64 = { $0 }
+  /// The wall time of a decision time (see `attach`; before it, a
+  /// replay's: its decision time is the capture's clock).
+  private var shown: (DecisionTime) -> WallTime = { WallTime(micros: $0.micros) }
 
-  private func publish(_ decided: RoomSighting, address: BDAddress, power: Int8?) {
-    var s = decided
-    s.t = shown(decided.t)
+  private func publish(_ due: SightingPublisher.Due, address: BDAddress, power: Int8?) {
+    let s = due.sent(at: shown(due.t))
     bridge.stream(topics.sighting(s.subject, room: s.room), s.payload)
     published += 1
     guard espresense else { return }

@@ -131,7 +131,7 @@ public final class RoomsAggregator {
       // A node's sighting carries no time: it is dated on the axis, so it
       // cannot start a replay's axis (dated by wall time, it would move
       // the replay months ahead). Live, the axis runs from the start.
-      let axisNow = judge.clock.time(at: Clock.now())?.micros
+      let axisNow = judge.clock.time(at: Clock.now())
       if fromNode && axisNow == nil { return }
       let parsed =
         fromNode

@@ -262,9 +262,13 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
             if baselines, let rssi = r.rssi, track.contains(where: { $0.matches(b.id) }) {
               reports.append((t, room, .beacon(b.id), Double(rssi) + c.ranging.rssiOffset))
             }
-            guard let s = publisher.report(at: t, beacon: b, address: r.address, rssi: r.rssi)
+            // A replay decides on the capture's clock and sends its time.
+            let heard = WallTime(micros: t)
+            guard
+              let s = publisher.report(
+                at: DecisionTime(capture: heard), beacon: b, address: r.address, rssi: r.rssi)
             else { return }
-            sightings.append(s)
+            sightings.append(s.sent(at: heard))
           })
       }
     } catch {
@@ -276,15 +280,15 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
   // aggregator whose clock is in step with the truth. The receivers'
   // clocks (--skew, --drift) change only the `t` each sighting carries.
   sightings.sort { ($0.t, $0.room) < ($1.t, $1.room) }
-  let start = sightings.first?.t ?? 0
+  let start = sightings.first?.t.micros ?? 0
   func arrival(_ t: Int64) -> MonotonicTime {
-    MonotonicTime(nanos: UInt64(max(0, t - start)) * 1000)
+    MonotonicTime(decision: DecisionTime(micros: t - start))
   }
-  let heard = sightings.map(\.t)
+  let heard = sightings.map(\.t.micros)
   for k in sightings.indices {
     let room = sightings[k].room
     let ahead = (skews[room] ?? 0) + (drifts[room] ?? 0) * 1e-6 * Double(heard[k] - start) / 1e6
-    sightings[k].t += Int64((ahead * 1e6).rounded())
+    sightings[k].t.micros += Int64((ahead * 1e6).rounded())
   }
   let settings = RoomRule.Settings(config: config)
   var decided: [RoomChange] = []
@@ -297,8 +301,9 @@ private func runRoomsEvaluate(_ args: Arguments) throws -> Int32 {
       decided += rule.sighting(s)
       baseline += naive.sighting(s)
     }
-    decided += rule.advance(to: max(end, sightings.map(\.t).max() ?? end))
-    baseline += naive.advance(to: max(end, sightings.map(\.t).max() ?? end))
+    let last = WallTime(micros: max(end, sightings.map(\.t.micros).max() ?? end))
+    decided += rule.advance(to: last)
+    baseline += naive.advance(to: last)
   } else {
     var judge = RoomJudge(
       settings: settings, clock: RoomClock(origin: .wall(WallTime(micros: start), at: .zero)),
@@ -379,7 +384,8 @@ private func runRoomsScore(_ args: Arguments) throws -> Int32 {
     "no room decided in \(path) is a room of \(truthPath); name each agent's [rooms] room after the rooms of the truth"
   )
   let endSeconds = try args.double("end")
-  let end = endSeconds.map { Int64($0 * 1e6) } ?? (truth + decided + baseline).map(\.t).max()!
+  let end =
+    endSeconds.map { Int64($0 * 1e6) } ?? (truth + decided + baseline).map(\.t.micros).max()!
   printScores(
     RoomScore.score(truth: truth, decided: decided, covered: covered, end: end),
     baseline.isEmpty
@@ -459,7 +465,8 @@ private func runRoomsLoad(_ args: Arguments) throws -> Int32 {
         let p = pairs[next]
         let d = p.near ? 1.5 : 5.0 + Double(next % 7) * 0.3
         let s = RoomSighting(
-          t: now, beacon: TrackedID(uuid: uuid, major: 1, minor: UInt16(next / agents)),
+          t: WallTime(micros: now),
+          beacon: TrackedID(uuid: uuid, major: 1, minor: UInt16(next / agents)),
           room: p.room, rssi: -70, distance: d, count: 3)
         mqtt.publish(p.topic, s.payload, qos: 0, retain: false)
         sent += 1

@@ -93,7 +93,7 @@ func runTrackers(_ args: Arguments) throws -> Int32 {
         reports += 1
         let event = TrackerWatch.event(for: report)
         if case .tracker(let frame, _, _) = event, frame.identity == nil { withoutHandle += 1 }
-        let time = MonotonicTime(nanos: UInt64(max(0, t)) &* 1000)
+        let time = MonotonicTime(decision: DecisionTime(micros: t))
         for case .following(let row) in watch.handle(event, at: time) {
           followed.append(row.number)
         }
