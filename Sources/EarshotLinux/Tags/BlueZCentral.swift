@@ -252,10 +252,11 @@ public final class BlueZCentral {
     }
   }
 
-  /// Drops the link (bluetoothd answers at once if there is none).
-  public func disconnect(_ device: String) {
+  /// Drops the link (bluetoothd answers at once if there is none, else
+  /// once the link is down); `done` runs at its answer, whatever it is.
+  public func disconnect(_ device: String, done: @escaping () -> Void = {}) {
     bus.call(destination: "org.bluez", path: device, interface: Self.device1, member: "Disconnect")
-    { _ in }
+    { _ in done() }
   }
 
   public func startNotify(_ chrc: String, _ done: @escaping (Result<Void, TagFailure>) -> Void) {

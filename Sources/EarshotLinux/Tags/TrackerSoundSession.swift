@@ -20,6 +20,11 @@ final class TrackerSoundSession {
   var timer: EventLoop.TimerID?
   /// Bumped at each connect: answers to older calls are dropped.
   var generation = 0
+  /// Disconnects bluetoothd has not answered yet, and what waits for them:
+  /// a connect or an answer before the old link is down would find it
+  /// still up (Connect says AlreadyConnected, then StartNotify NotConnected).
+  var disconnecting = 0
+  var afterDisconnect: [() -> Void] = []
 
   init(
     _ machine: TrackerSoundMachine, address: BDAddress, what: String,
@@ -86,7 +91,7 @@ extension TagTransport {
   private func perform(_ action: TrackerSoundAction, _ s: TrackerSoundSession) {
     let g = s.generation
     switch action {
-    case .connect: connectSound(s)
+    case .connect: whenDisconnected(s) { [weak self] in self?.connectSound(s) }
     case .subscribe(let row):
       guard let central, let path = s.characteristics[row.key] else {
         return feed(s, .subscribed(error: "its characteristic is gone"))
@@ -109,7 +114,16 @@ extension TagTransport {
       }
     case .disconnect:
       stopDiscovering(s)
-      if let device = s.devicePath { central?.disconnect(device) }
+      if let device = s.devicePath, let central {
+        s.disconnecting += 1
+        central.disconnect(device) {
+          s.disconnecting -= 1
+          guard s.disconnecting == 0 else { return }
+          let waiting = s.afterDisconnect
+          s.afterDisconnect = []
+          for next in waiting { next() }
+        }
+      }
       s.devicePath = nil
       s.listening = nil
       s.generation += 1
@@ -123,8 +137,13 @@ extension TagTransport {
     case .log(let line):
       agent.log("trackers: \(s.what): \(line)")
     case .finish(let outcome):
-      finishSound(s, outcome)
+      whenDisconnected(s) { [weak self] in self?.finishSound(s, outcome) }
     }
+  }
+
+  /// Runs `next` once bluetoothd has answered every disconnect asked.
+  private func whenDisconnected(_ s: TrackerSoundSession, _ next: @escaping () -> Void) {
+    if s.disconnecting == 0 { next() } else { s.afterDisconnect.append(next) }
   }
 
   private func finishSound(_ s: TrackerSoundSession, _ outcome: TrackerSoundOutcome) {
