@@ -42,7 +42,7 @@ import csv
 import json
 import os
 
-from sphere import UUID, btsnoop_record, ibeacon, report_event
+from sphere import UUID, btsnoop_record, concatenate, ibeacon, report_event
 
 ANCHORS = 6
 SLOT = 1 / 3  # seconds between two rows
@@ -133,22 +133,6 @@ def write_run(out_dir, number, rows, rooms, every):
     return counts, len(truth)
 
 
-def concatenate(out, name, parts, rooms):
-    gdir = os.path.join(out, name)
-    os.makedirs(gdir, exist_ok=True)
-    for room in rooms:
-        with open(os.path.join(gdir, room + ".btsnoop"), "wb") as f:
-            f.write(b"btsnoop\0" + (1).to_bytes(4, "big") + (1002).to_bytes(4, "big"))
-            for p in parts:
-                with open(os.path.join(out, p, room + ".btsnoop"), "rb") as part:
-                    f.write(part.read()[16:])
-    with open(os.path.join(gdir, "truth.jsonl"), "w") as f:
-        for p in parts:
-            with open(os.path.join(out, p, "truth.jsonl")) as part:
-                f.write(part.read())
-    print(f"{name}: {', '.join(parts)}")
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("dataset", help="a clone of marckolak/ble-rss-fingerprints-calib2021")
@@ -176,6 +160,7 @@ def main():
         if skipped:
             print(f"{path}: {skipped} malformed rows skipped")
         concatenate(a.out, group, parts, rooms)
+        print(f"{group}: {', '.join(parts)}")
 
 
 if __name__ == "__main__":

@@ -152,6 +152,24 @@ def convert(seq_dir, out_dir, number, annotator, upstairs, every):
     return counts, skipped, len(truth)
 
 
+def concatenate(out, name, parts, rooms):
+    """Joins the evaluate directories `parts` of `out` into `out/name`: one
+    capture per room (each part's records after its 16-byte header) and
+    their truth, in order."""
+    gdir = os.path.join(out, name)
+    os.makedirs(gdir, exist_ok=True)
+    for room in rooms:
+        with open(os.path.join(gdir, room + ".btsnoop"), "wb") as f:
+            f.write(b"btsnoop\0" + struct.pack(">II", 1, 1002))
+            for p in parts:
+                with open(os.path.join(out, p, room + ".btsnoop"), "rb") as part:
+                    f.write(part.read()[16:])
+    with open(os.path.join(gdir, "truth.jsonl"), "w") as f:
+        for p in parts:
+            with open(os.path.join(out, p, "truth.jsonl")) as part:
+                f.write(part.read())
+
+
 def write_groups(out, done):
     """One directory per set of gateways: the sequences' captures and truths
     concatenated (their times never overlap)."""
@@ -160,18 +178,7 @@ def write_groups(out, done):
         groups.setdefault(tuple(sorted(rooms)), []).append(s)
     for rooms, seqs in sorted(groups.items(), key=lambda g: g[1][0]):
         name = f"group-{int(seqs[0])}-{int(seqs[-1])}" if len(seqs) > 1 else f"group-{int(seqs[0])}"
-        gdir = os.path.join(out, name)
-        os.makedirs(gdir, exist_ok=True)
-        for room in rooms:
-            with open(os.path.join(gdir, room + ".btsnoop"), "wb") as f:
-                f.write(b"btsnoop\0" + struct.pack(">II", 1, 1002))
-                for s in seqs:
-                    with open(os.path.join(out, s, room + ".btsnoop"), "rb") as part:
-                        f.write(part.read()[16:])
-        with open(os.path.join(gdir, "truth.jsonl"), "w") as f:
-            for s in seqs:
-                with open(os.path.join(out, s, "truth.jsonl")) as part:
-                    f.write(part.read())
+        concatenate(out, name, seqs, rooms)
         print(f"{name}: sequences {', '.join(seqs)}; gateways {', '.join(rooms)}")
 
 
