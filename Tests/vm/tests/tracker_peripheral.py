@@ -16,7 +16,6 @@ answers; Get_Identifier with Invalid_state; anything else Invalid_command.
 While ./dult_refuse exists DULT writes are refused (NotPermitted). Prints one
 JSON line per thing that happens. Usage: tracker_peripheral.py ADAPTER (hciN)
 """
-import json
 import os
 import ctypes
 import signal
@@ -29,32 +28,8 @@ import dbus.mainloop.glib
 from gi.repository import GLib
 
 ROOT = "/org/earshot/fake_tracker"
-CHRC = "org.bluez.GattCharacteristic1"
-PROPS = "org.freedesktop.DBus.Properties"
-
-
-def say(**fields):
-    print(json.dumps(fields), flush=True)
-
-
-class Object(dbus.service.Object):
-    def __init__(self, bus, path, interface, props):
-        self.path = path
-        self.interface = interface
-        self.props = props
-        super().__init__(bus, path)
-
-    @dbus.service.method(PROPS, in_signature="s", out_signature="a{sv}")
-    def GetAll(self, interface):
-        return self.props
-
-    @dbus.service.method(PROPS, in_signature="ss", out_signature="v")
-    def Get(self, interface, name):
-        return self.props[name]
-
-    @dbus.service.signal(PROPS, signature="sa{sv}as")
-    def PropertiesChanged(self, interface, changed, invalidated):
-        pass
+# The GATT object serving its properties, and the JSON event lines: the tag's.
+from tag_peripheral import CHRC, Object, say
 
 
 def le16(v):
