@@ -38,7 +38,9 @@ echo "instructions a report on the live path (callgrind, $reports reports a roun
 echo "round  iBeacon  identity  ratio"
 i=0
 ratios=()
-for f in $(ls "$work"/cg."$pid".* | sort -t. -k3 -n); do
+# In the order callgrind wrote them: by the dump's number, the last field
+# (mktemp's directory has a dot of its own).
+for f in $(ls "$work"/cg."$pid".* | awk -F. '{print $NF, $0}' | sort -n | cut -d' ' -f2-); do
   grep -q '^desc: Trigger: --dump-after' "$f" || continue
   ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$f")
   if [ $((i % 2)) -eq 0 ]; then

@@ -51,6 +51,66 @@ final class LibcryptoAESTests: XCTestCase {
     }
   }
 
+  /// A key's own context (`keyed`, what the resolver keeps) encrypts as
+  /// the cipher does by key: the FIPS-197 vector, and keys and blocks
+  /// mixed, each keyed cipher used many times.
+  func testKeyedCipherMatchesEncryptByKey() {
+    let fips = Block128(high: 0x0001_0203_0405_0607, low: 0x0809_0A0B_0C0D_0E0F)
+    XCTAssertEqual(
+      LibcryptoAES().keyed(fips).encrypt(
+        Block128(high: 0x0011_2233_4455_6677, low: 0x8899_AABB_CCDD_EEFF)),
+      Block128(high: 0x69C4_E0D8_6A7B_0430, low: 0xD8CD_B780_70B4_C55A))
+    let aes = LibcryptoAES()
+    let keys = (0..<20).map {
+      Block128(high: 0x5EED &* UInt64($0 + 1), low: 0x9E37_79B9_7F4A_7C15 &* UInt64($0 + 1))
+    }
+    let keyed = keys.map { aes.keyed($0) }
+    for round in 0..<5 {
+      for (k, key) in keys.enumerated() {
+        let block = Block128(high: UInt64(round), low: 0x70_8194 &* UInt64(k + round + 1))
+        XCTAssertEqual(
+          keyed[k].encrypt(block), LibcryptoAES().encrypt(block, key: key),
+          "key \(k), round \(round)")
+      }
+    }
+  }
+
+  /// The resolver, which keeps a keyed cipher beside each key, names for
+  /// every address the first key that resolves it, as trying the keys in
+  /// order with the cipher does: addresses of the keys it knows (each
+  /// also changed by one bit) and of keys it does not.
+  func testResolverAnswersAsTryingEveryKeyInOrder() {
+    let aes = LibcryptoAES()
+    let keys = (0..<50).map { i in
+      IdentityResolvingKey(
+        Block128(
+          high: 0x5EED_0000_0000_0000 | UInt64(i), low: 0x9E37_79B9_7F4A_7C15 &* UInt64(i + 1)))
+    }
+    let known = Array(keys.prefix(30))
+    let named = known.indices.map {
+      (
+        identity: IdentityAddress(
+          address: BDAddress(raw: 0x00_1A_7D_00_00_00 | UInt64($0)), isPublic: true),
+        key: known[$0]
+      )
+    }
+    var resolver = IdentityResolver(cipher: aes, keys: named)
+    var found = 0
+    for (i, key) in keys.enumerated() {
+      for p in 0..<8 {
+        let address = key.address(
+          prand: UInt32(truncatingIfNeeded: i * 7_919 + p * 104_729), cipher: aes)
+        for candidate in [address, BDAddress(raw: address.raw ^ (1 << UInt64((i + p) % 46)))] {
+          let expected = named.first { $0.key.resolves(candidate, cipher: aes) }?.identity
+          XCTAssertEqual(
+            resolver.resolve(candidate, type: .random), expected, "key \(i), prand \(p)")
+          if expected != nil { found += 1 }
+        }
+      }
+    }
+    XCTAssertEqual(found, known.count * 8, "every address of a known key, and no changed one")
+  }
+
   func testAhSampleData() throws {
     // Core Specification Vol 3, Part H, Appendix D.7.
     let key = try IdentityResolvingKey(hex: "ec0234a357c8ad05341010a60a397d9b")

@@ -9,6 +9,18 @@ public struct MonitorCipher: BlockCipher, @unchecked Sendable {
   public func encrypt(_ plaintext: Block128, key: Block128) -> Block128 {
     base.encrypt(plaintext, key: key)
   }
+
+  public func keyed(_ key: Block128) -> MonitorKeyedCipher {
+    MonitorKeyedCipher(base: base.keyed(key))
+  }
+}
+
+/// The shell's cipher under one key (`MonitorCipher.keyed`), held as
+/// `MonitorCipher` holds the cipher.
+public struct MonitorKeyedCipher: KeyedBlockCipher, @unchecked Sendable {
+  let base: any KeyedBlockCipher
+
+  public func encrypt(_ plaintext: Block128) -> Block128 { base.encrypt(plaintext) }
 }
 
 /// The devices the monitor can recognise: those the regions name

@@ -25,6 +25,8 @@ public struct IdentityResolver<Cipher: BlockCipher, Identity: Hashable> {
   public let cipher: Cipher
   public let capacity: Int
   public private(set) var keys: [(identity: Identity, key: IdentityResolvingKey)] = []
+  /// Each of `keys`' own cipher, made once when the keys are set.
+  private var keyed: [Cipher.Keyed] = []
   private var direct: [IdentityAddress: Identity] = [:]
   private var answers: AnswerCache<Identity>
 
@@ -46,6 +48,7 @@ public struct IdentityResolver<Cipher: BlockCipher, Identity: Hashable> {
     addresses: [IdentityAddress: Identity]
   ) {
     self.keys = keys
+    keyed = keys.map { cipher.keyed($0.key.value) }
     direct = addresses
     answers.removeAll()
   }
@@ -74,7 +77,8 @@ public struct IdentityResolver<Cipher: BlockCipher, Identity: Hashable> {
       }
       guard address.isResolvablePrivate, !keys.isEmpty else { return nil }
       if let answer = answers.lookup(address) { return answer }
-      for (identity, key) in keys where key.resolves(address, cipher: cipher) {
+      for k in keyed.indices where IdentityResolvingKey.resolves(address, keyed: keyed[k]) {
+        let identity = keys[k].identity
         answers.insert(identity, for: address)
         return identity
       }
@@ -206,7 +210,8 @@ struct Ring<Key> {
   }
 }
 
-extension IdentityResolver: Sendable where Cipher: Sendable, Identity: Sendable {}
+extension IdentityResolver: Sendable
+where Cipher: Sendable, Cipher.Keyed: Sendable, Identity: Sendable {}
 
 extension AnswerCache: Sendable where Value: Sendable {}
 

@@ -37,7 +37,40 @@ public struct Block128: Hashable, Sendable {
 /// the shell provides it (`LibcryptoAES`, OpenSSL's libcrypto), and tests
 /// can wrap it to count calls.
 public protocol BlockCipher {
+  /// What `keyed` gives: by default `SameKey`, which calls `encrypt(_:key:)`.
+  associatedtype Keyed: KeyedBlockCipher = SameKey<Self>
   func encrypt(_ plaintext: Block128, key: Block128) -> Block128
+  /// Encryption under `key` alone, set up once: a resolver keeps one beside
+  /// each of its keys, so that a new address tried against every key finds
+  /// nothing per key (a lookup by the key was a SipHash of 16 bytes for
+  /// each key, about as much as the encryption).
+  func keyed(_ key: Block128) -> Keyed
+}
+
+/// A block cipher bound to one key (`BlockCipher.keyed`).
+public protocol KeyedBlockCipher {
+  func encrypt(_ plaintext: Block128) -> Block128
+}
+
+/// A cipher and one key, for ciphers that keep nothing per key: each
+/// block goes through `encrypt(_:key:)`, so a wrapper that counts calls
+/// still counts them all.
+public struct SameKey<Cipher: BlockCipher>: KeyedBlockCipher {
+  public let cipher: Cipher
+  public let key: Block128
+
+  public init(cipher: Cipher, key: Block128) {
+    self.cipher = cipher
+    self.key = key
+  }
+
+  public func encrypt(_ plaintext: Block128) -> Block128 { cipher.encrypt(plaintext, key: key) }
+}
+
+extension SameKey: Sendable where Cipher: Sendable {}
+
+extension BlockCipher where Keyed == SameKey<Self> {
+  public func keyed(_ key: Block128) -> SameKey<Self> { SameKey(cipher: self, key: key) }
 }
 
 /// The Identity Resolving Key a device hands over at bonding: 128 bits that
@@ -106,6 +139,15 @@ public struct IdentityResolvingKey: Hashable, Sendable {
   /// `address.isResolvablePrivate`): ah(k, prand) equals its hash.
   public func resolves(_ address: BDAddress, cipher: some BlockCipher) -> Bool {
     hash(prand: address.prand, cipher: cipher) == address.addressHash
+  }
+
+  /// `resolves(_:cipher:)` with this key's own cipher (`cipher.keyed(value)`).
+  @inlinable public static func resolves(_ address: BDAddress, keyed: some KeyedBlockCipher)
+    -> Bool
+  {
+    let plaintext = Block128(high: 0, low: UInt64(address.prand))
+    return UInt32(truncatingIfNeeded: keyed.encrypt(plaintext).low & 0xFF_FFFF)
+      == address.addressHash
   }
 
   /// The resolvable private address this key gives for `prand` (whose top

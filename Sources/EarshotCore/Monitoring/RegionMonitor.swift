@@ -184,7 +184,10 @@ public struct RegionMonitor: Sendable {
   /// Ask a device by name (a BR/EDR Remote Name Request to its identity
   /// address) before its region is declared outside: phones go quiet for
   /// tens of seconds when locked, yet answer a page. See `takeNameRequests`.
-  public var nameRequests = false
+  public var nameRequests = false {
+    // Exits' deadlines depend on it (a name's answer holds an exit).
+    didSet { invalidateTimers() }
+  }
   private var names = NameRequests()
   private var now: Int64 = .min
   private var started = false
@@ -373,6 +376,9 @@ public struct RegionMonitor: Sendable {
     var out = advance(to: time)
     guard let n, n < routing.lastHeard.count else { return out }
     routing.heard(n, at: t)
+    // An answer awaited from it held an exit, of any region it last kept
+    // inside (not only those it counts for now).
+    if names.hold(of: n) != nil { invalidateTimers() }
     names.heard(n)
     guard let firstMatch = routing.regionsOf[n].first else { return out }
     let device = routing.directory.entries[n]
@@ -476,6 +482,9 @@ public struct RegionMonitor: Sendable {
   /// kept; a device whose bond went stops counting at its next report.
   public mutating func updateBondedKeys(_ keys: [BondedKey]) {
     routing.updateBondedKeys(keys, regions: regions.map(\.config))
+    // Devices may have new positions: the holds of name requests are
+    // found by position.
+    invalidateTimers()
   }
 
   /// When a device (by identity address) was last heard, directly or
@@ -514,6 +523,13 @@ public struct RegionMonitor: Sendable {
   private mutating func counted(
     _ i: Int, _ key: TrackKey, at t: Int64, position: Int, into out: inout [MonitorEvent]
   ) {
+    // Whether an exact floor stays exact (see the end). Live, the shell
+    // asks for the deadline after every packet, so the floor is exact at
+    // most reports; its usual value is the range tick of the regions
+    // inside, which a report does not move: then nothing is worked out.
+    let tickIsFloor =
+      timerFloorExact && regions[i].state == .inside && regions[i].nextRange == timerFloor
+    let before = timerFloorExact && !tickIsFloor ? due(i) : nil
     regions[i].lastSeen = t
     regions[i].lastBeacon = key
     regions[i].lastEvidence = beacons.withRecord(at: position, Self.evidence)
@@ -529,9 +545,20 @@ public struct RegionMonitor: Sendable {
     }
     // Only this region's timers moved, and a deadline may come sooner
     // (a beacon with a shorter timeout than the cautious wait).
-    if let d = exitDeadline(i) { timerFloor = min(timerFloor, d) }
-    if let d = regions[i].nextRange { timerFloor = min(timerFloor, d) }
-    timerFloorExact = false
+    let after = due(i)
+    // An exact floor stays exact when this region's timer did not move
+    // later, or was not the earliest (the others' timers did not move), so
+    // `deadline()` needs no pass over every region after each report. With
+    // its range tick the floor, the region's timer is at most the floor.
+    let exact = tickIsFloor || before.map { after <= $0 || $0 > timerFloor } ?? false
+    timerFloor = min(timerFloor, after)
+    timerFloorExact = exact
+  }
+
+  /// Region `i`'s earliest timer, exit or range (`.max`: none), as
+  /// `earliestTimer` counts it.
+  private func due(_ i: Int) -> Int64 {
+    min(exitDeadline(i) ?? .max, regions[i].nextRange ?? .max)
   }
 
   /// Fires every timer due at or before `t`, in time order.

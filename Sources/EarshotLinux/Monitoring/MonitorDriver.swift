@@ -124,9 +124,10 @@ public final class MonitorDriver {
       onTelemetry?(id, reading)
     }
     if monitor.watchesDevices {
-      let tx = ADWalker.txPowerLevel(report.data)
       // Resolved once, for the regions and the rooms alike.
       let n = monitor.resolveDevice(report.address, type: report.addressType)
+      // Only a known device's TX Power is read (most reports are not one's).
+      let tx = n == nil ? nil : ADWalker.txPowerLevel(report.data)
       if let onDevice, let n { onDevice(t.micros, monitor.device(at: n), report, tx) }
       handle(
         monitor.report(
