@@ -148,6 +148,49 @@ final class RecordStorageTests: XCTestCase {
     }
     XCTAssertGreaterThan(restarts, 5, "slowdowns restart the estimate")
   }
+
+  /// The 10th percentile is found from the last one and its neighbours
+  /// (issue 39), not selected afresh: gaps of few distinct values (ties at
+  /// the percentile and either side of it) and paces that jump, so that
+  /// the percentile stays, moves a rank down or up, or jumps further (the
+  /// selection then), against the reference's selection at every gap.
+  func testSamePercentileOnTiesAndJumps() {
+    var seed: UInt64 = 3_901
+    func next() -> Double {
+      seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      return Double(seed >> 11) / Double(1 << 53)
+    }
+    var moves = Set<Int64>()
+    for beacon in 0..<60 {
+      var old = ReferenceIntervalEstimator()
+      var new = AdvertisingIntervalEstimator()
+      // A few distinct gaps (whole units of 4 ms): ties are the rule.
+      var base = 40 + 10 * Double(beacon % 5)
+      var t: Int64 = 0
+      var last: Double? = nil
+      for k in 0..<1_500 {
+        if k % 300 == 299 { base *= next() < 0.5 ? 0.5 : 1.6 }
+        let step = (next() * Double(1 + beacon % 4)).rounded(.down)
+        t += Int64((base + 4 * step) * 4_000)
+        old.observe(at: t)
+        new.observe(at: .init(micros: t))
+        XCTAssertEqual(
+          old.intervalSeconds?.bitPattern, new.intervalSeconds?.bitPattern,
+          "beacon \(beacon) gap \(k)")
+        XCTAssertEqual(old.lossRate?.bitPattern, new.lossRate?.bitPattern)
+        XCTAssertEqual(old.lossUpperBound?.bitPattern, new.lossUpperBound?.bitPattern)
+        XCTAssertEqual(
+          old.timeout(floor: 0, ceiling: 1e9)?.bitPattern,
+          new.timeout(floor: 0, ceiling: 1e9)?.bitPattern)
+        if let a = last, let b = new.intervalSeconds {
+          moves.insert(Int64(((b - a) / 0.004).rounded()).signum())
+        }
+        last = new.intervalSeconds
+      }
+    }
+    // The percentile stayed, fell and rose.
+    XCTAssertEqual(moves, [-1, 0, 1])
+  }
 }
 
 // Times are given as `.init(micros:)`, which reads the same whether the
@@ -158,7 +201,8 @@ extension Int64 {
 }
 
 // The filter and the estimator as they were before their storage was
-// narrowed (commit e14bd2d), as the reference the tests above compare to.
+// narrowed (commit e14bd2d), as the reference the tests above compare to;
+// the estimator's percentile still selected afresh at every update.
 
 struct ReferenceRSSIFilter {
   static let windowCount = 5

@@ -46,6 +46,9 @@ public struct AdvertisingIntervalEstimator: Sendable {
   private var longestGap: UInt16 = 0
   private var misses: UInt16 = 0
   private var factor: UInt8 = 0
+  // The 10th percentile at the last update (in units): where the next
+  // update looks first, since one more gap moves it at most one rank.
+  private var tenth: UInt16 = 0
   private var interval = 0.0
   private var loss = 0.0
   private var upper = 0.0
@@ -137,16 +140,44 @@ public struct AdvertisingIntervalEstimator: Sendable {
     else { return }
     sinceUpdate = 0
     let unit = Double(Self.unitMicros) / 1e6
-    // The 10th percentile, the sum and the longest, from a copy on the
-    // stack: no sorted array per update (it was most of a report's cost).
+    // The 10th percentile, the sum and the longest in one pass: the last
+    // percentile's rank among the gaps, and its neighbours below and
+    // above, give the new one when it moved at most one rank (every
+    // update while learning); otherwise a selection on a copy.
     let n = Int(count)
+    let rank = n / 10
+    let last = tenth
     var total = 0
     var longest: UInt16 = 0
+    var below = 0
+    var equal = 0
+    var under: UInt16 = 0
+    var over = UInt16.max
     for k in 0..<n {
-      total += Int(gaps[k])
-      longest = max(longest, gaps[k])
+      let g = gaps[k]
+      total += Int(g)
+      longest = max(longest, g)
+      if g < last {
+        below += 1
+        under = max(under, g)
+      } else if g == last {
+        equal += 1
+      } else {
+        over = min(over, g)
+      }
     }
-    let interval = Double(Self.select(gaps, count: n, rank: n / 10)) * unit
+    let percentile: UInt16
+    if rank >= below && rank < below + equal {
+      percentile = last
+    } else if rank == below - 1 {
+      percentile = under
+    } else if rank == below + equal {
+      percentile = over
+    } else {
+      percentile = Self.select(gaps, count: n, rank: rank)
+    }
+    tenth = percentile
+    let interval = Double(percentile) * unit
     // Whole numbers below 2^24: exact as doubles, whatever the order.
     let span = Double(total) * unit
     let mean = span / Double(count)
