@@ -131,8 +131,13 @@ public struct IdentityResolvingKey: Hashable, Sendable {
   /// Part H, 2.2.2): e(k, r') mod 2^24 where r' is 104 zero bits then the
   /// 24 bits of `prand`.
   public func hash(prand: UInt32, cipher: some BlockCipher) -> UInt32 {
+    Self.hash(prand: prand, keyed: SameKey(cipher: cipher, key: value))
+  }
+
+  /// ah(k, r) with a cipher already bound to the key (`BlockCipher.keyed`).
+  @inlinable public static func hash(prand: UInt32, keyed: some KeyedBlockCipher) -> UInt32 {
     let plaintext = Block128(high: 0, low: UInt64(prand & 0xFF_FFFF))
-    return UInt32(truncatingIfNeeded: cipher.encrypt(plaintext, key: value).low & 0xFF_FFFF)
+    return UInt32(truncatingIfNeeded: keyed.encrypt(plaintext).low & 0xFF_FFFF)
   }
 
   /// Whether this key resolves `address` (which must be resolvable:
@@ -145,9 +150,7 @@ public struct IdentityResolvingKey: Hashable, Sendable {
   @inlinable public static func resolves(_ address: BDAddress, keyed: some KeyedBlockCipher)
     -> Bool
   {
-    let plaintext = Block128(high: 0, low: UInt64(address.prand))
-    return UInt32(truncatingIfNeeded: keyed.encrypt(plaintext).low & 0xFF_FFFF)
-      == address.addressHash
+    hash(prand: address.prand, keyed: keyed) == address.addressHash
   }
 
   /// The resolvable private address this key gives for `prand` (whose top
