@@ -83,8 +83,10 @@ check "beep: silent in its pause" below "$gap" 0.01
 # late, into the 0.8 s pause after it (three times running in a clean-clone
 # make test while the host also built the package). So a stop that lands
 # outside the tone (0.15 to 1.1 s after the onset: `seconds` - `start_ms`,
-# the player's own timings, as below) is tried again with no wait; the
-# fifth attempt is measured as it is.
+# the player's own timings, as below) is tried again with no wait; so is
+# one where the emulated machine fell behind the sound card (`recoveries`
+# above 0: the underrun's gap shifts the tones in the recording; seen once
+# in a clean-clone make test). The fifth attempt is measured as it is.
 for delay in 0.4 0 0 0 0; do
   record 8 ring.wav
   "$EARSHOT" alert --device "$PLAY" --sound ring --buffer $BUFFER >ring.out 2>ring.err &
@@ -98,6 +100,11 @@ for delay in 0.4 0 0 0 0; do
   cat ring.out ring.err
   into=$(awk -v s="$(sed -n 's/.*"start_ms":\([0-9.]*\).*/\1/p' ring.out)" \
     -v p="$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' ring.out)" 'BEGIN {print p - s / 1000}')
+  recoveries=$(sed -n 's/.*"recoveries":\([0-9]*\).*/\1/p' ring.out)
+  if [ "${recoveries:-0}" -gt 0 ]; then
+    echo "  ring recovered from $recoveries underrun(s): its tones are shifted in the recording"
+    continue
+  fi
   awk -v d="$into" 'BEGIN {exit !(d >= 0.15 && d <= 1.1)}' && break
   echo "  ring stopped $into s after its onset, outside its first tone (the signal came late)"
 done
