@@ -2,12 +2,13 @@
 # Instructions a report costs on `earshot bench`'s live path, iBeacon and
 # identity, counted by callgrind: a count of the agent's own work (user
 # space) that does not move with whatever else the machine runs, where the
-# bench's CPU times do. The bench's live rounds run in turn (iBeacon,
-# identity, five of each); callgrind counts only inside the event loop's
-# run (the reads, decoding, monitor and timers of a round, as the bench's
-# CPU figure does; not the round's set-up) and writes one count per round.
-# The writer is another process (its counts are left out); the kernel's
-# share is not counted (perf has no instruction counter in this VM).
+# bench's CPU times do. The bench's live rounds run in pairs (iBeacon and
+# identity, each pair in the other order than the last); callgrind counts
+# only inside the event loop's run (the reads, decoding, monitor and timers
+# of a round, as the bench's CPU figure does; not the round's set-up) and
+# writes one count per round. The writer is another thread, which never
+# runs the loop (its counts are left out); the kernel's share is not
+# counted (perf has no instruction counter in this VM).
 # Usage: scripts/bench-instructions.sh [BINARY]   (default: the release build)
 #   EARSHOT_CALLGRIND_KEEP=DIR keeps the counts for callgrind_annotate.
 set -euo pipefail
@@ -18,7 +19,7 @@ command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgri
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 rate=1000
-seconds=1 # five rounds a path of max(0.5, seconds / 2) s each
+seconds=1 # 4 × seconds rounds a path of 0.5 s each
 # Everything else as small as the bench allows: it runs, uncounted, under
 # valgrind too.
 # The loop's run: only the live rounds run an event loop in the bench.
@@ -43,12 +44,14 @@ ratios=()
 for f in $(ls "$work"/cg."$pid".* | awk -F. '{print $NF, $0}' | sort -n | cut -d' ' -f2-); do
   grep -q '^desc: Trigger: --dump-after' "$f" || continue
   ir=$(awk '/^(summary|totals):/ {print $2; exit}' "$f")
+  # Pairs alternate: iBeacon then identity, then identity then iBeacon.
   if [ $((i % 2)) -eq 0 ]; then
-    beacon=$ir
+    firstIr=$ir
   else
-    ratio=$(awk -v a="$ir" -v b="$beacon" 'BEGIN {printf "%.2f", a / b}')
+    if [ $((i / 2 % 2)) -eq 0 ]; then beacon=$firstIr identity=$ir; else beacon=$ir identity=$firstIr; fi
+    ratio=$(awk -v a="$identity" -v b="$beacon" 'BEGIN {printf "%.2f", a / b}')
     ratios+=("$ratio")
-    printf '%5d  %7d  %8d  %5s\n' $((i / 2 + 1)) $((beacon / reports)) $((ir / reports)) "$ratio"
+    printf '%5d  %7d  %8d  %5s\n' $((i / 2 + 1)) $((beacon / reports)) $((identity / reports)) "$ratio"
   fi
   i=$((i + 1))
 done

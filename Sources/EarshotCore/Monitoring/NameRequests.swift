@@ -33,10 +33,14 @@ struct NameRequests: Sendable {
   private var wanted: [BDAddress] = []
 
   /// Until when device `n`'s exits wait, if they do.
-  func hold(of n: Int) -> Int64? { hold[n] }
+  func hold(of n: Int) -> Int64? { hold.isEmpty ? nil : hold[n] }
 
   /// Device `n` was heard: whatever was asked is answered.
   mutating func heard(_ n: Int) {
+    // Asked at every report of a known device, and nothing is asked of
+    // almost all of them: no hashing then (four lookups were ~5 % of the
+    // live identity path, docs/performance.md).
+    guard !hold.isEmpty || !misses.isEmpty || !awaited.isEmpty else { return }
     hold[n] = nil
     misses[n] = nil
     awaited.remove(n)

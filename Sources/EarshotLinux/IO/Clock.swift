@@ -47,6 +47,13 @@ public enum Clock {
   }
 
   /// CPU time this process has used, in nanoseconds.
+  /// CPU time of the calling thread.
+  public static func threadCPUNanos() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+  }
+
   public static func processCPUNanos() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)

@@ -11,10 +11,11 @@ let benchCommand = Command(
     capture read + decode, and decode + ranging + region monitor (the
     agent's MonitorDriver; regions from --config, else three regions over
     the synthetic room).
-    Live path: a second process writes the capture's events as H4 packets
+    Live path: a writer thread sends the capture's events as H4 packets
     into a socketpair at --rate per second; the agent's event loop decodes
-    and monitors them. Prints this process's CPU (% of one core) and the
-    loop's wakeups per second.
+    and monitors them. Prints the loop thread's CPU (% of one core) and
+    its wakeups per second, over 4 x --seconds rounds of 0.5 s of each
+    path (iBeacon and identity, in pairs whose order alternates).
     Memory: VmRSS/VmHWM after --beacons distinct beacons are ranged and
     monitored.
     Dense room: a conference hall of 1,000 devices at 5,000 reports/s,
@@ -198,18 +199,25 @@ func runBench(_ args: Arguments) throws -> Int32 {
     nanos: identityRow.nanos)
   rows.append(identityRow)
   // The live path, iBeacon and identity rounds in turn, so that both
-  // share the machine's load of the moment: the ratio is the median of
-  // the rounds' ratios (one run of each once gave 0.90-1.67 on a loaded
-  // machine).
-  let rounds = seconds >= 1 ? 5 : 1
-  let roundSeconds = max(0.5, seconds / 2)
+  // share the machine's load of the moment, in short rounds and in
+  // alternating order (ABBA: neither always runs after the other). The
+  // ratio is the two paths' CPU over all their rounds: a round's own
+  // ratio moves by ±0.2 here with what else the host runs, and five 5 s
+  // rounds' median of ratios gave 1.05-1.18 for one build.
+  let pairs = seconds >= 1 ? Int(seconds * 4) : 1
+  let roundSeconds = 0.5
   let liveSession = try BenchLive.Session(events: events, config: config)
   let identitySession = try BenchLive.Session(events: identityEvents, config: identityConfig)
   var liveRounds: [BenchLive.Result] = []
   var identityRounds: [BenchLive.Result] = []
-  for _ in 0..<rounds {
-    liveRounds.append(try BenchLive.run(liveSession, rate: rate, seconds: roundSeconds))
-    identityRounds.append(try BenchLive.run(identitySession, rate: rate, seconds: roundSeconds))
+  for pair in 0..<pairs {
+    for identityFirst in pair % 2 == 0 ? [false, true] : [true, false] {
+      if identityFirst {
+        identityRounds.append(try BenchLive.run(identitySession, rate: rate, seconds: roundSeconds))
+      } else {
+        liveRounds.append(try BenchLive.run(liveSession, rate: rate, seconds: roundSeconds))
+      }
+    }
   }
   // For reference: the same advertisers, addresses and moments as iBeacons
   // that are all in a region (the busy room stops three reports in four
@@ -259,25 +267,22 @@ func runBench(_ args: Arguments) throws -> Int32 {
     Console.line(what.padding(40) + value.padding(15) + goal)
   }
   func f(_ x: Double, _ d: Int) -> String { JSONLine.format(x, decimals: d) }
-  func median(_ v: [Double]) -> Double {
-    let s = v.sorted()
-    return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-  }
-  let liveRate = median(liveRounds.map(\.reportsPerSecond))
-  let liveCPU = median(liveRounds.map(\.cpuPercent))
-  let of = rounds == 1 ? "one round" : "median of \(rounds) rounds"
+  let live = BenchLive.Result(summing: liveRounds)
+  let identity = BenchLive.Result(summing: identityRounds)
+  let of = "\(pairs) rounds of \(f(roundSeconds, 1)) s each"
   row(
-    "live: CPU at \(f(liveRate, 0)) reports/s", f(liveCPU, 2) + " %",
+    "live: CPU at \(f(live.reportsPerSecond, 0)) reports/s", f(live.cpuPercent, 2) + " %",
     "< 1 % of one core (\(of))")
   row(
-    "live: loop wakeups per second", f(median(liveRounds.map(\.wakeupsPerSecond)), 0),
+    "live: loop wakeups per second", f(live.wakeupsPerSecond, 0),
     "<= reports/s (no busy polling)")
+  // Each pair's own ratio, for the spread.
   let ratios = zip(identityRounds, liveRounds).map { $0.cpuPercent / max($1.cpuPercent, 1e-9) }
   row(
-    "identity: CPU at \(f(median(identityRounds.map(\.reportsPerSecond)), 0)) reports/s",
-    f(median(identityRounds.map(\.cpuPercent)), 2) + " %",
-    "ratio to iBeacon \(f(median(ratios), 2)) (goal <= 1.10; \(of) in turn with iBeacon's, "
-      + "\(f(ratios.min()!, 2))-\(f(ratios.max()!, 2)))")
+    "identity: CPU at \(f(identity.reportsPerSecond, 0)) reports/s",
+    f(identity.cpuPercent, 2) + " %",
+    "ratio to iBeacon \(f(identity.cpuPercent / max(live.cpuPercent, 1e-9), 2)) (goal <= 1.10; "
+      + "\(of) in turn with iBeacon's; pairs \(f(ratios.min()!, 2))-\(f(ratios.max()!, 2)))")
   row(
     "identity: reports/s ratio to iBeacon", f(identityRow.perSecond / monitorRow.perSecond, 2),
     "goal >= 0.91 (within 10 %)")
