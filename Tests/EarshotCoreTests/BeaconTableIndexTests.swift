@@ -57,4 +57,32 @@ final class BeaconTableIndexTests: XCTestCase {
     XCTAssertEqual(table.count, 6)
     for n in 0..<12 { XCTAssertEqual(table.position(of: key(n)) != nil, n >= 6, "\(n)") }
   }
+
+  func testDevicePositionsAreTheDeviceRecordsThroughForgetting() {
+    // Beacons and devices mixed, forgotten in random halves: the list a
+    // device region ranges from is exactly where the device records are.
+    func device(_ n: Int) -> TrackKey {
+      .device(DeviceIdentity(address: BDAddress(raw: 0xC000_0000_0000 | UInt64(n)), irk: nil))
+    }
+    var rng = SystemRandomNumberGenerator()
+    var table = BeaconTable()
+    var t: Int64 = 0
+    for step in 0..<4_000 {
+      t += 1_000
+      let n = Int.random(in: 0..<600, using: &rng)
+      let k = n % 5 == 0 ? device(n) : key(n)
+      table.observe(k, address: BDAddress(raw: UInt64(step)), rssi: -60, measuredPower: -59, at: t)
+      if step % 300 == 299 {
+        table.forget(seenBefore: t - Int64.random(in: 50_000...250_000, using: &rng), keep: [])
+      }
+      if step % 100 == 99 {
+        var expected: [Int32] = []
+        for p in 0..<table.count {
+          if case .device = table.withRecord(at: p, { $0.track.id }) { expected.append(Int32(p)) }
+        }
+        XCTAssertEqual(table.devicePositions.sorted(), expected, "step \(step)")
+      }
+    }
+    XCTAssertFalse(table.devicePositions.isEmpty)
+  }
 }

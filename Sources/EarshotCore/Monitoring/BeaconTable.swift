@@ -17,6 +17,11 @@ struct BeaconTable: Sendable {
   private var index = PositionIndex()
   private var segments: [ContiguousArray<BeaconRecord>] = []
   private(set) var count = 0
+  /// The positions of the devices' records (not beacons'), in no
+  /// particular order: a region of devices alone reads these at its range
+  /// ticks, not every beacon of a busy room. Few: devices are only those
+  /// the config names or bonded ones.
+  private(set) var devicePositions: [Int32] = []
 
   subscript(id: TrackKey) -> BeaconRecord? {
     position(of: id).map { self[position: $0] }
@@ -81,6 +86,7 @@ struct BeaconTable: Sendable {
             id: id, address: address, measuredPower: measuredPower, powerSource: powerSource,
             at: time)))
       count += 1
+      if case .device = id { devicePositions.append(Int32(i)) }
       // After the record is stored: the index reads ids from the records.
       changeIndex { index, idAt in index.insert(id, at: Int32(i), idAt: idAt) }
     }
@@ -136,9 +142,13 @@ struct BeaconTable: Sendable {
       }
       // Removed while every record is still where the index says.
       changeIndex { index, idAt in index.remove(index.slot(of: id, idAt: idAt)!, idAt: idAt) }
+      if case .device = id { devicePositions.removeAll { $0 == Int32(i) } }
       let last = count - 1
       if i != last {
         let moved = self[position: last]
+        if case .device = moved.track.id, let k = devicePositions.firstIndex(of: Int32(last)) {
+          devicePositions[k] = Int32(i)
+        }
         let slot = index.slot(of: moved.track.id, idAt: { recordID(at: $0) })!
         self[position: i] = moved
         index.positions[slot] = Int32(i)

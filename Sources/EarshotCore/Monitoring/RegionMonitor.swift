@@ -911,12 +911,24 @@ public struct RegionMonitor: Sendable {
     // Counted first, so the event's array is allocated once at its size:
     // grown by doubling it took up to twice that, and copies (10,000
     // beacons: ~1 MB of heap peak, docs/performance.md).
+    // A region that names no beacon keeps only device records: those are
+    // read, in the order of a full walk (a busy room's every beacon was
+    // read twice at each tick of each device region).
+    let devicesOnly = regions[i].beacons == nil
+    let devicePositions = devicesOnly ? beacons.devicePositions.sorted() : []
+    func eachCandidate(_ body: (Int) -> Void) {
+      if devicesOnly {
+        for p in devicePositions { body(Int(p)) }
+      } else {
+        for p in 0..<beacons.count { body(p) }
+      }
+    }
     var count = 0
-    for position in 0..<beacons.count where beacons.withRecord(at: position, keeps) { count += 1 }
+    eachCandidate { if beacons.withRecord(at: $0, keeps) { count += 1 } }
     var out: [RangedBeacon] = []
     out.reserveCapacity(count)
     let now = DecisionTime(micros: t)
-    for position in 0..<beacons.count {
+    eachCandidate { position in
       beacons.withRecord(at: position) { b in
         guard keeps(b) else { return }
         out.append(b.track.ranged(at: now, model: ranging.model, staleAfter: ranging.staleAfter))

@@ -11,13 +11,18 @@ import EarshotCore
 /// plus `exit_after`); each move re-armed the loop timer, a cancel and a new
 /// timer, two `timerfd_settime` calls; now a deadline that passed costs one
 /// wakeup (docs/performance.md).
+///
+/// `arm` and `cancel` are inlinable: asked after every report, they are
+/// specialised where they are called. Called unspecialised from another
+/// module (the bench's live loop), each call looked up `Optional<Instant>`'s
+/// metadata twice, ~960 instructions a report (docs/performance.md).
 public final class MovingDeadline<Instant: Comparable> {
-  private let loop: EventLoop
+  @usableFromInline let loop: EventLoop
   /// How long from now until an instant, in the loop's nanoseconds.
-  private let nanosUntil: (Instant) -> UInt64
+  @usableFromInline let nanosUntil: (Instant) -> UInt64
   /// The loop timer: at `wanted`, or earlier while `wanted` moved later.
-  private var armed: (id: EventLoop.TimerID, at: Instant)?
-  private var wanted: Instant?
+  @usableFromInline var armed: (id: EventLoop.TimerID, at: Instant)?
+  @usableFromInline var wanted: Instant?
   public var onFire: ((Instant) -> Void)?
 
   public init(loop: EventLoop, nanosUntil: @escaping (Instant) -> UInt64) {
@@ -30,7 +35,7 @@ public final class MovingDeadline<Instant: Comparable> {
   /// The instant the timer is armed for, if it is.
   public var deadline: Instant? { wanted }
 
-  public func arm(at deadline: Instant?) {
+  @inlinable public func arm(at deadline: Instant?) {
     guard wanted != deadline else { return }
     guard let deadline else { return cancel() }
     wanted = deadline
@@ -38,13 +43,13 @@ public final class MovingDeadline<Instant: Comparable> {
     schedule(deadline)
   }
 
-  public func cancel() {
+  @inlinable public func cancel() {
     if let armed { loop.cancel(armed.id) }
     armed = nil
     wanted = nil
   }
 
-  private func schedule(_ at: Instant) {
+  @usableFromInline func schedule(_ at: Instant) {
     if let armed { loop.cancel(armed.id) }
     let id = loop.after(nanos: nanosUntil(at)) { [unowned self] in
       self.armed = nil
