@@ -908,9 +908,6 @@ public struct RegionMonitor: Sendable {
       if auto { return seen + Int64((beaconTimeout(b) * 1e6).rounded()) >= t }
       return seen >= horizon
     }
-    // Counted first, so the event's array is allocated once at its size:
-    // grown by doubling it took up to twice that, and copies (10,000
-    // beacons: ~1 MB of heap peak, docs/performance.md).
     // A region that names no beacon keeps only device records: those are
     // read, in the order of a full walk (a busy room's every beacon was
     // read twice at each tick of each device region).
@@ -923,6 +920,9 @@ public struct RegionMonitor: Sendable {
         for p in 0..<beacons.count { body(p) }
       }
     }
+    // Counted first, so the event's array is allocated once at its size:
+    // grown by doubling it took up to twice that, and copies (10,000
+    // beacons: ~1 MB of heap peak, docs/performance.md).
     var count = 0
     eachCandidate { if beacons.withRecord(at: $0, keeps) { count += 1 } }
     var out: [RangedBeacon] = []

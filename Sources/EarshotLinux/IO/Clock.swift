@@ -15,9 +15,7 @@ public enum Clock {
 
   /// Monotonic time in nanoseconds (for timers and measuring).
   public static func monotonicNanos() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    nanos(CLOCK_MONOTONIC)
   }
 
   /// Wall-clock time in microseconds since the Unix epoch (for output).
@@ -29,9 +27,7 @@ public enum Clock {
 
   /// CLOCK_BOOTTIME in nanoseconds: monotonic, counting time asleep too.
   public static func boottimeNanos() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_BOOTTIME, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    nanos(CLOCK_BOOTTIME)
   }
 
   /// The monotonic clock in microseconds: the live monitor's decision time.
@@ -46,17 +42,16 @@ public enum Clock {
       monotonic: now(), boottime: boottimeNanos(), wall: wallNow())
   }
 
-  /// CPU time this process has used, in nanoseconds.
-  /// CPU time of the calling thread.
-  public static func threadCPUNanos() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-  }
+  /// CPU time of the calling thread, in nanoseconds.
+  public static func threadCPUNanos() -> UInt64 { nanos(CLOCK_THREAD_CPUTIME_ID) }
 
-  public static func processCPUNanos() -> UInt64 {
+  /// CPU time this process has used, in nanoseconds.
+  public static func processCPUNanos() -> UInt64 { nanos(CLOCK_PROCESS_CPUTIME_ID) }
+
+  /// `clock` in nanoseconds (every clock but the wall clock is read so).
+  private static func nanos(_ clock: clockid_t) -> UInt64 {
     var ts = timespec()
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
+    clock_gettime(clock, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
   }
 }

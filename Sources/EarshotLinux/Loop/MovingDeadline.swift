@@ -15,7 +15,8 @@ import EarshotCore
 /// `arm` and `cancel` are inlinable: asked after every report, they are
 /// specialised where they are called. Called unspecialised from another
 /// module (the bench's live loop), each call looked up `Optional<Instant>`'s
-/// metadata twice, ~960 instructions a report (docs/performance.md).
+/// metadata twice: ~2,250 instructions a report, half of the bench's live
+/// report (docs/performance.md).
 public final class MovingDeadline<Instant: Comparable> {
   @usableFromInline let loop: EventLoop
   /// How long from now until an instant, in the loop's nanoseconds.
