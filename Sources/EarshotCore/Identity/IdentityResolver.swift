@@ -128,10 +128,17 @@ struct AnswerCache<Value> {
   private var resolved: Ring<Key>
   private var unresolved: Ring<Key>
   static var recentBits: Int { 10 }
-  /// An address's raw value per slot; `empty` (never a 48-bit address) for none.
-  private var recentKeys = [UInt64](repeating: empty, count: 1 << recentBits)
-  private var recentValues = [Value?](repeating: nil, count: 1 << recentBits)
+  /// An address's raw value and its answer per slot, side by side so that
+  /// a probe reads one cache line (two arrays cost two cold misses a
+  /// report in the live path, docs/performance.md); `empty` (never a 48-bit
+  /// address) for none.
+  fileprivate var recent = [Slot](repeating: Slot(raw: empty, value: nil), count: 1 << recentBits)
   private static var empty: UInt64 { .max }
+
+  fileprivate struct Slot {
+    var raw: UInt64
+    var value: Value?
+  }
 
   init(capacity: Int) {
     self.capacity = capacity
@@ -150,10 +157,9 @@ struct AnswerCache<Value> {
   /// `.some(nil)`: remembered as resolving to nothing; `nil`: not remembered.
   mutating func lookup(_ key: Key) -> Value?? {
     let s = Self.slot(key)
-    if recentKeys[s] == key.raw { return .some(recentValues[s]) }
+    if recent[s].raw == key.raw { return .some(recent[s].value) }
     guard let answer = answers[key] else { return nil }
-    recentKeys[s] = key.raw
-    recentValues[s] = answer
+    recent[s] = Slot(raw: key.raw, value: answer)
     return .some(answer)
   }
 
@@ -163,19 +169,18 @@ struct AnswerCache<Value> {
     if let evicted {
       answers[evicted] = nil
       let s = Self.slot(evicted)
-      if recentKeys[s] == evicted.raw { recentKeys[s] = Self.empty }
+      if recent[s].raw == evicted.raw { recent[s].raw = Self.empty }
     }
     answers[key] = .some(value)
     let s = Self.slot(key)
-    recentKeys[s] = key.raw
-    recentValues[s] = value
+    recent[s] = Slot(raw: key.raw, value: value)
   }
 
   mutating func removeAll() {
     answers.removeAll(keepingCapacity: true)
     resolved.removeAll()
     unresolved.removeAll()
-    for s in recentKeys.indices { recentKeys[s] = Self.empty }
+    for s in recent.indices { recent[s].raw = Self.empty }
   }
 }
 
@@ -214,5 +219,7 @@ extension IdentityResolver: Sendable
 where Cipher: Sendable, Cipher.Keyed: Sendable, Identity: Sendable {}
 
 extension AnswerCache: Sendable where Value: Sendable {}
+
+extension AnswerCache.Slot: Sendable where Value: Sendable {}
 
 extension Ring: Sendable where Key: Sendable {}
