@@ -85,4 +85,38 @@ final class BeaconTableIndexTests: XCTestCase {
     }
     XCTAssertFalse(table.devicePositions.isEmpty)
   }
+  func testAStaleHintNeverFindsAnothersRecord() {
+    // Each key's last position kept as the hint, as the monitor keeps a
+    // device's; forgetting moves records under the hints. Every report
+    // must land in its own key's record, and the table must hold one
+    // record per key (a hint taken at face value would update another's
+    // record, or the index's lookup skipped would add a second).
+    var rng = SystemRandomNumberGenerator()
+    var table = BeaconTable()
+    var hints: [TrackKey: Int] = [:]
+    var reports: [TrackKey: Int] = [:]
+    var t: Int64 = 0
+    for step in 0..<5_000 {
+      t += 1_000
+      let k = key(Int.random(in: 0..<300, using: &rng))
+      // Now and then a hint past the end or at a random record.
+      let hint =
+        step % 97 == 0
+        ? table.count + 3
+        : step % 89 == 0 ? Int.random(in: 0..<max(table.count, 1), using: &rng) : hints[k]
+      let at = table.observe(
+        k, address: BDAddress(raw: UInt64(step)), rssi: -60, measuredPower: -59, at: t, hint: hint)
+      XCTAssertEqual(table.withRecord(at: at) { $0.track.id }, k, "step \(step)")
+      XCTAssertEqual(table.position(of: k), at, "step \(step)")
+      hints[k] = at
+      reports[k, default: 0] += 1
+      if step % 400 == 399 {
+        let horizon = t - Int64.random(in: 50_000...200_000, using: &rng)
+        table.forget(seenBefore: horizon, keep: [])
+        reports = reports.filter { table.position(of: $0.key) != nil }
+      }
+    }
+    XCTAssertEqual(table.count, reports.count)
+    XCTAssertGreaterThan(table.count, 50)
+  }
 }

@@ -63,15 +63,21 @@ struct BeaconTable: Sendable {
   /// under `auto` within `floor`…`ceiling`, else `cautious`) was an
   /// absence, and does not count as a gap in its advertising. `learn`
   /// false (a report heard at a low scan duty): no gap is learnt.
+  /// `hint`: where the caller last found this id's record, used when the
+  /// record there still has this id (else the index is asked), so a stale
+  /// hint costs a lookup and never finds another's record.
   @discardableResult
   mutating func observe(
     _ id: TrackKey, address: BDAddress, rssi: Int8?, measuredPower: Int8,
     powerSource: PowerSource = .measured, at t: Int64, floor: Double = 0,
-    ceiling: Double = .infinity, cautious: Double = .infinity, learn: Bool = true
+    ceiling: Double = .infinity, cautious: Double = .infinity, learn: Bool = true,
+    hint: Int? = nil
   ) -> Int {
     let time = DecisionTime(micros: t)
     let i: Int
-    if let found = position(of: id) {
+    if let hint, hint < count, self[position: hint].track.id == id {
+      i = hint
+    } else if let found = position(of: id) {
       i = found
     } else {
       i = count

@@ -4,7 +4,9 @@
 ///
 /// Guarantees:
 /// - a report of a known device costs one resolve and one array read: no
-///   identity is hashed and no region walked per report;
+///   identity is hashed and no region walked per report, and its record is
+///   found where it was last (`recordHint`, checked against the record)
+///   without the beacon table's index;
 /// - a device's last sighting survives a reload and a change of the bonds
 ///   (carried over by identity), and a device no longer known is dropped;
 /// - `[rooms] track`'s devices are kept as at start through reloads (the
@@ -20,6 +22,13 @@ struct DeviceRouting: Sendable {
   private(set) var regionsOf: [[Int]] = []
   /// For each of `directory.entries`: when it was last heard.
   private(set) var lastHeard: [Int64?] = []
+  /// For each of `directory.entries`: where its record in the beacon table
+  /// was at its last report (-1: not yet). Only a hint: forgetting moves
+  /// records, so the table checks the id there before using it. Asking the
+  /// table's index costs a hash and a cold probe a report (on top of the
+  /// resolver's), the identity path's extra in the live bench
+  /// (docs/performance.md).
+  var recordHint: [Int32] = []
 
   init(cipher: (any BlockCipher)?, rooms: [TrackedDevice]) {
     directory = DeviceDirectory(cipher: cipher)
@@ -66,5 +75,6 @@ struct DeviceRouting: Sendable {
   {
     regionsOf = directory.entries.map { d in regions.indices.filter { regions[$0].matches(d) } }
     lastHeard = directory.entries.map { before[$0] }
+    recordHint = Array(repeating: -1, count: directory.entries.count)
   }
 }

@@ -505,10 +505,12 @@ public struct RegionMonitor: Sendable {
       beacons.makeRoom(capacity: beaconCapacity, keep: keptBeacons)
     }
 
+    let hint = n.map { Int(routing.recordHint[$0]) }.flatMap { $0 >= 0 ? $0 : nil }
     let position = beacons.observe(
       key, address: address, rssi: rssi, measuredPower: power, powerSource: source, at: t,
       floor: monitor.autoFloor, ceiling: monitor.autoCeiling, cautious: cautiousTimeout,
-      learn: scan.learnsGaps(at: t))
+      learn: scan.learnsGaps(at: t), hint: hint)
+    if let n { routing.recordHint[n] = Int32(position) }
 
     if let n {
       for i in routing.regionsOf[n] { counted(i, key, at: t, position: position, into: &out) }
