@@ -36,16 +36,29 @@ enum BenchMonitor {
       log: { _ in })
   }
 
-  /// Capture read + decode + iBeacon + ranging + region monitor. Each pass
-  /// continues the previous one's time, so the monitor stays in its
-  /// steady state (regions inside, range events every interval).
-  static func stage(bytes: [UInt8], config: Config, seconds: Double) throws -> (BenchRow, Int) {
-    var events = 0
-    let driver = try driver(config) { _ in events += 1 }
-    var offset: Int64 = 0
-    var last: Int64 = 0
-    var started = false
-    let row = measure("decode + range + monitor", seconds: seconds) {
+  /// Capture read + decode + iBeacon + ranging + region monitor, one pass
+  /// over the capture a call. Each pass continues the previous one's time,
+  /// so the monitor stays in its steady state (regions inside, range
+  /// events every interval).
+  final class Passes {
+    private let bytes: [UInt8]
+    private let driver: MonitorDriver
+    private let start: Int64
+    private var offset: Int64 = 0
+    private var last: Int64 = 0
+    private var started = false
+    /// The monitor's events so far.
+    private(set) var events = 0
+
+    init(bytes: [UInt8], config: Config) throws {
+      self.bytes = bytes
+      start = BenchMonitor.replayStart(bytes) ?? 0
+      driver = try BenchMonitor.driver(config) { _ in }
+      driver.observe { [unowned self] _ in self.events += 1 }
+    }
+
+    /// One pass; the reports it fed.
+    func pass() -> Int {
       var replay = CaptureReplay()
       var n = 0
       bytes.withUnsafeBytes { raw in
@@ -61,13 +74,18 @@ enum BenchMonitor {
         }
       }
       driver.advance(to: DecisionTime(micros: last))
-      offset = last - (replayStart(bytes) ?? 0) + 1_000
+      offset = last - start + 1_000
       return n
     }
-    return (row, events)
   }
 
-  private static func replayStart(_ bytes: [UInt8]) -> Int64? {
+  static func stage(bytes: [UInt8], config: Config, seconds: Double) throws -> (BenchRow, Int) {
+    let passes = try Passes(bytes: bytes, config: config)
+    let row = measure("decode + range + monitor", seconds: seconds) { passes.pass() }
+    return (row, passes.events)
+  }
+
+  fileprivate static func replayStart(_ bytes: [UInt8]) -> Int64? {
     var first: Int64? = nil
     bytes.withUnsafeBytes { raw in
       var replay = CaptureReplay()
