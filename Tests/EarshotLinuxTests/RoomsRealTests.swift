@@ -187,4 +187,45 @@ final class RoomsRealTests: XCTestCase {
       XCTAssertTrue(line?.contains("wrong-room 0.0 % of 2 min") ?? false, "\(rule) \(r.stdout)")
     }
   }
+  func testFadesMeasuresALinksSwingAndCorrelationDuringAStay() throws {
+    // A four-minute kitchen stay: the kitchen's gateway swings between -57
+    // and -63 dBm every 10 s (a packet every 0.2 s), the lounge's holds
+    // -80. A 5 s mean of that square wave is flat for 5 s and ramps for 5
+    // s, so its deviations about -60 have a variance of (9 + 3) / 2 dB²:
+    // sd 2.45 dB; the lounge's does not move. One row is malformed.
+    var csv = "t,x,y,z,Kitchen_AP,Lounge_AP,Upstairs_AP,Study_AP\n"
+    for k in 0..<1200 {
+      let t = Double(k) * 0.2 + 0.1
+      let kitchen = Int(t / 10) % 2 == 0 ? -57 : -63
+      csv += "\(t),0.9,-0.3,0.1,\(kitchen).0,-80.0,,\n"
+      if k == 500 { csv += "oops,0.9,-0.3,0.1,-60,,,\n" }
+    }
+    try csv.write(toFile: dir + "/train/00003/acceleration.csv", atomically: true, encoding: .utf8)
+    try "start,end,name,index\n0,240,kitchen,4\n".write(
+      toFile: dir + "/train/00003/location_0.csv", atomically: true, encoding: .utf8)
+    let script = Self.repo.appendingPathComponent("scripts/rooms-real/fades.py").path
+    let r = try Earshot.run([script, dir + "/train"], executable: "/usr/bin/python3")
+    XCTAssertEqual(r.status, 0, r.stderr)
+    let lines = r.stdout.split(separator: "\n").map(String.init)
+    let kitchen = try XCTUnwrap(lines.first { $0.contains("Kitchen_AP") }, r.stdout)
+    let fields = kitchen.split(separator: " ").map(String.init)
+    // sequence, room, stay, gateway, level, sd, correlation time
+    XCTAssertEqual(fields.count, 7, kitchen)
+    XCTAssertEqual(try XCTUnwrap(Double(fields[4])), -60, accuracy: 0.2, kitchen)
+    XCTAssertEqual(try XCTUnwrap(Double(fields[5])), 2.45, accuracy: 0.05, kitchen)
+    // Half a period (10 s) is anticorrelated: the 1/e crossing comes before.
+    let tau = try XCTUnwrap(Int(fields[6]), kitchen)
+    XCTAssertTrue((2...6).contains(tau), kitchen)
+    let lounge = try XCTUnwrap(lines.first { $0.contains("Lounge_AP") }, r.stdout)
+    XCTAssertTrue(lounge.hasSuffix(" 0.00              -"), lounge)
+    XCTAssertTrue(lines.contains("1 malformed rows skipped"), r.stdout)
+    // The kitchen leads the lounge by 17-23 dB: 20 over its swing's mean.
+    XCTAssertTrue(
+      r.stdout.contains("1st percentile 17.0 dB") && r.stdout.contains("behind 0.00 % of seconds"),
+      r.stdout)
+
+    let missing = try Earshot.run([script, dir + "/nowhere"], executable: "/usr/bin/python3")
+    XCTAssertNotEqual(missing.status, 0)
+    XCTAssertTrue(missing.stderr.contains("is not a directory"), missing.stderr)
+  }
 }
