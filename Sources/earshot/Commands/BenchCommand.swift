@@ -95,7 +95,8 @@ func measure(_ stage: String, seconds: Double, _ body: () -> Int) -> BenchRow {
 /// alternating order (A B, then B A), until each has run for `seconds`:
 /// both share the machine's load of the moment, so their ratio holds
 /// where two stages run one after the other did not (the identity stage
-/// measured 0.68-1.53 of the iBeacon stage's rate in one evening).
+/// measured 0.75-1.06 of the iBeacon stage's rate in eight runs of one
+/// evening).
 func measurePaired(
   _ a: (stage: String, body: () -> Int), _ b: (stage: String, body: () -> Int), seconds: Double
 ) -> (BenchRow, BenchRow) {
