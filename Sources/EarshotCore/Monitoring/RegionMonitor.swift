@@ -510,9 +510,9 @@ public struct RegionMonitor: Sendable {
       key, address: address, rssi: rssi, measuredPower: power, powerSource: source, at: t,
       floor: monitor.autoFloor, ceiling: monitor.autoCeiling, cautious: cautiousTimeout,
       learn: scan.learnsGaps(at: t), hint: hint)
-    if let n { routing.recordHint[n] = Int32(position) }
 
     if let n {
+      routing.recordHint[n] = Int32(position)
       for i in routing.regionsOf[n] { counted(i, key, at: t, position: position, into: &out) }
     } else {
       for i in regions.indices[firstMatch...] where matches(i, key) {
